@@ -1,0 +1,241 @@
+#include "compiler/ast/dump.h"
+
+#include <fmt/format.h>
+
+#include "compiler/ast/visitor.h"
+
+namespace kq::ast {
+
+std::string_view spell(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Negate: return "-";
+    case UnaryOp::Plus: return "+";
+    case UnaryOp::LogicalNot: return "not";
+    case UnaryOp::BitNot: return "~";
+    case UnaryOp::Deref: return "*";
+    case UnaryOp::AddressOf: return "&";
+  }
+  return "?";
+}
+
+std::string_view spell(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Mul: return "*";
+    case BinaryOp::Div: return "/";
+    case BinaryOp::Mod: return "%";
+    case BinaryOp::Add: return "+";
+    case BinaryOp::Sub: return "-";
+    case BinaryOp::Shl: return "<<";
+    case BinaryOp::Shr: return ">>";
+    case BinaryOp::Lt: return "<";
+    case BinaryOp::Le: return "<=";
+    case BinaryOp::Gt: return ">";
+    case BinaryOp::Ge: return ">=";
+    case BinaryOp::Eq: return "==";
+    case BinaryOp::Ne: return "!=";
+    case BinaryOp::Match: return "~";
+    case BinaryOp::BitAnd: return "&";
+    case BinaryOp::BitXor: return "^";
+    case BinaryOp::BitOr: return "|";
+    case BinaryOp::And: return "and";
+    case BinaryOp::Or: return "or";
+  }
+  return "?";
+}
+
+std::string spell(const TypeName& type) {
+  std::string out;
+  switch (type.tag) {
+    case TypeName::Tag::None: break;
+    case TypeName::Tag::Struct: out = "struct "; break;
+    case TypeName::Tag::Union: out = "union "; break;
+    case TypeName::Tag::Enum: out = "enum "; break;
+  }
+  out += type.name;
+  if (type.pointer_depth > 0) out += " " + std::string(type.pointer_depth, '*');
+  return out;
+}
+
+namespace {
+
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string describeNumber(const IntegerLiteral& lit) {
+  switch (lit.unit) {
+    case NumberUnit::None:
+      if (lit.spelling == std::to_string(lit.value)) return fmt::format("integer {}", lit.value);
+      return fmt::format("integer {} = {}", lit.spelling, lit.value);
+    case NumberUnit::Nanoseconds: return fmt::format("duration {} = {}ns", lit.spelling, lit.value);
+    case NumberUnit::Bytes: return fmt::format("size {} = {} bytes", lit.spelling, lit.value);
+    case NumberUnit::Hertz: return fmt::format("frequency {} = {}hz", lit.spelling, lit.value);
+  }
+  return "integer";
+}
+
+class Dumper : public ExprVisitor<Dumper> {
+ public:
+  explicit Dumper(std::ostream& out) : out_(out) {}
+
+  void script(const Script& script) {
+    line("script");
+    Nest nest(*this);
+    for (const Item& item : script.items) std::visit([&](const auto& decl) { this->item(decl); }, item);
+  }
+
+  // Expressions, one line each, children indented beneath.
+  void visitInteger(const IntegerLiteral& lit) { line(describeNumber(lit)); }
+  void visitString(const StringLiteral& lit) { line("string " + quoted(lit.value)); }
+  void visitBool(const BoolLiteral& lit) { line(lit.value ? "bool true" : "bool false"); }
+  void visitIdentifier(const Identifier& id) { line("identifier " + id.name); }
+  void visitReturnValue(const ReturnValue&) { line("return"); }
+  void visitCall(const Call& call) { nested("call " + call.callee, call); }
+  void visitMember(const Member& member) {
+    nested(fmt::format("member {}{}", member.arrow ? "->" : ".", member.member), member);
+  }
+  void visitIndex(const Index& index) { nested("index", index); }
+  void visitUnary(const Unary& unary) { nested(fmt::format("unary {}", spell(unary.op)), unary); }
+  void visitBinary(const Binary& binary) {
+    nested(fmt::format("binary {}", spell(binary.op)), binary);
+  }
+  void visitConditional(const Conditional& cond) { nested("conditional", cond); }
+  void visitCast(const Cast& cast) { nested("cast (" + spell(cast.type) + ")", cast); }
+
+ private:
+  struct Nest {
+    explicit Nest(Dumper& d) : d(d) { ++d.depth_; }
+    ~Nest() { --d.depth_; }
+    Dumper& d;
+  };
+
+  void line(std::string_view text) {
+    out_ << std::string(depth_ * 2, ' ') << text << "\n";
+  }
+
+  template <typename Node>
+  void nested(std::string_view text, const Node& node) {
+    line(text);
+    Nest nest(*this);
+    visitChildren(node);
+  }
+
+  void expr(std::string_view label, const Expr& e) {
+    line(label);
+    Nest nest(*this);
+    visit(e);
+  }
+
+  void item(const UseDecl& use) { line("use " + use.module); }
+
+  void item(const LetDecl& let) {
+    line("let " + let.name);
+    Nest nest(*this);
+    visit(*let.value);
+  }
+
+  void item(const FnDecl& fn) {
+    line("fn " + fn.name);
+    Nest nest(*this);
+    for (const Param& param : fn.params) {
+      line("param " + param.name + (param.type ? ": " + spell(*param.type) : ""));
+    }
+    expr("body", *fn.body);
+  }
+
+  void item(const ExtensionDecl& ext) {
+    line("extension");
+    Nest nest(*this);
+    clauses(ext.clauses);
+  }
+
+  void item(const Query& query) {
+    line("query");
+    Nest nest(*this);
+    for (const Probe& probe : query.probes) {
+      line("probe");
+      Nest probe_nest(*this);
+      for (const Target& target : probe.chain) {
+        std::visit([&](const auto& t) { this->target(t); }, target.kind);
+      }
+    }
+    clauses(query.clauses);
+  }
+
+  void target(const FunctionTarget& t) {
+    line(fmt::format("function {}{}{}", t.module ? t.module->text + ":" : "", t.function.text,
+                     t.function.isGlob() ? " (glob)" : ""));
+    captures(t.captures);
+  }
+  void target(const TracepointTarget& t) {
+    line(fmt::format("tracepoint {}:{}", t.category.text, t.event.text));
+  }
+  void target(const SyscallTarget& t) {
+    line("syscall " + t.syscall.text);
+    captures(t.captures);
+  }
+  void target(const UprobeTarget& t) {
+    line(fmt::format("{} {}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary, t.symbol.text));
+    captures(t.captures);
+  }
+  void target(const PacketTarget& t) { line(t.graph ? "packet graph" : "packet"); }
+  void target(const IntervalTarget& t) { line(fmt::format("interval {}ns", t.period_ns)); }
+  void target(const ProfileTarget& t) { line(fmt::format("profile {}hz", t.frequency_hz)); }
+
+  void captures(const std::optional<CaptureList>& list) {
+    if (!list) return;
+    Nest nest(*this);
+    if (list->items.empty()) line("captures (none)");
+    for (const Capture& capture : list->items) {
+      if (capture.expr) {
+        expr("capture", *capture.expr);
+      } else {
+        line("capture *");
+      }
+    }
+  }
+
+  void clauses(const Clauses& c) {
+    if (c.where) expr("where", *c.where);
+    if (c.select_range) {
+      line("select");
+      Nest nest(*this);
+      for (const SelectItem& item : c.select) {
+        expr(item.alias ? "item as " + *item.alias : "item", *item.expr);
+      }
+    }
+    if (c.group_by_range) {
+      line("group by");
+      Nest nest(*this);
+      for (const ExprPtr& key : c.group_by) visit(*key);
+    }
+    if (c.every) line(fmt::format("every {}ns", c.every->value));
+    if (c.for_duration) line(fmt::format("for {}ns", c.for_duration->value));
+    if (c.limit) line(fmt::format("limit {}", c.limit->value));
+  }
+
+  std::ostream& out_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+void dumpScript(const Script& script, std::ostream& out) { Dumper(out).script(script); }
+
+}  // namespace kq::ast

@@ -1,0 +1,386 @@
+#include "compiler/parse/ast_builder.h"
+
+#include <fmt/format.h>
+
+#include "compiler/parse/literals.h"
+
+namespace kq::parse {
+namespace {
+
+using P = kqgrammar::KqParser;
+using namespace kq::ast;
+
+class Builder {
+ public:
+  Builder(const TokenSource& source, Diagnostics& diags) : source_(source), diags_(diags) {}
+
+  // script : item* EOF
+  Script script(P::ScriptContext* ctx) {
+    Script out;
+    out.file = source_.file();
+    for (P::ItemContext* item : ctx->item()) out.items.push_back(this->item(item));
+    return out;
+  }
+
+ private:
+  SourceRange range(antlr4::ParserRuleContext* ctx) const {
+    return source_.range(ctx->getStart(), ctx->getStop() ? ctx->getStop() : ctx->getStart());
+  }
+  SourceRange range(antlr4::tree::TerminalNode* node) const {
+    return source_.range(node->getSymbol());
+  }
+  std::string text(antlr4::ParserRuleContext* ctx) const {
+    SourceRange r = range(ctx);
+    return source_.source().text().substr(r.begin, r.end - r.begin);
+  }
+  std::string text(antlr4::tree::TerminalNode* node) const {
+    return std::string(source_.text(node->getSymbol()));
+  }
+
+  // item : useDecl | letDecl | fnDecl | extensionDecl | query, each with an optional `;`
+  Item item(P::ItemContext* ctx) {
+    if (auto* use = ctx->useDecl()) return UseDecl{text(use->name()), range(use)};
+    if (auto* let = ctx->letDecl()) {
+      return LetDecl{text(let->name()), range(let->name()), expr(let->expr()), range(let)};
+    }
+    if (auto* fn = ctx->fnDecl()) return fnDecl(fn);
+    if (auto* ext = ctx->extensionDecl()) return extensionDecl(ext);
+    return query(ctx->query());
+  }
+
+  // fnDecl : FN name '(' (param (',' param)*)? ')' '=' expr
+  // param : name (':' typeName)?
+  FnDecl fnDecl(P::FnDeclContext* ctx) {
+    FnDecl fn{text(ctx->name()), range(ctx->name()), {}, nullptr, range(ctx)};
+    for (P::ParamContext* param : ctx->param()) {
+      Param p{text(param->name()), range(param->name()), std::nullopt};
+      if (param->typeName()) p.type = typeName(param->typeName());
+      fn.params.push_back(std::move(p));
+    }
+    fn.body = expr(ctx->expr());
+    return fn;
+  }
+
+  // extensionDecl : EXTENSION clause*
+  ExtensionDecl extensionDecl(P::ExtensionDeclContext* ctx) {
+    ExtensionDecl ext{clauses(ctx->clause()), range(ctx)};
+    // An extension runs inside ipftrace2, which owns timing and output.
+    for (P::ClauseContext* clause : ctx->clause()) {
+      bool allowed = dynamic_cast<P::WhereClauseContext*>(clause) ||
+                     dynamic_cast<P::SelectClauseContext*>(clause);
+      if (!allowed) {
+        diags_
+            .report(DiagKind::ClauseNotAllowed, range(clause->getStart()),
+                    fmt::format("an extension cannot have a `{}` clause",
+                                source_.text(clause->getStart())))
+            .note("an extension has only `where` (which packets to keep) and `select` (what to "
+                  "record)");
+      }
+    }
+    return ext;
+  }
+
+  SourceRange range(antlr4::Token* token) const { return source_.range(token); }
+
+  // query : TRACE probe (',' probe)* clause*
+  Query query(P::QueryContext* ctx) {
+    Query q;
+    q.range = range(ctx);
+    for (P::ProbeContext* probe : ctx->probe()) q.probes.push_back(this->probe(probe));
+    q.clauses = clauses(ctx->clause());
+    return q;
+  }
+
+  // clause : WHERE expr | SELECT selectItem (',' selectItem)* | GROUP BY expr (',' expr)*
+  //        | EVERY NUMBER | FOR NUMBER | LIMIT NUMBER
+  Clauses clauses(const std::vector<P::ClauseContext*>& list) {
+    Clauses out;
+    std::vector<std::pair<std::string, SourceRange>> seen;
+    for (P::ClauseContext* clause : list) {
+      SourceRange keyword = range(clause->getStart());
+      std::string name(source_.text(clause->getStart()));
+      if (name == "group") name = "group by";
+      bool repeated = false;
+      for (const auto& [seen_name, seen_at] : seen) {
+        if (seen_name != name) continue;
+        diags_
+            .report(DiagKind::DuplicateClause, keyword,
+                    fmt::format("a query has only one `{}` clause", name))
+            .note(seen_at, fmt::format("the first `{}` is here", name));
+        repeated = true;
+      }
+      if (repeated) continue;
+      seen.emplace_back(name, keyword);
+
+      if (auto* where = dynamic_cast<P::WhereClauseContext*>(clause)) {
+        out.where = expr(where->expr());
+      } else if (auto* select = dynamic_cast<P::SelectClauseContext*>(clause)) {
+        out.select_range = range(select);
+        for (P::SelectItemContext* item : select->selectItem()) {
+          SelectItem si{expr(item->expr()), std::nullopt, range(item)};
+          if (item->name()) si.alias = text(item->name());
+          out.select.push_back(std::move(si));
+        }
+      } else if (auto* group = dynamic_cast<P::GroupClauseContext*>(clause)) {
+        out.group_by_range = range(group);
+        for (P::ExprContext* key : group->expr()) out.group_by.push_back(expr(key));
+      } else if (auto* every = dynamic_cast<P::EveryClauseContext*>(clause)) {
+        out.every = numberClause(every->NUMBER(), NumberUnit::Nanoseconds, "every", range(every));
+      } else if (auto* for_clause = dynamic_cast<P::ForClauseContext*>(clause)) {
+        out.for_duration =
+            numberClause(for_clause->NUMBER(), NumberUnit::Nanoseconds, "for", range(for_clause));
+      } else if (auto* limit = dynamic_cast<P::LimitClauseContext*>(clause)) {
+        out.limit = numberClause(limit->NUMBER(), NumberUnit::None, "limit", range(limit));
+      }
+    }
+    return out;
+  }
+
+  static std::string_view unitExample(NumberUnit unit) {
+    switch (unit) {
+      case NumberUnit::None: return "a plain count like `10`";
+      case NumberUnit::Nanoseconds: return "a duration like `10s` or `500ms`";
+      case NumberUnit::Bytes: return "a size like `4k`";
+      case NumberUnit::Hertz: return "a frequency like `99hz`";
+    }
+    return "";
+  }
+
+  /// A number that must carry `unit` and be positive; `keyword` names where it appears.
+  uint64_t unitNumber(antlr4::tree::TerminalNode* number, NumberUnit unit,
+                      std::string_view keyword) {
+    DecodedNumber decoded = std::get<DecodedNumber>(decodeNumber(text(number)));
+    if (decoded.unit != unit) {
+      diags_.report(DiagKind::WrongUnit, range(number),
+                    fmt::format("`{}` takes {}, not `{}`", keyword, unitExample(unit),
+                                text(number)));
+      return 1;
+    }
+    if (decoded.value == 0) {
+      diags_.report(DiagKind::ValueOutOfRange, range(number),
+                    fmt::format("`{}` needs a value above zero", keyword));
+      return 1;
+    }
+    return decoded.value;
+  }
+
+  NumberClause numberClause(antlr4::tree::TerminalNode* number, NumberUnit unit,
+                            std::string_view keyword, SourceRange clause_range) {
+    return {unitNumber(number, unit, keyword), clause_range};
+  }
+
+  // probe : target ('->' target)*
+  Probe probe(P::ProbeContext* ctx) {
+    Probe out{{}, range(ctx)};
+    for (P::TargetContext* target : ctx->target()) out.chain.push_back(this->target(target));
+    return out;
+  }
+
+  // target : PACKET GRAPH? | INTERVAL NUMBER | PROFILE NUMBER
+  //        | TRACEPOINT ':' pattern ':' pattern | SYSCALL ':' pattern captureList?
+  //        | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?
+  //        | pattern (':' pattern)? captureList?
+  Target target(P::TargetContext* ctx) {
+    Target out{PacketTarget{false}, range(ctx)};
+    if (auto* t = dynamic_cast<P::PacketTargetContext*>(ctx)) {
+      out.kind = PacketTarget{t->GRAPH() != nullptr};
+    } else if (auto* t = dynamic_cast<P::IntervalTargetContext*>(ctx)) {
+      out.kind = IntervalTarget{unitNumber(t->NUMBER(), NumberUnit::Nanoseconds, "interval")};
+    } else if (auto* t = dynamic_cast<P::ProfileTargetContext*>(ctx)) {
+      uint64_t hz = unitNumber(t->NUMBER(), NumberUnit::Hertz, "profile");
+      if (hz > kMaxProfileHz) {
+        diags_.report(DiagKind::ValueOutOfRange, range(t->NUMBER()),
+                      fmt::format("`profile` samples at most {}hz", kMaxProfileHz))
+            .note("sampling faster than the kernel's perf_event_max_sample_rate is refused");
+      }
+      out.kind = ProfileTarget{hz};
+    } else if (auto* t = dynamic_cast<P::TracepointTargetContext*>(ctx)) {
+      out.kind = TracepointTarget{pattern(t->pattern(0)), pattern(t->pattern(1))};
+    } else if (auto* t = dynamic_cast<P::SyscallTargetContext*>(ctx)) {
+      out.kind = SyscallTarget{pattern(t->pattern()), captureList(t->captureList())};
+    } else if (auto* t = dynamic_cast<P::UprobeTargetContext*>(ctx)) {
+      out.kind = UprobeTarget{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
+                              range(t->UPROBE_PATH()), pattern(t->pattern()),
+                              captureList(t->captureList())};
+    } else if (auto* t = dynamic_cast<P::FunctionTargetContext*>(ctx)) {
+      FunctionTarget f;
+      std::vector<P::PatternContext*> parts = t->pattern();
+      if (parts.size() == 2) f.module = pattern(parts[0]);
+      f.function = pattern(parts.back());
+      f.captures = captureList(t->captureList());
+      out.kind = std::move(f);
+    }
+    return out;
+  }
+
+  static constexpr uint64_t kMaxProfileHz = 100'000;
+
+  // pattern : patternPart+ (adjacent)
+  Pattern pattern(P::PatternContext* ctx) { return {text(ctx), range(ctx)}; }
+
+  // captureList : '(' (capture (',' capture)*)? ')'
+  // capture : '*' | expr
+  std::optional<CaptureList> captureList(P::CaptureListContext* ctx) {
+    if (!ctx) return std::nullopt;
+    CaptureList out{{}, range(ctx)};
+    for (P::CaptureContext* capture : ctx->capture()) {
+      if (auto* e = dynamic_cast<P::CaptureExprContext*>(capture)) {
+        out.items.push_back({expr(e->expr()), range(capture)});
+      } else {
+        out.items.push_back({nullptr, range(capture)});
+      }
+    }
+    return out;
+  }
+
+  // typeName : (STRUCT | UNION | ENUM) name '*'* | scalarKeyword+ '*'* | INTTYPE '*'*
+  //          | IDENT '*'+
+  TypeName typeName(P::TypeNameContext* ctx) {
+    TypeName out;
+    out.range = range(ctx);
+    if (auto* t = dynamic_cast<P::TaggedTypeContext*>(ctx)) {
+      out.tag = t->STRUCT()  ? TypeName::Tag::Struct
+                : t->UNION() ? TypeName::Tag::Union
+                             : TypeName::Tag::Enum;
+      out.name = text(t->name());
+      out.pointer_depth = t->STAR().size();
+    } else if (auto* t = dynamic_cast<P::ScalarTypeContext*>(ctx)) {
+      for (P::ScalarKeywordContext* word : t->scalarKeyword()) {
+        if (!out.name.empty()) out.name += " ";
+        out.name += text(word);
+      }
+      out.pointer_depth = t->STAR().size();
+    } else if (auto* t = dynamic_cast<P::IntTypeContext*>(ctx)) {
+      out.name = text(t->INTTYPE());
+      out.pointer_depth = t->STAR().size();
+    } else if (auto* t = dynamic_cast<P::TypedefPointerContext*>(ctx)) {
+      out.name = text(t->IDENT());
+      out.pointer_depth = t->STAR().size();
+    }
+    return out;
+  }
+
+  // expr : see KqParser.g4; one case per labelled alternative.
+  ExprPtr expr(P::ExprContext* ctx) {
+    // Deep left-leaning chains (`a or b or c ...`) are loops in the parser but depth here.
+    struct Depth {
+      explicit Depth(size_t& d) : d(d) { ++d; }
+      ~Depth() { --d; }
+      size_t& d;
+    } depth(depth_);
+    if (depth_ > kMaxNesting) {
+      if (!reported_depth_) {
+        reported_depth_ = true;
+        diags_.report(DiagKind::NestingTooDeep, range(ctx),
+                      fmt::format("expression nests more than {} levels deep", kMaxNesting))
+            .note("split it with `let` or `fn` declarations");
+      }
+      return std::make_unique<BoolLiteral>(range(ctx), false);
+    }
+
+    SourceRange at = range(ctx);
+    if (auto* e = dynamic_cast<P::PrimaryExprContext*>(ctx)) return primary(e->primary());
+    if (auto* e = dynamic_cast<P::DotExprContext*>(ctx)) {
+      return std::make_unique<Member>(at, expr(e->expr()), false, text(e->memberName()),
+                                      range(e->memberName()));
+    }
+    if (auto* e = dynamic_cast<P::ArrowExprContext*>(ctx)) {
+      return std::make_unique<Member>(at, expr(e->expr()), true, text(e->memberName()),
+                                      range(e->memberName()));
+    }
+    if (auto* e = dynamic_cast<P::IndexExprContext*>(ctx)) {
+      return std::make_unique<Index>(at, expr(e->expr(0)), expr(e->expr(1)));
+    }
+    if (auto* e = dynamic_cast<P::CastExprContext*>(ctx)) {
+      return std::make_unique<Cast>(at, typeName(e->typeName()), expr(e->expr()));
+    }
+    if (auto* e = dynamic_cast<P::UnaryExprContext*>(ctx)) {
+      return std::make_unique<Unary>(at, unaryOp(e->op->getType()), range(e->op), expr(e->expr()));
+    }
+    if (auto* e = dynamic_cast<P::BinaryExprContext*>(ctx)) {
+      return std::make_unique<Binary>(at, binaryOp(e->op->getType()), range(e->op),
+                                      expr(e->expr(0)), expr(e->expr(1)));
+    }
+    auto* e = dynamic_cast<P::ConditionalExprContext*>(ctx);
+    return std::make_unique<Conditional>(at, expr(e->expr(0)), expr(e->expr(1)), expr(e->expr(2)));
+  }
+
+  // primary : NUMBER | STRING | TRUE | FALSE | RETURN | name '(' args ')' | name | '(' expr ')'
+  ExprPtr primary(P::PrimaryContext* ctx) {
+    SourceRange at = range(ctx);
+    if (auto* p = dynamic_cast<P::NumberLiteralContext*>(ctx)) {
+      std::string spelling = text(p->NUMBER());
+      DecodedNumber n = std::get<DecodedNumber>(decodeNumber(spelling));
+      return std::make_unique<IntegerLiteral>(at, n.value, n.unit, spelling);
+    }
+    if (auto* p = dynamic_cast<P::StringLiteralContext*>(ctx)) {
+      return std::make_unique<StringLiteral>(at, decodeString(text(p->STRING())).value);
+    }
+    if (auto* p = dynamic_cast<P::BoolLiteralContext*>(ctx)) {
+      return std::make_unique<BoolLiteral>(at, p->TRUE() != nullptr);
+    }
+    if (dynamic_cast<P::ReturnValueContext*>(ctx)) return std::make_unique<ReturnValue>(at);
+    if (auto* p = dynamic_cast<P::CallContext*>(ctx)) {
+      std::vector<ExprPtr> args;
+      for (P::ExprContext* arg : p->expr()) args.push_back(expr(arg));
+      return std::make_unique<Call>(at, text(p->name()), range(p->name()), std::move(args));
+    }
+    if (auto* p = dynamic_cast<P::IdentifierContext*>(ctx)) {
+      return std::make_unique<Identifier>(at, text(p->name()));
+    }
+    auto* p = dynamic_cast<P::ParenthesizedContext*>(ctx);
+    ExprPtr inner = expr(p->expr());
+    inner->range = at;  // `(a + b)` spans its parentheses, so a caret covers them too
+    return inner;
+  }
+
+  static UnaryOp unaryOp(size_t token) {
+    switch (token) {
+      case P::MINUS: return UnaryOp::Negate;
+      case P::PLUS: return UnaryOp::Plus;
+      case P::BANG:
+      case P::NOT: return UnaryOp::LogicalNot;
+      case P::TILDE: return UnaryOp::BitNot;
+      case P::STAR: return UnaryOp::Deref;
+      default: return UnaryOp::AddressOf;
+    }
+  }
+
+  static BinaryOp binaryOp(size_t token) {
+    switch (token) {
+      case P::STAR: return BinaryOp::Mul;
+      case P::SLASH: return BinaryOp::Div;
+      case P::PERCENT: return BinaryOp::Mod;
+      case P::PLUS: return BinaryOp::Add;
+      case P::MINUS: return BinaryOp::Sub;
+      case P::SHL: return BinaryOp::Shl;
+      case P::SHR: return BinaryOp::Shr;
+      case P::LT: return BinaryOp::Lt;
+      case P::LE: return BinaryOp::Le;
+      case P::GT: return BinaryOp::Gt;
+      case P::GE: return BinaryOp::Ge;
+      case P::EQ: return BinaryOp::Eq;
+      case P::NE: return BinaryOp::Ne;
+      case P::TILDE: return BinaryOp::Match;
+      case P::AMP: return BinaryOp::BitAnd;
+      case P::CARET: return BinaryOp::BitXor;
+      case P::PIPE: return BinaryOp::BitOr;
+      case P::AND:
+      case P::ANDAND: return BinaryOp::And;
+      default: return BinaryOp::Or;
+    }
+  }
+
+  const TokenSource& source_;
+  Diagnostics& diags_;
+  size_t depth_ = 0;
+  bool reported_depth_ = false;
+};
+
+}  // namespace
+
+Script buildScript(P::ScriptContext* tree, const TokenSource& source, Diagnostics& diags) {
+  return Builder(source, diags).script(tree);
+}
+
+}  // namespace kq::parse

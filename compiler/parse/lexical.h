@@ -1,0 +1,24 @@
+// Checks that run before parsing: the input's size and encoding, then every token
+// (characters kq does not know, malformed numbers and strings). Reporting these from the
+// token stream means they are found even where the parser gives up.
+#pragma once
+
+#include <vector>
+
+#include "Token.h"
+#include "compiler/diag/diagnostic.h"
+#include "compiler/parse/token_source.h"
+
+namespace kq::parse {
+
+/// Largest input kq reads; a query or script beyond this is almost surely a mistake.
+constexpr size_t kMaxInputBytes = 256 * 1024;
+
+/// Reports an input that is too large or not UTF-8. Returns false if it must not be lexed.
+bool checkInputText(const SourceFile& file, FileId id, Diagnostics& diags);
+
+/// Reports bad characters and literals among all tokens (every channel).
+void checkTokens(const std::vector<antlr4::Token*>& tokens, const TokenSource& source,
+                 Diagnostics& diags);
+
+}  // namespace kq::parse

@@ -1,0 +1,16 @@
+// The parser: text -> kq AST. This is the only part of kq that sees ANTLR.
+#pragma once
+
+#include <optional>
+
+#include "compiler/ast/ast.h"
+#include "compiler/diag/diagnostic.h"
+
+namespace kq::parse {
+
+/// Parses one file of `sources`, reporting every lexical and syntax error it finds to
+/// `diags` (error recovery continues past the first). Returns nothing when any was reported.
+std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file,
+                                       Diagnostics& diags);
+
+}  // namespace kq::parse

@@ -1,0 +1,35 @@
+// Turns ANTLR's syntax errors into kq diagnostics in kq's own words: what was expected
+// ("an expression", "a probe", "`)`"), after which token, with notes where they help.
+// ANTLR's own messages ("mismatched input ... expecting {...}") never reach the user.
+#pragma once
+
+#include "DefaultErrorStrategy.h"
+#include "compiler/diag/diagnostic.h"
+#include "compiler/parse/token_source.h"
+
+namespace kq::parse {
+
+class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
+ public:
+  SyntaxErrorStrategy(const TokenSource& source, Diagnostics& diags)
+      : source_(source), diags_(diags) {}
+
+ protected:
+  void reportNoViableAlternative(antlr4::Parser* parser,
+                                 const antlr4::NoViableAltException& e) override;
+  void reportInputMismatch(antlr4::Parser* parser, const antlr4::InputMismatchException& e) override;
+  void reportFailedPredicate(antlr4::Parser* parser,
+                             const antlr4::FailedPredicateException& e) override;
+  void reportUnwantedToken(antlr4::Parser* parser) override;
+  void reportMissingToken(antlr4::Parser* parser) override;
+
+ private:
+  /// "expected <what> after `<previous>`", at `offending`.
+  void reportExpected(antlr4::Parser* parser, antlr4::Token* offending,
+                      const antlr4::misc::IntervalSet& expected);
+
+  const TokenSource& source_;
+  Diagnostics& diags_;
+};
+
+}  // namespace kq::parse

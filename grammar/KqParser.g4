@@ -1,0 +1,175 @@
+// The kq grammar. docs/language.md explains each form; compiler/parse/ast_builder.cpp turns
+// the parse tree into kq's own AST, with each production quoted above the function that
+// builds it.
+//
+// Conventions:
+// - Rules are lower camel case, tokens upper case. Labels (`# Name`) become the
+//   alternatives' context classes, which the AST builder dispatches on.
+// - Keywords that can also be names (`packet`, `graph`, `interval`, `profile`, `by`,
+//   `tracepoint`, `syscall`, and integer type names such as `u32`) go through the `name`
+//   rule so struct members and arguments may still use them.
+// - Lexical errors never reach the parser: bad characters go to the ERRORS channel and
+//   literals are validated from the token stream before parsing (compiler/parse/lexical.cpp).
+parser grammar KqParser;
+
+options { tokenVocab = KqLexer; }
+
+@parser::members {
+  /// True when the next token starts right where the previous one ends (defined in
+  /// compiler/parse/parser_support.cpp).
+  bool adjacentToPrevious();
+}
+
+// ---------------------------------------------------------------------------------------
+// Scripts
+
+script
+  : item* EOF
+  ;
+
+item
+  : useDecl ';'?
+  | letDecl ';'?
+  | fnDecl ';'?
+  | extensionDecl ';'?
+  | query ';'?
+  ;
+
+useDecl
+  : USE name
+  ;
+
+letDecl
+  : LET name '=' expr
+  ;
+
+fnDecl
+  : FN name '(' (param (',' param)*)? ')' '=' expr
+  ;
+
+param
+  : name (':' typeName)?
+  ;
+
+extensionDecl
+  : EXTENSION clause*
+  ;
+
+// ---------------------------------------------------------------------------------------
+// Queries
+
+query
+  : TRACE probe (',' probe)* clause*
+  ;
+
+// Clauses may come in any order (`group by reason select count()` reads well, and so does
+// `select count() group by reason`); the AST builder reports a repeated one.
+clause
+  : WHERE expr                              # whereClause
+  | SELECT selectItem (',' selectItem)*     # selectClause
+  | GROUP BY expr (',' expr)*               # groupClause
+  | EVERY NUMBER                            # everyClause
+  | FOR NUMBER                              # forClause
+  | LIMIT NUMBER                            # limitClause
+  ;
+
+selectItem
+  : expr (AS name)?
+  ;
+
+probe
+  : target ('->' target)*
+  ;
+
+target
+  : PACKET GRAPH?                                     # packetTarget
+  | INTERVAL NUMBER                                   # intervalTarget
+  | PROFILE NUMBER                                    # profileTarget
+  | TRACEPOINT ':' pattern ':' pattern                # tracepointTarget
+  | SYSCALL ':' pattern captureList?                  # syscallTarget
+  | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?   # uprobeTarget
+  | pattern (':' pattern)? captureList?               # functionTarget
+  ;
+
+// A function or tracepoint name, or a glob over them (`tcp_*`, `*_skb`). Its parts must
+// touch: `tcp_ *` is a name followed by a stray `*`.
+pattern
+  : patternPart ({adjacentToPrevious()}? patternPart)*
+  ;
+
+patternPart
+  : name
+  | '*'
+  | '?'
+  | NUMBER
+  ;
+
+captureList
+  : '(' (capture (',' capture)*)? ')'
+  ;
+
+capture
+  : '*'          # captureAll
+  | expr         # captureExpr
+  ;
+
+// ---------------------------------------------------------------------------------------
+// Expressions, from the tightest binding to the loosest (C's precedence). `not` binds more
+// loosely than comparisons, so `not comm == "sh"` reads as `not (comm == "sh")`.
+
+expr
+  : primary                                                  # primaryExpr
+  | expr '.' memberName                                      # dotExpr
+  | expr '->' memberName                                     # arrowExpr
+  | expr '[' expr ']'                                        # indexExpr
+  | '(' typeName ')' expr                                    # castExpr
+  | op=('-' | '+' | '!' | '~' | '*' | '&') expr              # unaryExpr
+  | expr op=('*' | '/' | '%') expr                           # binaryExpr
+  | expr op=('+' | '-') expr                                 # binaryExpr
+  | expr op=('<<' | '>>') expr                               # binaryExpr
+  | expr op=('<' | '<=' | '>' | '>=') expr                   # binaryExpr
+  | expr op=('==' | '!=' | '~') expr                         # binaryExpr
+  | expr op='&' expr                                         # binaryExpr
+  | expr op='^' expr                                         # binaryExpr
+  | expr op='|' expr                                         # binaryExpr
+  | op=NOT expr                                              # unaryExpr
+  | expr op=(AND | '&&') expr                                # binaryExpr
+  | expr op=(OR | '||') expr                                 # binaryExpr
+  | <assoc=right> expr '?' expr ':' expr                     # conditionalExpr
+  ;
+
+primary
+  : NUMBER                                  # numberLiteral
+  | STRING                                  # stringLiteral
+  | (TRUE | FALSE)                          # boolLiteral
+  | RETURN                                  # returnValue
+  | name '(' (expr (',' expr)*)? ')'        # call
+  | name                                    # identifier
+  | '(' expr ')'                            # parenthesized
+  ;
+
+// A cast's type: `struct sock *`, `unsigned long`, `u32`, `enum skb_drop_reason`. Other
+// typedef names need at least one `*` (`(my_t)x` would read as a parenthesized name).
+typeName
+  : (STRUCT | UNION | ENUM) name '*'*       # taggedType
+  | scalarKeyword+ '*'*                     # scalarType
+  | INTTYPE '*'*                            # intType
+  | IDENT '*'+                              # typedefPointer
+  ;
+
+scalarKeyword
+  : VOID | CHAR | SHORT | INT | LONG | SIGNED | UNSIGNED | BOOL
+  ;
+
+name
+  : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL
+  ;
+
+// After `.` or `->` every keyword is a plain member name (`q->limit`, `x->for`).
+memberName
+  : name
+  | USE | LET | FN | EXTENSION | TRACE | WHERE | SELECT | GROUP | EVERY | FOR | LIMIT | AS
+  | AND | OR | NOT | RETURN | TRUE | FALSE | STRUCT | UNION | ENUM
+  | VOID | CHAR | SHORT | INT | LONG | SIGNED | UNSIGNED | BOOL
+  ;
+
