@@ -97,8 +97,9 @@ pattern
   : patternPart ({adjacentToPrevious()}? patternPart)*
   ;
 
+// Not `name`: `tracepoint:net` must not read as function `net` of a module `tracepoint`.
 patternPart
-  : name
+  : IDENT | INTTYPE | GRAPH | BY
   | '*'
   | '?'
   | NUMBER

@@ -33,7 +33,7 @@ size_t validUtf8Length(std::string_view text, size_t i) {
 
 std::string describeCharacter(std::string_view text) {
   auto c = static_cast<unsigned char>(text[0]);
-  if (c == 0) return "a NUL byte";
+  if (c == 0) return "NUL byte";
   if (c < 0x20 || c == 0x7F) return fmt::format("control character 0x{:02x}", c);
   return fmt::format("`{}`", text);
 }

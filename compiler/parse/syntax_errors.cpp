@@ -11,6 +11,9 @@ using antlr4::Token;
 using antlr4::misc::IntervalSet;
 using P = kqgrammar::KqParser;
 
+constexpr const char* kClauseHint =
+    "a query continues with `where`, `select`, `group by`, `every`, `for` or `limit`";
+
 /// What the parser wanted, phrased for a person.
 struct Expectation {
   DiagKind kind;
@@ -32,6 +35,18 @@ Token* previousToken(antlr4::TokenStream* tokens, size_t index) {
   while (index > 0) {
     Token* t = tokens->get(--index);
     if (t->getChannel() == Token::DEFAULT_CHANNEL) return t;
+  }
+  return nullptr;
+}
+
+/// The keyword that starts the script item holding token `index` (`trace`, `let`, ...).
+Token* itemStart(antlr4::TokenStream* tokens, size_t index) {
+  for (size_t i = index + 1; i-- > 0;) {
+    Token* t = tokens->get(i);
+    switch (t->getType()) {
+      case P::TRACE: case P::LET: case P::FN: case P::USE: case P::EXTENSION: return t;
+      default: break;
+    }
   }
   return nullptr;
 }
@@ -65,33 +80,50 @@ std::string listTokens(const antlr4::dfa::Vocabulary& vocabulary, const Interval
   return out;
 }
 
-Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token* previous) {
+Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token* previous,
+                     Token* offending) {
   size_t rule = parser->getContext()->getRuleIndex();
   size_t prev = previous ? previous->getType() : Token::INVALID_TYPE;
 
-  if (containsAll(expected, {P::USE, P::LET, P::FN, P::TRACE})) {
+  // Keywords may be names, so the expected sets of names, expressions and probes overlap:
+  // the rule being parsed decides first, then tokens only one of them can start with.
+  bool in_probe = rule == P::RuleTarget || rule == P::RuleProbe || rule == P::RulePattern ||
+                  rule == P::RulePatternPart;
+  if (rule == P::RuleMemberName || prev == P::DOT || (prev == P::ARROW && !in_probe)) {
+    return {DiagKind::ExpectedName, "a member name", ""};
+  }
+  if (rule == P::RuleName) return {DiagKind::ExpectedName, "a name", ""};
+  if (prev == P::UPROBE || prev == P::URETPROBE || has(expected, P::UPROBE_PATH)) {
+    return {DiagKind::ExpectedName, "the path of a binary",
+            "for example `uprobe:/usr/bin/bash:readline`"};
+  }
+  if (rule == P::RuleScript || rule == P::RuleItem) {
+    Token* item = itemStart(parser->getTokenStream(), offending->getTokenIndex());
+    if (item && item->getType() == P::TRACE && item != offending) {
+      return {DiagKind::UnexpectedToken, "a clause",
+              std::string(kClauseHint) + "; a new query starts with `trace`"};
+    }
     return {DiagKind::UnexpectedToken, "a query or a declaration",
             "a script holds queries (`trace ...`) and declarations (`let`, `fn`, `use`, "
             "`extension`)"};
   }
-  if (rule == P::RuleTarget || rule == P::RuleProbe || containsAll(expected, {P::TRACEPOINT, P::SYSCALL})) {
-    return {DiagKind::ExpectedProbe, "a probe",
-            "for example `ip_send_skb(skb)`, `tcp_*`, `tracepoint:net:net_dev_xmit`, "
-            "`syscall:openat`"};
-  }
-  if (rule == P::RuleTypeName || containsAll(expected, {P::STRUCT, P::UNSIGNED})) {
+  if (rule == P::RuleTypeName || rule == P::RuleScalarKeyword) {
     return {DiagKind::ExpectedType, "a type", "for example `struct sock *`, `u32`, `unsigned long`"};
   }
   if (containsAll(expected, {P::NUMBER, P::STRING, P::IDENT, P::LPAREN})) {
     return {DiagKind::ExpectedExpression, "an expression", ""};
   }
-  if (has(expected, P::UPROBE_PATH)) {
-    return {DiagKind::ExpectedName, "the path of a binary",
-            "for example `uprobe:/usr/bin/bash:readline`"};
-  }
-  if (has(expected, P::IDENT) && !has(expected, P::NUMBER)) {
-    bool member = rule == P::RuleMemberName || prev == P::DOT || prev == P::ARROW;
-    return {DiagKind::ExpectedName, member ? "a member name" : "a name", ""};
+  if (in_probe || has(expected, P::UPROBE)) {
+    // Once part of a probe is written, what follows is its rest or the query's clauses.
+    bool started = parser->getContext()->getStart()->getTokenIndex() < offending->getTokenIndex();
+    if (has(expected, P::WHERE)) {
+      return {DiagKind::UnexpectedToken, "a clause", kClauseHint};
+    }
+    if (!started) {
+      return {DiagKind::ExpectedProbe, "a probe",
+              "for example `ip_send_skb(skb)`, `tcp_*`, `tracepoint:net:net_dev_xmit`, "
+              "`syscall:openat`"};
+    }
   }
   if (expected.size() == 1 && has(expected, P::NUMBER)) {
     switch (prev) {
@@ -105,8 +137,7 @@ Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token*
     }
   }
   if (has(expected, P::WHERE) && has(expected, P::SELECT)) {
-    return {DiagKind::UnexpectedToken, "a clause",
-            "a query continues with `where`, `select`, `group by`, `every`, `for` or `limit`"};
+    return {DiagKind::UnexpectedToken, "a clause", kClauseHint};
   }
   return {DiagKind::ExpectedToken, listTokens(parser->getVocabulary(), expected), ""};
 }
@@ -114,16 +145,29 @@ Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token*
 }  // namespace
 
 void SyntaxErrorStrategy::reportExpected(antlr4::Parser* parser, Token* offending,
-                                         const IntervalSet& expected) {
+                                         const IntervalSet& expected, bool unwanted) {
   antlr4::TokenStream* tokens = parser->getTokenStream();
+  // One error per query or declaration: what ANTLR finds after the first is mostly the
+  // echo of its recovery.
   Token* previous = previousToken(tokens, offending->getTokenIndex());
-  Expectation expectation = describe(parser, expected, previous);
-  bool at_end = offending->getType() == Token::EOF;
+  Token* item = itemStart(tokens, (previous ? previous : offending)->getTokenIndex());
+  if (item && item == last_item_with_error_) return;
+  last_item_with_error_ = item;
 
+  Expectation expectation = describe(parser, expected, previous, offending);
+  // Something missing at the end of a line is reported there, not at the next line's start.
+  bool at_end = offending->getType() == Token::EOF ||
+                (previous && offending->getLine() > previous->getLine());
+
+  // "unexpected X" when anything could have come next, "expected Y after Z" when one thing.
+  bool general = expectation.kind == DiagKind::UnexpectedToken ||
+                 (unwanted && expectation.kind == DiagKind::ExpectedToken);
   std::string message;
-  if (expectation.kind == DiagKind::UnexpectedToken) {
+  if (general) {
+    expectation.kind = DiagKind::UnexpectedToken;
     message = fmt::format("unexpected {}", source_.display(offending));
-    if (!at_end && previous == nullptr && offending->getType() == P::IDENT) {
+    if (expectation.hint.empty()) expectation.hint = fmt::format("expected {}", expectation.what);
+    if (previous == nullptr && offending->getType() == P::IDENT) {
       expectation.hint = fmt::format("a query starts with `trace`: did you mean `trace {}`?",
                                      source_.text(offending));
     }
@@ -132,10 +176,20 @@ void SyntaxErrorStrategy::reportExpected(antlr4::Parser* parser, Token* offendin
     if (previous) message += fmt::format(" after {}", source_.display(previous));
     if (!at_end) message += fmt::format(", found {}", source_.display(offending));
   }
+  size_t rule = parser->getContext()->getRuleIndex();
+  if (offending->getType() == P::ASSIGN && rule != P::RuleName && rule != P::RuleLetDecl) {
+    expectation.hint = "to compare values, write `==`";
+  }
+  bool glob_part = offending->getType() == P::STAR || offending->getType() == P::QUESTION;
+  if (glob_part && previous && previous->getType() == P::IDENT &&
+      previous->getStopIndex() + 1 < offending->getStartIndex()) {
+    expectation.hint = fmt::format("a glob has no spaces: write `{}{}`", source_.text(previous),
+                                   source_.text(offending));
+  }
 
-  // At the end of the input the caret goes just past the last token, where text is missing.
+  // Where something is missing, the caret goes just past the token before it.
   SourceRange at = source_.range(offending);
-  if (at_end && previous) {
+  if (!general && at_end && previous) {
     uint32_t end = source_.range(previous).end;
     at = {source_.file(), end, end};
   }
@@ -160,12 +214,12 @@ void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser* parser,
       e.getOffendingToken()->getTokenIndex() > e.getStartToken()->getTokenIndex() + 1) {
     offending = e.getOffendingToken();
   }
-  reportExpected(parser, offending, parser->getExpectedTokens());
+  reportExpected(parser, offending, parser->getExpectedTokens(), /*unwanted=*/false);
 }
 
 void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser* parser,
                                               const antlr4::InputMismatchException& e) {
-  reportExpected(parser, e.getOffendingToken(), e.getExpectedTokens());
+  reportExpected(parser, e.getOffendingToken(), e.getExpectedTokens(), /*unwanted=*/false);
 }
 
 void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser* parser,
@@ -179,23 +233,13 @@ void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser* parser,
 void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser* parser) {
   if (inErrorRecoveryMode(parser)) return;
   beginErrorCondition(parser);
-  Token* offending = parser->getCurrentToken();
-  Expectation expectation =
-      describe(parser, getExpectedTokens(parser),
-               previousToken(parser->getTokenStream(), offending->getTokenIndex()));
-  Diagnostic& diag = diags_.report(DiagKind::UnexpectedToken, source_.range(offending),
-                                   fmt::format("unexpected {}", source_.display(offending)));
-  if (!expectation.hint.empty()) {
-    diag.note(expectation.hint);
-  } else {
-    diag.note(fmt::format("expected {} here", expectation.what));
-  }
+  reportExpected(parser, parser->getCurrentToken(), getExpectedTokens(parser), /*unwanted=*/true);
 }
 
 void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser* parser) {
   if (inErrorRecoveryMode(parser)) return;
   beginErrorCondition(parser);
-  reportExpected(parser, parser->getCurrentToken(), getExpectedTokens(parser));
+  reportExpected(parser, parser->getCurrentToken(), getExpectedTokens(parser), /*unwanted=*/false);
 }
 
 }  // namespace kq::parse

@@ -24,12 +24,14 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   void reportMissingToken(antlr4::Parser* parser) override;
 
  private:
-  /// "expected <what> after `<previous>`", at `offending`.
+  /// "expected <what> after `<previous>`" or "unexpected `<offending>`", at `offending`.
+  /// `unwanted`: ANTLR found an extra token it can skip.
   void reportExpected(antlr4::Parser* parser, antlr4::Token* offending,
-                      const antlr4::misc::IntervalSet& expected);
+                      const antlr4::misc::IntervalSet& expected, bool unwanted);
 
   const TokenSource& source_;
   Diagnostics& diags_;
+  antlr4::Token* last_item_with_error_ = nullptr;
 };
 
 }  // namespace kq::parse

@@ -1,1 +1,193 @@
 #!/usr/bin/env python3
+"""Tests of the kq binary as a user runs it: exit statuses, which stream gets what, and
+hostile input (huge, deeply nested, not UTF-8, NUL bytes, random bytes).
+
+Usage: cli_test.py PATH_TO_KQ SOURCE_DIR
+"""
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+KQ = None
+SOURCE_DIR = None
+SEED = "trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef"
+
+
+def kq(*args, input_bytes=None):
+    proc = subprocess.run([KQ, *args], capture_output=True, timeout=60, input=input_bytes)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def write_temp(data: bytes, suffix=".kq"):
+    fd, path = tempfile.mkstemp(suffix=suffix)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
+class CommandLine(unittest.TestCase):
+    def test_version(self):
+        status, out, _ = kq("--version")
+        self.assertEqual(status, 0)
+        self.assertRegex(out, r"^kq \d+\.\d+\.\d+")
+
+    def test_help_has_examples(self):
+        status, out, _ = kq("--help")
+        self.assertEqual(status, 0)
+        self.assertIn("Examples:", out)
+        self.assertIn("kq check", out)
+
+    def test_no_arguments_is_a_usage_error(self):
+        status, _, err = kq()
+        self.assertEqual(status, 2)
+        self.assertIn("Usage:", err)
+
+    def test_unknown_option_is_a_usage_error(self):
+        status, _, err = kq("--frobnicate")
+        self.assertEqual(status, 2)
+        self.assertIn("frobnicate", err)
+
+    def test_expression_and_argument_together(self):
+        status, _, err = kq("check", "-e", SEED, SEED)
+        self.assertEqual(status, 2)
+        self.assertIn("not both", err)
+
+    def test_check_seed_query(self):
+        self.assertEqual(kq("check", "-e", SEED), (0, "", ""))
+        self.assertEqual(kq("check", SEED), (0, "", ""))
+
+    def test_check_script_file(self):
+        path = write_temp(b"let big = 1000\ntrace tcp_sendmsg(sk, size) where size > big\n")
+        try:
+            self.assertEqual(kq("check", path), (0, "", ""))
+        finally:
+            os.unlink(path)
+
+    def test_examples_check(self):
+        examples = os.path.join(SOURCE_DIR, "examples")
+        names = sorted(n for n in os.listdir(examples) if n.endswith(".kq"))
+        self.assertTrue(names)
+        for name in names:
+            with self.subTest(example=name):
+                status, out, err = kq("check", os.path.join(examples, name))
+                self.assertEqual((status, err), (0, ""))
+
+    def test_missing_file(self):
+        status, _, err = kq("check", "/nonexistent/query.kq")
+        self.assertEqual(status, 1)
+        self.assertIn("cannot read `/nonexistent/query.kq`: No such file or directory", err)
+
+    def test_dump_ast_goes_to_stdout(self):
+        status, out, err = kq("--dump", "ast", "-e", SEED)
+        self.assertEqual((status, err), (0, ""))
+        self.assertTrue(out.startswith("script\n  query\n"))
+        self.assertIn("member ->len", out)
+
+    def test_syntax_error_is_a_diagnostic_on_stderr(self):
+        status, out, err = kq("check", "-e", "trace ip_send_skb(skb) where skb->len >")
+        self.assertEqual((status, out), (1, ""))
+        self.assertEqual(
+            err,
+            "<input>:1:40: error: expected an expression after `>` [ExpectedExpression]\n"
+            "trace ip_send_skb(skb) where skb->len >\n"
+            "                                       ^\n")
+
+    def test_antlr_wording_never_shows(self):
+        for query in ["trace", "trace x where", "trace x(", "trace x where a b c", "let",
+                      "fn f(", "trace x select a,", "trace x where (struct", "}{", "trace x group"]:
+            with self.subTest(query=query):
+                status, _, err = kq("check", "-e", query)
+                self.assertEqual(status, 1)
+                for antlr_words in ["mismatched input", "expecting", "extraneous input",
+                                    "no viable alternative", "token recognition error", "<EOF>"]:
+                    self.assertNotIn(antlr_words, err)
+                self.assertRegex(err, r"<input>:\d+:\d+: error: .* \[\w+\]")
+
+    def test_color(self):
+        _, _, plain = kq("check", "-e", "trace")
+        self.assertNotIn("\033[", plain)
+        _, _, colored = kq("--color", "always", "check", "-e", "trace")
+        self.assertIn("\033[1;31merror: ", colored)
+
+    def test_running_a_query_says_what_is_missing(self):
+        status, _, err = kq(SEED)
+        self.assertEqual(status, 1)
+        self.assertIn("cannot run them yet", err)
+
+
+class HostileInput(unittest.TestCase):
+    def check_file(self, data: bytes, kind: str):
+        path = write_temp(data)
+        try:
+            status, _, err = kq("check", path)
+        finally:
+            os.unlink(path)
+        self.assertEqual(status, 1, err[:2000])
+        self.assertIn(f"[{kind}]", err)
+        return err
+
+    def test_empty_input(self):
+        status, _, err = kq("check", "-e", "")
+        self.assertEqual(status, 1)
+        self.assertIn("[EmptyInput]", err)
+        self.check_file(b"", "EmptyInput")
+
+    def test_only_comments(self):
+        self.check_file(b"# nothing\n   # at all\n", "EmptyInput")
+
+    def test_one_mebibyte_query(self):
+        self.check_file(b"trace x where comm == \"" + b"a" * (1 << 20) + b"\"\n", "InputTooLarge")
+
+    def test_large_query_within_the_limit(self):
+        long_string = "a" * (100 * 1024)
+        self.assertEqual(kq("check", "-e", f'trace x where comm == "{long_string}"'), (0, "", ""))
+
+    def test_deep_nesting(self):
+        for text in ["(" * 10000 + "1" + ")" * 10000, "(" * 10000, "-" * 10000 + "1",
+                     "not " * 10000 + "1", "1" + " or 1" * 20000, "a" + "->b" * 20000,
+                     "1" + " ? 1 : 1" * 10000, "f(" * 10000]:
+            with self.subTest(text=text[:20]):
+                status, _, err = kq("check", "-e", "trace x where " + text)
+                self.assertEqual(status, 1, err[:500])
+                self.assertRegex(err, r"\[(NestingTooDeep|ExpectedExpression|ExpectedToken)\]")
+
+    def test_invalid_utf8(self):
+        err = self.check_file(b"trace x where comm == \"\xff\xfe\"\n", "InvalidUtf8")
+        self.assertIn(":1:24:", err)
+
+    def test_nul_bytes(self):
+        self.check_file(b"trace x\0 where a == 1\n", "UnexpectedCharacter")
+        self.check_file(b"\0\0\0", "UnexpectedCharacter")
+
+    def test_unterminated_string(self):
+        status, _, err = kq("check", "-e", 'trace x where comm == "abc')
+        self.assertEqual(status, 1)
+        self.assertIn("[UnterminatedString]", err)
+
+    def test_number_too_large(self):
+        status, _, err = kq("check", "-e", "trace x where a == 99999999999999999999999")
+        self.assertEqual(status, 1)
+        self.assertIn("[IntegerTooLarge]", err)
+
+    def test_random_bytes_never_crash(self):
+        rng = random.Random(1234)
+        alphabet = b"trace where select()[]->.*&!~-+<>=|^?:,;\"'\\ \n\t#0123456789abxsz_@$\xc3\xa9\xff"
+        for i in range(300):
+            data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+            path = write_temp(data)
+            try:
+                status, _, err = kq("check", path)
+            finally:
+                os.unlink(path)
+            # 0 for the rare valid script, 1 for errors; never a signal or another status.
+            self.assertIn(status, (0, 1), f"input {data!r} gave status {status}: {err[:500]}")
+            if status == 1:
+                self.assertIn("error:", err)
+
+
+if __name__ == "__main__":
+    KQ, SOURCE_DIR = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0], "-v"])

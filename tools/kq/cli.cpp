@@ -60,10 +60,6 @@ bool isRegularFile(const std::string& path) {
 /// The text to compile and the name diagnostics give it, or nullopt after reporting why
 /// there is none.
 std::optional<std::pair<std::string, std::string>> readInput(const Request& request, Io& io) {
-  if (request.expression && !request.input.empty()) {
-    io.err << "kq: error: give a query with -e or as an argument, not both\n";
-    return std::nullopt;
-  }
   if (request.expression) return std::pair{std::string("<input>"), *request.expression};
   const std::string& arg = request.input;
   bool is_file = arg.size() > 3 && arg.compare(arg.size() - 3, 3, ".kq") == 0;
@@ -149,6 +145,10 @@ int run(const std::vector<std::string>& args, Io& io) {
 
   if (!request.expression && request.input.empty()) {
     io.err << app.help();
+    return 2;
+  }
+  if (request.expression && !request.input.empty()) {
+    io.err << "kq: error: give the query either with -e or as an argument, not both\n";
     return 2;
   }
   return compile(request, /*run_after=*/!check->parsed(), io);
