@@ -85,7 +85,7 @@ target
   : PACKET GRAPH?                                     # packetTarget
   | INTERVAL NUMBER                                   # intervalTarget
   | PROFILE NUMBER                                    # profileTarget
-  | TRACEPOINT ':' pattern ':' pattern                # tracepointTarget
+  | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?   # uprobeTarget
   | pattern (':' pattern)? captureList?               # functionTarget

@@ -218,6 +218,7 @@ struct FunctionTarget {
 struct TracepointTarget {
   Pattern category;
   Pattern event;
+  std::optional<CaptureList> captures;
 };
 
 /// `syscall:openat(filename)`.
@@ -251,6 +252,9 @@ struct ProfileTarget {
 };
 
 struct Target {
+  /// The capture list of a target that takes one, or null.
+  const std::optional<CaptureList>* captures() const;
+
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
                                PacketTarget, IntervalTarget, ProfileTarget>;
   Variant kind;

@@ -185,6 +185,7 @@ class Dumper : public ExprVisitor<Dumper> {
   }
   void target(const TracepointTarget& t) {
     line(fmt::format("tracepoint {}:{}", t.category.text, t.event.text));
+    captures(t.captures);
   }
   void target(const SyscallTarget& t) {
     line("syscall " + t.syscall.text);
@@ -237,5 +238,13 @@ class Dumper : public ExprVisitor<Dumper> {
 }  // namespace
 
 void dumpScript(const Script& script, std::ostream& out) { Dumper(out).script(script); }
+
+const std::optional<CaptureList>* Target::captures() const {
+  if (const auto* f = std::get_if<FunctionTarget>(&kind)) return &f->captures;
+  if (const auto* t = std::get_if<TracepointTarget>(&kind)) return &t->captures;
+  if (const auto* s = std::get_if<SyscallTarget>(&kind)) return &s->captures;
+  if (const auto* u = std::get_if<UprobeTarget>(&kind)) return &u->captures;
+  return nullptr;
+}
 
 }  // namespace kq::ast

@@ -33,16 +33,31 @@ Severity diagKindSeverity(DiagKind kind) {
 }
 
 Diagnostic& Diagnostic::note(SourceRange at, std::string text) {
+  for (const DiagNote& n : notes) {
+    if (n.range && n.range->begin == at.begin && n.range->file == at.file && n.message == text) {
+      return *this;
+    }
+  }
   notes.push_back({at, std::move(text)});
   return *this;
 }
 
 Diagnostic& Diagnostic::note(std::string text) {
+  for (const DiagNote& n : notes) {
+    if (!n.range && n.message == text) return *this;
+  }
   notes.push_back({std::nullopt, std::move(text)});
   return *this;
 }
 
 Diagnostic& Diagnostics::report(DiagKind kind, SourceRange range, std::string message) {
+  // The same mistake found twice (a clause checked once per probe) is reported once.
+  for (Diagnostic& old : diagnostics_) {
+    if (old.kind == kind && old.range.file == range.file && old.range.begin == range.begin &&
+        old.range.end == range.end && old.message == message) {
+      return old;
+    }
+  }
   Severity severity = diagKindSeverity(kind);
   if (severity == Severity::Error) ++error_count_;
   diagnostics_.push_back({kind, severity, range, std::move(message), {}});

@@ -47,7 +47,7 @@ struct Diagnostic {
 class Diagnostics {
  public:
   /// Reports a diagnostic of `kind` (its severity comes from kinds.def); chain `.note()`
-  /// on the result to add notes.
+  /// on the result to add notes. Reporting an identical diagnostic again returns the first.
   Diagnostic& report(DiagKind kind, SourceRange range, std::string message);
 
   bool hasErrors() const { return error_count_ > 0; }

@@ -177,7 +177,7 @@ class Builder {
   }
 
   // target : PACKET GRAPH? | INTERVAL NUMBER | PROFILE NUMBER
-  //        | TRACEPOINT ':' pattern ':' pattern | SYSCALL ':' pattern captureList?
+  //        | TRACEPOINT ':' pattern ':' pattern captureList? | SYSCALL ':' pattern captureList?
   //        | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?
   //        | pattern (':' pattern)? captureList?
   Target target(P::TargetContext* ctx) {
@@ -195,7 +195,8 @@ class Builder {
       }
       out.kind = ProfileTarget{hz};
     } else if (auto* t = dynamic_cast<P::TracepointTargetContext*>(ctx)) {
-      out.kind = TracepointTarget{pattern(t->pattern(0)), pattern(t->pattern(1))};
+      out.kind = TracepointTarget{pattern(t->pattern(0)), pattern(t->pattern(1)),
+                                  captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::SyscallTargetContext*>(ctx)) {
       out.kind = SyscallTarget{pattern(t->pattern()), captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::UprobeTargetContext*>(ctx)) {

@@ -12,7 +12,9 @@
 #include "compiler/ast/dump.h"
 #include "compiler/diag/render.h"
 #include "compiler/parse/parse.h"
+#include "compiler/sema/sema.h"
 #include "kq_version.h"
+#include "tools/kq/commands.h"
 
 namespace kq::cli {
 namespace {
@@ -24,7 +26,12 @@ constexpr const char* kExamples = R"(Examples:
   kq examples/opensnoop.kq        # run a script
   kq check -e 'trace tcp_sendmsg(sk, size) where size > 4k'
                                   # parse and check only; exit status 1 on errors
-  kq --dump ast -e 'trace tcp_v4_* select func'
+  kq check --btf /tmp/other-vmlinux script.kq
+                                  # check against another kernel's BTF
+  kq info ip_send_skb             # prototype, and how it can be traced here
+  kq info 'struct sk_buff'        # members with offsets and sizes
+  kq list 'tcp_v4_*'              # matching functions; also 'tracepoint:net:*', packet
+  kq --dump types -e 'trace tcp_v4_* select func'
 
 docs/language.md describes the language.)";
 
@@ -34,6 +41,8 @@ struct Request {
   std::string input;       // positional: a query or a script file
   std::string dump;        // --dump
   std::string color = "auto";
+  std::string btf;         // --btf
+  std::string what;        // info, list
 };
 
 void addInputOptions(CLI::App& app, Request& request) {
@@ -75,7 +84,7 @@ std::optional<std::pair<std::string, std::string>> readInput(const Request& requ
   return std::pair{arg, std::move(*text)};
 }
 
-/// Parses (and, as the compiler grows, checks) the input. Returns the exit status.
+/// Parses and checks the input against the kernel. Returns the exit status.
 int compile(const Request& request, bool run_after, Io& io) {
   auto input = readInput(request, io);
   if (!input) return 1;
@@ -83,16 +92,29 @@ int compile(const Request& request, bool run_after, Io& io) {
   SourceManager sources;
   FileId file = sources.add(input->first, std::move(input->second));
   Diagnostics diags;
+  RenderOptions render{wantColor(request, io)};
   std::optional<ast::Script> script = parse::parseScript(sources, file, diags);
-  renderDiagnostics(diags, sources, io.err, RenderOptions{wantColor(request, io)});
-  if (!script) return 1;
+  if (!script || request.dump == "ast") {
+    renderDiagnostics(diags, sources, io.err, render);
+    if (script) ast::dumpScript(*script, io.out);
+    return script ? 0 : 1;
+  }
 
-  if (request.dump == "ast") {
-    ast::dumpScript(*script, io.out);
+  auto env = io.load_kernel(request.btf);
+  if (!env) {
+    io.err << "kq: error: " << env.error().message << "\n";
+    return 1;
+  }
+  std::optional<sema::CheckedProgram> checked =
+      sema::analyze(*script, sources, *env->btf, *env->kernel, diags);
+  renderDiagnostics(diags, sources, io.err, render);
+  if (!checked) return 1;
+  if (request.dump == "types") {
+    sema::dumpTypes(*checked, sources, io.out);
     return 0;
   }
   if (run_after) {
-    io.err << "kq: error: this build of kq parses queries but cannot run them yet; "
+    io.err << "kq: error: this build of kq checks queries but cannot run them yet; "
               "`kq check` checks a query without running it\n";
     return 1;
   }
@@ -124,9 +146,12 @@ int run(const std::vector<std::string>& args, Io& io) {
 
   Request request;
   addInputOptions(app, request);
-  app.add_option("--dump", request.dump, "print an intermediate form and stop")
-      ->check(CLI::IsMember({"ast"}))
-      ->type_name("ast");
+  app.add_option("--dump", request.dump, "print an intermediate form and stop: ast, types")
+      ->check(CLI::IsMember({"ast", "types"}))
+      ->type_name("FORM");
+  app.add_option("--btf", request.btf,
+                 "check against the BTF in FILE (raw, or an ELF with .BTF) instead of this kernel")
+      ->type_name("FILE");
   app.add_option("--color", request.color, "colour diagnostics: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->type_name("WHEN");
@@ -134,6 +159,17 @@ int run(const std::vector<std::string>& args, Io& io) {
   CLI::App* check = app.add_subcommand("check", "parse and check a query or script; run nothing");
   check->footer("Exit status: 0 when the input is correct, 1 when it has errors.");
   addInputOptions(*check, request);
+
+  CLI::App* info = app.add_subcommand("info", "describe a kernel function, type or tracepoint");
+  info->add_option("what", request.what,
+                   "ip_send_skb, 'struct sk_buff', tracepoint:net:net_dev_xmit, syscall:openat")
+      ->required()
+      ->type_name("WHAT");
+  CLI::App* list = app.add_subcommand("list", "list functions, tracepoints or syscalls");
+  list->add_option("pattern", request.what,
+                   "a glob: 'tcp_v4_*', 'tracepoint:net:*', 'syscall:open*', or packet")
+      ->required()
+      ->type_name("PATTERN");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -143,6 +179,8 @@ int run(const std::vector<std::string>& args, Io& io) {
     return status == 0 ? 0 : 2;
   }
 
+  if (info->parsed()) return runInfo(request.what, request.btf, io);
+  if (list->parsed()) return runList(request.what, request.btf, io);
   if (!request.expression && request.input.empty()) {
     io.err << app.help();
     return 2;

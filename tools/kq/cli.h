@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/kq/environment.h"
+
 namespace kq::cli {
 
 /// Where a run of kq reads and writes. The real command uses the terminal and the disk.
@@ -18,6 +20,10 @@ struct Io {
   std::function<std::optional<std::string>(const std::string& path, std::string& error)> read_file;
   /// Whether `err` is a terminal (for `--color=auto`).
   bool err_is_terminal = false;
+  /// Loads the kernel to check against (`btf_path` empty: the running one). Tests give a
+  /// fake kernel here.
+  std::function<Result<KernelEnvironment>(const std::string& btf_path)> load_kernel =
+      loadKernelEnvironment;
 };
 
 /// Reads a file from disk (the default for Io::read_file).

@@ -1,0 +1,349 @@
+#include "compiler/btf/btf.h"
+
+#include <bpf/btf.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace kq::btf {
+
+namespace {
+
+constexpr const char* kSysfsBtf = "/sys/kernel/btf";
+
+using Entry = std::pair<const BtfFile*, TypeId>;
+using NameMap = std::unordered_map<std::string_view, Entry>;
+
+void appendFormatted(void* ctx, const char* format, va_list args) {
+  auto* out = static_cast<std::string*>(ctx);
+  va_list copy;
+  va_copy(copy, args);
+  int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  if (n <= 0) return;
+  size_t old = out->size();
+  out->resize(old + n + 1);
+  std::vsnprintf(out->data() + old, n + 1, format, args);
+  out->resize(old + n);
+}
+
+std::string errnoText(int err) { return std::strerror(err < 0 ? -err : err); }
+
+}  // namespace
+
+struct Btf::Index {
+  NameMap functions;
+  NameMap structs;
+  NameMap unions;
+  NameMap enums;
+  NameMap typedefs;
+  // Enumerator name -> its enum and position in it.
+  std::unordered_map<std::string_view, std::pair<Entry, uint32_t>> enumerators;
+};
+
+// ---------------------------------------------------------------------------------------
+// BtfType
+
+const ::btf_type* BtfType::get() const { return btf__type_by_id(file->btf, id); }
+
+std::string_view BtfType::name() const {
+  if (id == 0) return "void";
+  const char* n = btf__name_by_offset(file->btf, get()->name_off);
+  return n ? n : "";
+}
+
+BtfType BtfType::resolved() const {
+  BtfType t = *this;
+  while (t.id != 0) {
+    const ::btf_type* raw = t.get();
+    if (!(btf_is_typedef(raw) || btf_is_mod(raw) || btf_is_type_tag(raw))) break;
+    t.id = raw->type;
+  }
+  return t;
+}
+
+uint64_t BtfType::size() const {
+  if (id == 0) return 0;
+  int64_t size = btf__resolve_size(file->btf, id);
+  return size < 0 ? 0 : static_cast<uint64_t>(size);
+}
+
+std::string BtfType::declaration() const { return declaration(""); }
+
+std::string BtfType::declaration(std::string_view var_name) const {
+  if (id == 0) return var_name.empty() ? "void" : fmt::format("void {}", var_name);
+  std::string out;
+  btf_dump* dump = btf_dump__new(file->btf, appendFormatted, &out, nullptr);
+  if (!dump) return std::string(name());
+  std::string field(var_name);
+  LIBBPF_OPTS(btf_dump_emit_type_decl_opts, opts, .field_name = field.c_str());
+  btf_dump__emit_type_decl(dump, id, &opts);
+  btf_dump__free(dump);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Function
+
+std::string Function::prototype() const {
+  std::string out = return_type.declaration();
+  if (!out.empty() && out.back() != '*') out += ' ';
+  out += name + "(";
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += params[i].type.declaration(params[i].name);
+  }
+  if (variadic) out += params.empty() ? "..." : ", ...";
+  if (params.empty() && !variadic) out += "void";
+  return out + ")";
+}
+
+Function Btf::functionOf(BtfType func, const std::string& module) const {
+  Function f;
+  f.name = std::string(func.name());
+  f.func = func;
+  f.module = module;
+  BtfType proto{func.file, func.get()->type};
+  const ::btf_type* raw = proto.get();
+  f.return_type = BtfType{func.file, raw->type};
+  const btf_param* params = btf_params(raw);
+  for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
+    if (params[i].type == 0) {  // a trailing `...`
+      f.variadic = true;
+      continue;
+    }
+    const char* name = btf__name_by_offset(func.file->btf, params[i].name_off);
+    f.params.push_back({name ? name : "", BtfType{func.file, params[i].type}});
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading
+
+Result<std::unique_ptr<Btf>> Btf::loadRunningKernel() {
+  std::string path = std::string(kSysfsBtf) + "/vmlinux";
+  ::btf* raw = btf__parse_raw(path.c_str());
+  if (!raw) {
+    return Error{fmt::format("cannot read the kernel's BTF at {}: {}", path, errnoText(errno))};
+  }
+  std::unique_ptr<Btf> out(new Btf());
+  out->origin_ = path;
+  out->can_load_modules_ = true;
+  out->files_.push_back({"vmlinux", raw});
+  return out;
+}
+
+Result<std::unique_ptr<Btf>> Btf::loadFile(const std::string& path) {
+  // btf__parse reads raw BTF and ELF files alike.
+  ::btf* raw = btf__parse(path.c_str(), nullptr);
+  if (!raw) {
+    int err = errno;
+    std::string why = err == EPROTO || (err == ENOENT && access(path.c_str(), R_OK) == 0)
+                          ? "it is neither raw BTF nor an ELF file with a .BTF section"
+                          : errnoText(err);
+    return Error{fmt::format("cannot read BTF from `{}`: {}", path, why)};
+  }
+  std::unique_ptr<Btf> out(new Btf());
+  out->origin_ = path;
+  out->files_.push_back({path, raw});
+  return out;
+}
+
+std::unique_ptr<Btf> Btf::adopt(::btf* raw, std::string name) {
+  std::unique_ptr<Btf> out(new Btf());
+  out->origin_ = name;
+  out->files_.push_back({std::move(name), raw});
+  return out;
+}
+
+Btf::~Btf() {
+  // Modules are split BTF on top of vmlinux: free them first.
+  for (size_t i = files_.size(); i-- > 0;) btf__free(files_[i].btf);
+}
+
+void Btf::loadModules() const {
+  if (modules_loaded_ || !can_load_modules_) return;
+  modules_loaded_ = true;
+  DIR* dir = opendir(kSysfsBtf);
+  if (!dir) return;
+  std::vector<std::string> names;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != ".." && name != "vmlinux") names.push_back(name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    std::string path = std::string(kSysfsBtf) + "/" + name;
+    ::btf* raw = btf__parse_split(path.c_str(), files_.front().btf);
+    if (!raw) continue;  // an unreadable module hides only its own functions
+    files_.push_back({name, raw});
+    if (index_) buildIndex(files_.back());
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Indexes
+
+void Btf::buildIndex(const BtfFile& file) const {
+  Index& index = *index_;
+  const ::btf* base = btf__base_btf(file.btf);
+  TypeId first = base ? btf__type_cnt(base) : 1;
+  TypeId count = btf__type_cnt(file.btf);
+  for (TypeId id = first; id < count; ++id) {
+    const ::btf_type* t = btf__type_by_id(file.btf, id);
+    const char* name = btf__name_by_offset(file.btf, t->name_off);
+    if (btf_is_any_enum(t)) {
+      bool is64 = btf_is_enum64(t);
+      for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+        uint32_t off = is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off;
+        index.enumerators.emplace(btf__name_by_offset(file.btf, off),
+                                  std::pair{Entry{&file, id}, static_cast<uint32_t>(i)});
+      }
+    }
+    if (!name || !*name) continue;
+    Entry entry{&file, id};
+    switch (btf_kind(t)) {
+      case BTF_KIND_FUNC: index.functions.emplace(name, entry); break;
+      case BTF_KIND_STRUCT: index.structs.emplace(name, entry); break;
+      case BTF_KIND_UNION: index.unions.emplace(name, entry); break;
+      case BTF_KIND_ENUM:
+      case BTF_KIND_ENUM64: index.enums.emplace(name, entry); break;
+      case BTF_KIND_TYPEDEF: index.typedefs.emplace(name, entry); break;
+      default: break;
+    }
+  }
+}
+
+namespace {
+
+std::optional<BtfType> lookup(const NameMap& map, std::string_view name) {
+  auto it = map.find(name);
+  if (it == map.end()) return std::nullopt;
+  return BtfType{it->second.first, it->second.second};
+}
+
+}  // namespace
+
+const Btf::Index& Btf::index() const {
+  if (!index_) {
+    index_ = std::make_unique<Index>();
+    for (const BtfFile& f : files_) buildIndex(f);
+  }
+  return *index_;
+}
+
+std::optional<Function> Btf::findFunction(std::string_view name) const {
+  index();
+  auto found = lookup(index_->functions, name);
+  if (!found) {
+    loadModules();
+    found = lookup(index_->functions, name);
+  }
+  if (!found) return std::nullopt;
+  const std::string& module = found->file == &files_.front() ? std::string() : found->file->name;
+  return functionOf(*found, module);
+}
+
+std::vector<std::string_view> Btf::functionNames(bool with_modules) const {
+  index();
+  if (with_modules) loadModules();
+  std::vector<std::string_view> names;
+  names.reserve(index_->functions.size());
+  for (const auto& [name, entry] : index_->functions) {
+    if (with_modules || entry.first == &files_.front()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modules) const {
+  std::vector<Function> out;
+  for (std::string_view name : functionNames(with_modules)) {
+    if (!globMatch(glob, name)) continue;
+    const Entry& entry = index_->functions.at(name);
+    out.push_back(functionOf(BtfType{entry.first, entry.second},
+                             entry.first == &files_.front() ? "" : entry.first->name));
+  }
+  return out;
+}
+
+std::optional<BtfType> Btf::findStruct(std::string_view name) const {
+  index();
+  return lookup(index_->structs, name);
+}
+
+std::optional<BtfType> Btf::findUnion(std::string_view name) const {
+  index();
+  return lookup(index_->unions, name);
+}
+
+std::optional<BtfType> Btf::findEnum(std::string_view name) const {
+  index();
+  return lookup(index_->enums, name);
+}
+
+std::optional<BtfType> Btf::findTypedef(std::string_view name) const {
+  index();
+  return lookup(index_->typedefs, name);
+}
+
+std::optional<Enumerator> Btf::findEnumerator(std::string_view name) const {
+  index();
+  auto it = index_->enumerators.find(name);
+  if (it == index_->enumerators.end()) return std::nullopt;
+  BtfType type{it->second.first.first, it->second.first.second};
+  const ::btf_type* t = type.get();
+  uint32_t i = it->second.second;
+  int64_t value = btf_is_enum64(t) ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i]))
+                                   : btf_enum(t)[i].val;
+  return Enumerator{type, std::string(name), value};
+}
+
+std::vector<std::string_view> Btf::structNames() const {
+  index();
+  std::vector<std::string_view> names;
+  for (const auto& [name, entry] : index_->structs) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<Function> Btf::findTracepointHandler(std::string_view event) const {
+  index();
+  auto found = lookup(index_->functions, "__bpf_trace_" + std::string(event));
+  if (!found) return std::nullopt;
+  return functionOf(*found, "");
+}
+
+// ---------------------------------------------------------------------------------------
+
+bool globMatch(std::string_view pattern, std::string_view text) {
+  // Iterative matching with backtracking to the last `*`.
+  size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace kq::btf

@@ -1,0 +1,133 @@
+// kq's view of the kernel's types: vmlinux BTF (plus module BTF, loaded only when a name is
+// not in vmlinux) with name indexes built once. A thin layer over libbpf's `struct btf`;
+// everything above it names types as BtfType values.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/diag/result.h"
+
+struct btf;
+struct btf_type;
+
+namespace kq::btf {
+
+using TypeId = uint32_t;
+
+/// One BTF blob: vmlinux, or a module's split BTF on top of vmlinux.
+struct BtfFile {
+  std::string name;  // "vmlinux", a module name, or the path given to --btf
+  ::btf* btf = nullptr;
+};
+
+/// A type in a particular BTF file. Id 0 is `void`.
+struct BtfType {
+  const BtfFile* file = nullptr;
+  TypeId id = 0;
+
+  const ::btf_type* get() const;
+  std::string_view name() const;
+  bool isVoid() const { return id == 0; }
+  /// The type behind typedefs, const, volatile, restrict and type tags.
+  BtfType resolved() const;
+  /// Size in bytes (after resolving), or 0 when it has none.
+  uint64_t size() const;
+  /// How C would declare it: `struct sk_buff *`, `unsigned int`, `u32`.
+  std::string declaration() const;
+  /// `declaration()` with a name: `struct sk_buff *skb`, `char name[16]`.
+  std::string declaration(std::string_view var_name) const;
+
+  bool operator==(const BtfType& o) const { return file == o.file && id == o.id; }
+  bool operator!=(const BtfType& o) const { return !(*this == o); }
+};
+
+/// A kernel function's signature, from its BTF FUNC and FUNC_PROTO.
+struct FunctionParam {
+  std::string name;  // may be empty when BTF has none
+  BtfType type;
+};
+
+struct Function {
+  std::string name;
+  BtfType func;  // the FUNC
+  BtfType return_type;
+  std::vector<FunctionParam> params;
+  bool variadic = false;
+  std::string module;  // "" for vmlinux
+
+  /// `int ip_send_skb(struct net *net, struct sk_buff *skb)`.
+  std::string prototype() const;
+};
+
+struct Enumerator {
+  BtfType enum_type;
+  std::string name;
+  int64_t value;
+};
+
+/// The kernel's BTF with indexes by name.
+class Btf {
+ public:
+  /// The running kernel's BTF from /sys/kernel/btf (modules loaded on demand).
+  static Result<std::unique_ptr<Btf>> loadRunningKernel();
+  /// BTF from a file: raw BTF (a copy of /sys/kernel/btf/vmlinux) or an ELF with a .BTF
+  /// section. No module BTF.
+  static Result<std::unique_ptr<Btf>> loadFile(const std::string& path);
+  /// Takes ownership of `btf` (tests build one with btf__new_empty and btf__add_*).
+  static std::unique_ptr<Btf> adopt(::btf* btf, std::string name);
+
+  ~Btf();
+  Btf(const Btf&) = delete;
+  Btf& operator=(const Btf&) = delete;
+
+  /// Where the BTF came from, for messages: "/sys/kernel/btf/vmlinux" or a path.
+  const std::string& origin() const { return origin_; }
+
+  std::optional<Function> findFunction(std::string_view name) const;
+  /// Every function name in vmlinux (and, if `with_modules`, in every module), sorted.
+  std::vector<std::string_view> functionNames(bool with_modules = false) const;
+  /// Functions whose names match a glob (`tcp_*`), in name order.
+  std::vector<Function> matchFunctions(std::string_view glob, bool with_modules = true) const;
+
+  std::optional<BtfType> findStruct(std::string_view name) const;
+  std::optional<BtfType> findUnion(std::string_view name) const;
+  std::optional<BtfType> findEnum(std::string_view name) const;
+  std::optional<BtfType> findTypedef(std::string_view name) const;
+  std::optional<Enumerator> findEnumerator(std::string_view name) const;
+  /// Names of all structs (for did-you-mean hints).
+  std::vector<std::string_view> structNames() const;
+
+  /// The FUNC of a tracepoint's BTF handler (`__bpf_trace_<event>`), whose parameters after
+  /// the first are the tp_btf arguments.
+  std::optional<Function> findTracepointHandler(std::string_view event) const;
+
+  const BtfFile& vmlinux() const { return files_.front(); }
+  Function functionOf(BtfType func, const std::string& module) const;
+
+ private:
+  Btf() = default;
+  struct Index;
+  const Index& index() const;
+  void buildIndex(const BtfFile& file) const;
+  void loadModules() const;
+
+  std::string origin_;
+  bool can_load_modules_ = false;
+  mutable bool modules_loaded_ = false;
+  // files_[0] is vmlinux; modules follow. A deque keeps BtfFile pointers valid as modules
+  // are added.
+  mutable std::deque<BtfFile> files_;
+  mutable std::unique_ptr<Index> index_;
+};
+
+/// glob(7)-style matching with `*` and `?`.
+bool globMatch(std::string_view pattern, std::string_view text);
+
+}  // namespace kq::btf

@@ -1,0 +1,24 @@
+// Byte-order functions, for the network headers the `net` stdlib module reads.
+#include "compiler/sema/builtins/builtins.h"
+
+namespace kq::sema {
+namespace {
+
+template <uint32_t Bytes>
+const Type* checkSwap(BuiltinCall& c) {
+  if (!(c.args[0]->isInteger() || c.args[0]->isError())) return c.badArgument(0, "an integer");
+  return c.types.integer(Bytes, false);
+}
+
+}  // namespace
+
+void addNetFunctions(std::vector<BuiltinFunction>& out) {
+  out.insert(out.end(), {
+      {"ntohs", 1, 1, false, checkSwap<2>, "ntohs(x)"},
+      {"htons", 1, 1, false, checkSwap<2>, "htons(x)"},
+      {"ntohl", 1, 1, false, checkSwap<4>, "ntohl(x)"},
+      {"htonl", 1, 1, false, checkSwap<4>, "htonl(x)"},
+  });
+}
+
+}  // namespace kq::sema

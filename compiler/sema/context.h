@@ -1,0 +1,68 @@
+// State shared by the semantic passes of one compilation (internal to compiler/sema).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ast/ast.h"
+#include "compiler/btf/btf.h"
+#include "compiler/diag/diagnostic.h"
+#include "compiler/kernel/kernel_info.h"
+#include "compiler/sema/program.h"
+#include "compiler/sema/types.h"
+
+namespace kq::sema {
+
+/// The `let`s and `fn`s visible to a script: its own and those of the modules it uses.
+/// Functions with exactly one typed parameter are also properties of that type.
+struct Declarations {
+  std::map<std::string, const ast::LetDecl*, std::less<>> lets;
+  std::map<std::string, const ast::FnDecl*, std::less<>> fns;
+  /// Types of `let` constants, filled in as they are checked.
+  std::map<const ast::LetDecl*, ExprInfo> let_info;
+  /// Which module declared each fn or let ("" for the script).
+  std::map<const void*, std::string> origin;
+};
+
+struct Context {
+  const ast::Script& script;
+  SourceManager& sources;
+  const btf::Btf& btf;
+  kernel::KernelInfo& kernel;
+  TypeTable& types;
+  Diagnostics& diags;
+
+  Declarations decls;
+  /// Parsed stdlib modules (owned here so AST pointers stay valid).
+  std::vector<std::unique_ptr<ast::Script>> modules;
+  /// Every stdlib function usable as a property, loaded on first need.
+  std::map<std::string, std::vector<const ast::FnDecl*>, std::less<>> properties;
+  bool properties_loaded = false;
+
+  /// Parses the stdlib module `name` once; null when there is no such module.
+  const ast::Script* loadModule(const std::string& name);
+  void loadProperties();
+};
+
+/// The kq type named in a cast or parameter, or the error type after reporting why not.
+const Type* resolveTypeName(Context& ctx, const ast::TypeName& name);
+
+/// The kq type of a C type as tracefs writes it (`const char *`, `__data_loc char[]`).
+const Type* typeFromCString(Context& ctx, const std::string& c_type, uint32_t size,
+                            bool is_signed);
+
+/// Resolves one probe target against the kernel (reports unknown names).
+std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target);
+
+/// Type-checks the expressions of each query in each of its probes.
+void checkQueries(Context& ctx, Program& program);
+
+/// Type-checks `let` values and functions whose parameters all have types.
+void checkDeclarations(Context& ctx);
+
+/// Rules about a query as a whole: aggregates and `group by`, `every`.
+void checkQueryShape(Context& ctx, const ResolvedQuery& query);
+
+}  // namespace kq::sema

@@ -1,0 +1,330 @@
+// Probe targets against the kernel: which functions, tracepoints, syscalls or symbols a
+// target names, what arguments it brings into scope, and how it can be attached.
+#include <fmt/format.h>
+
+#include "compiler/kernel/elf_symbols.h"
+#include "compiler/sema/context.h"
+
+namespace kq::sema {
+
+std::string_view attachKindName(AttachKind kind) {
+  switch (kind) {
+    case AttachKind::Fentry: return "fentry";
+    case AttachKind::Fexit: return "fexit";
+    case AttachKind::Kprobe: return "kprobe";
+    case AttachKind::Kretprobe: return "kretprobe";
+    case AttachKind::TpBtf: return "tp_btf";
+    case AttachKind::Tracepoint: return "tracepoint";
+    case AttachKind::Uprobe: return "uprobe";
+    case AttachKind::Uretprobe: return "uretprobe";
+    case AttachKind::PerfEvent: return "perf_event";
+  }
+  return "?";
+}
+
+namespace {
+
+using kernel::Known;
+
+void addDidYouMean(Diagnostic& diag, std::string_view name,
+                   const std::vector<std::string_view>& candidates) {
+  if (auto close = closestName(name, candidates)) diag.note(fmt::format("did you mean `{}`?", *close));
+}
+
+std::vector<std::string_view> views(const std::vector<std::string>& names) {
+  return {names.begin(), names.end()};
+}
+
+/// Arguments shared by every function: same position, same name, same type spelling.
+std::vector<ProbeArg> sharedArgs(Context& ctx, const std::vector<btf::Function>& functions) {
+  std::vector<ProbeArg> out;
+  const btf::Function& first = functions.front();
+  for (uint32_t i = 0; i < first.params.size(); ++i) {
+    const Type* type = ctx.types.fromBtf(first.params[i].type);
+    bool shared = true;
+    for (const btf::Function& f : functions) {
+      shared = shared && i < f.params.size() && f.params[i].name == first.params[i].name &&
+               ctx.types.fromBtf(f.params[i].type)->spelling == type->spelling;
+    }
+    out.push_back({shared ? first.params[i].name : "", shared ? type : ctx.types.u64(), i});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<AttachMethod> functionAttachMethods(kernel::KernelInfo& kernel,
+                                                const std::vector<btf::Function>& fns) {
+  Known listed = Known::Yes;
+  std::string missing;
+  for (const btf::Function& f : fns) {
+    Known k = kernel.inFilterFunctions(f.name);
+    if (k == Known::No) {
+      listed = Known::No;
+      missing = f.name;
+      break;
+    }
+    if (k == Known::Unknown) listed = Known::Unknown;
+  }
+  std::string listed_why;
+  if (listed == Known::No) {
+    listed_why = fmt::format("`{}` is not in available_filter_functions (inlined or notrace)", missing);
+  } else if (listed == Known::Unknown) {
+    listed_why = kernel.filterFunctionsProblem();
+  }
+  Known kprobes = kernel.hasKprobes();
+  Known kprobe_ok = kprobes == Known::No ? Known::No : listed;
+  std::string kprobe_why = kprobes == Known::No
+                               ? "this kernel has no kprobe support (no `kprobe` perf event source)"
+                               : listed_why;
+  return {{AttachKind::Fentry, listed, listed_why}, {AttachKind::Kprobe, kprobe_ok, kprobe_why}};
+}
+
+namespace {
+
+std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& target,
+                                              const ast::FunctionTarget& t) {
+  ResolvedTarget out;
+  const std::string& name = t.function.text;
+  if (t.module) {
+    std::vector<btf::Function> matched = ctx.btf.matchFunctions(name, /*with_modules=*/true);
+    for (btf::Function& f : matched) {
+      if (btf::globMatch(t.module->text, f.module.empty() ? "vmlinux" : f.module)) {
+        out.functions.push_back(std::move(f));
+      }
+    }
+  } else if (t.function.isGlob()) {
+    out.functions = ctx.btf.matchFunctions(name);
+  } else if (auto f = ctx.btf.findFunction(name)) {
+    out.functions.push_back(std::move(*f));
+  }
+  if (out.functions.empty()) {
+    std::string what = t.module ? t.module->text + ":" + name : name;
+    Diagnostic& diag = ctx.diags.report(DiagKind::UnknownFunction, t.function.range,
+                                        fmt::format("no kernel function matches `{}`", what));
+    if (!t.function.isGlob()) addDidYouMean(diag, name, ctx.btf.functionNames());
+    if (t.module) diag.note("module functions are searched in /sys/kernel/btf/<module>");
+    return std::nullopt;
+  }
+  out.args = sharedArgs(ctx, out.functions);
+  out.return_type = ctx.types.fromBtf(out.functions.front().return_type);
+  out.attach = functionAttachMethods(ctx.kernel, out.functions);
+  out.description = out.functions.size() == 1
+                        ? name
+                        : fmt::format("{} ({} functions)", name, out.functions.size());
+  (void)target;
+  return out;
+}
+
+std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::TracepointTarget& t) {
+  ResolvedTarget out;
+  out.category = t.category.text;
+  out.event = t.event.text;
+  out.description = fmt::format("tracepoint:{}:{}", out.category, out.event);
+
+  auto categories = ctx.kernel.tracepointCategories();
+  if (!categories) {
+    // No tracefs (or checking against a BTF file): BTF still knows the event's handler.
+    if (!t.event.isGlob() && ctx.btf.findTracepointHandler(out.event)) {
+      ctx.diags.report(DiagKind::UncheckedProbe, t.category.range,
+                       fmt::format("cannot check that `{}` is in category `{}`: {}", out.event,
+                                   out.category, categories.error().message));
+    } else {
+      ctx.diags.report(DiagKind::UnknownTracepoint, t.event.range,
+                       fmt::format("cannot find tracepoint `{}:{}`", out.category, out.event))
+          .note(categories.error().message);
+      return std::nullopt;
+    }
+  } else {
+    std::vector<std::string> matched_categories;
+    for (const std::string& c : *categories) {
+      if (btf::globMatch(out.category, c)) matched_categories.push_back(c);
+    }
+    if (matched_categories.empty()) {
+      Diagnostic& diag =
+          ctx.diags.report(DiagKind::UnknownTracepoint, t.category.range,
+                           fmt::format("no tracepoint category `{}`", out.category));
+      addDidYouMean(diag, out.category, views(*categories));
+      return std::nullopt;
+    }
+    std::vector<std::string> events;
+    std::vector<std::string> all_events;
+    for (const std::string& c : matched_categories) {
+      auto listed = ctx.kernel.tracepointEvents(c);
+      if (!listed) continue;
+      for (const std::string& e : *listed) {
+        all_events.push_back(e);
+        if (btf::globMatch(out.event, e)) events.push_back(e);
+      }
+    }
+    if (events.empty()) {
+      Diagnostic& diag = ctx.diags.report(
+          DiagKind::UnknownTracepoint, t.event.range,
+          fmt::format("no tracepoint `{}` in category `{}`", out.event, out.category));
+      addDidYouMean(diag, out.event, views(all_events));
+      return std::nullopt;
+    }
+    if (events.size() > 1) {
+      out.description += fmt::format(" ({} tracepoints)", events.size());
+      out.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
+      return out;  // a glob over events: only builtins are in scope
+    }
+    out.event = events.front();
+    if (matched_categories.size() == 1) {
+      auto format = ctx.kernel.tracepointFormat(matched_categories.front(), out.event);
+      if (format) out.format = std::move(*format);
+    }
+  }
+
+  // tp_btf gives typed arguments (`struct sk_buff *skb`); the classic record gives fields.
+  if (auto handler = ctx.btf.findTracepointHandler(out.event)) {
+    for (uint32_t i = 1; i < handler->params.size(); ++i) {
+      out.args.push_back(
+          {handler->params[i].name, ctx.types.fromBtf(handler->params[i].type), i - 1});
+    }
+    out.functions.push_back(std::move(*handler));
+    out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
+  } else if (out.format) {
+    uint32_t i = 0;
+    for (const kernel::TracepointField& field : out.format->fields) {
+      out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
+    }
+  }
+  out.attach.push_back({AttachKind::Tracepoint, out.format ? Known::Yes : Known::Unknown, ""});
+  return out;
+}
+
+std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTarget& t) {
+  ResolvedTarget out;
+  out.category = "syscalls";
+  out.description = "syscall:" + t.syscall.text;
+  out.return_type = ctx.types.s64();
+  out.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
+
+  auto events = ctx.kernel.tracepointEvents("syscalls");
+  if (!events) {
+    // Without tracefs the syscall's existence comes from BTF; its argument names do not.
+    std::string wrapper = "__x64_sys_" + t.syscall.text;
+    if (!ctx.btf.findFunction(wrapper)) {
+      ctx.diags.report(DiagKind::UnknownSyscall, t.syscall.range,
+                       fmt::format("no syscall `{}`", t.syscall.text))
+          .note(events.error().message);
+      return std::nullopt;
+    }
+    ctx.diags.report(DiagKind::UncheckedProbe, t.syscall.range,
+                     fmt::format("arguments of `{}` are known only as arg0..arg5: {}",
+                                 t.syscall.text, events.error().message));
+    for (uint32_t i = 0; i < 6; ++i) out.args.push_back({"", ctx.types.u64(), i});
+    out.event = "sys_enter_" + t.syscall.text;
+    return out;
+  }
+  std::vector<std::string> names;
+  std::vector<std::string> matched;
+  for (const std::string& e : *events) {
+    if (e.rfind("sys_enter_", 0) != 0) continue;
+    names.push_back(e.substr(10));
+    if (btf::globMatch(t.syscall.text, names.back())) matched.push_back(names.back());
+  }
+  if (matched.empty()) {
+    Diagnostic& diag = ctx.diags.report(DiagKind::UnknownSyscall, t.syscall.range,
+                                        fmt::format("no syscall `{}`", t.syscall.text));
+    addDidYouMean(diag, t.syscall.text, views(names));
+    return std::nullopt;
+  }
+  if (matched.size() > 1) {
+    out.description += fmt::format(" ({} syscalls)", matched.size());
+    return out;
+  }
+  out.event = "sys_enter_" + matched.front();
+  if (auto format = ctx.kernel.tracepointFormat("syscalls", out.event)) {
+    uint32_t i = 0;
+    for (const kernel::TracepointField& field : format->fields) {
+      if (field.name == "__syscall_nr") continue;
+      out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
+    }
+    out.format = std::move(*format);
+  }
+  return out;
+}
+
+std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarget& t) {
+  ResolvedTarget out;
+  out.binary = t.binary;
+  auto symbols = kernel::readFunctionSymbols(t.binary);
+  if (!symbols) {
+    ctx.diags.report(DiagKind::UnknownBinary, t.binary_range, symbols.error().message);
+    return std::nullopt;
+  }
+  std::vector<std::string_view> names;
+  for (const kernel::ElfSymbol& s : *symbols) {
+    names.push_back(s.name);
+    if (btf::globMatch(t.symbol.text, s.name)) out.symbols.push_back(s.name);
+  }
+  if (out.symbols.empty()) {
+    Diagnostic& diag = ctx.diags.report(
+        DiagKind::UnknownSymbol, t.symbol.range,
+        fmt::format("`{}` has no function `{}`", t.binary, t.symbol.text));
+    if (!t.symbol.isGlob()) addDidYouMean(diag, t.symbol.text, names);
+    if (symbols->empty()) diag.note("the binary has no symbol table (stripped?)");
+    return std::nullopt;
+  }
+  // User-space functions have no BTF: arguments are registers, as 64-bit integers.
+  for (uint32_t i = 0; i < 6; ++i) out.args.push_back({"", ctx.types.u64(), i});
+  out.return_type = ctx.types.u64();
+  out.attach = {{t.on_return ? AttachKind::Uretprobe : AttachKind::Uprobe, Known::Yes, ""}};
+  out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary,
+                                t.symbol.text);
+  return out;
+}
+
+std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target) {
+  ResolvedTarget out;
+  auto skb = ctx.btf.findStruct("sk_buff");
+  if (!skb) {
+    ctx.diags.report(DiagKind::UnknownType, target.range, "the kernel's BTF has no `struct sk_buff`");
+    return std::nullopt;
+  }
+  const Type* skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
+  for (std::string_view name : ctx.btf.functionNames()) {
+    auto f = ctx.btf.findFunction(name);
+    for (const btf::FunctionParam& p : f->params) {
+      if (ctx.types.fromBtf(p.type.resolved()) == skb_ptr) {
+        out.functions.push_back(*f);
+        break;
+      }
+    }
+  }
+  out.args.push_back({"skb", skb_ptr, 0});
+  out.attach = functionAttachMethods(ctx.kernel, {});
+  out.description = fmt::format("packet ({} functions)", out.functions.size());
+  return out;
+}
+
+}  // namespace
+
+std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target) {
+  std::optional<ResolvedTarget> out;
+  if (const auto* t = std::get_if<ast::FunctionTarget>(&target.kind)) {
+    out = resolveFunction(ctx, target, *t);
+  } else if (const auto* t = std::get_if<ast::TracepointTarget>(&target.kind)) {
+    out = resolveTracepoint(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::SyscallTarget>(&target.kind)) {
+    out = resolveSyscall(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::UprobeTarget>(&target.kind)) {
+    out = resolveUprobe(ctx, *t);
+  } else if (std::holds_alternative<ast::PacketTarget>(target.kind)) {
+    out = resolvePacket(ctx, target);
+  } else if (const auto* t = std::get_if<ast::IntervalTarget>(&target.kind)) {
+    out.emplace();
+    out->attach = {{AttachKind::PerfEvent, Known::Yes, ""}};
+    out->description = fmt::format("interval {}ms", t->period_ns / 1'000'000);
+  } else if (const auto* t = std::get_if<ast::ProfileTarget>(&target.kind)) {
+    out.emplace();
+    out->attach = {{AttachKind::PerfEvent, Known::Yes, ""}};
+    out->description = fmt::format("profile {}hz", t->frequency_hz);
+  }
+  if (out) out->target = &target;
+  return out;
+}
+
+}  // namespace kq::sema

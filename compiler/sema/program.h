@@ -1,0 +1,99 @@
+// The output of semantic analysis: every query's probes resolved against the kernel, and
+// every expression's type and meaning. Code generation reads this; it never looks names up.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ast/ast.h"
+#include "compiler/btf/btf.h"
+#include "compiler/kernel/kernel_info.h"
+#include "compiler/sema/types.h"
+
+namespace kq::sema {
+
+/// A way to attach a probe, in the order kq will try them.
+enum class AttachKind : uint8_t {
+  Fentry, Fexit, Kprobe, Kretprobe, TpBtf, Tracepoint, Uprobe, Uretprobe, PerfEvent,
+};
+std::string_view attachKindName(AttachKind kind);
+
+struct AttachMethod {
+  AttachKind kind;
+  kernel::Known available;
+  std::string why;  // why it is unavailable or unknown; empty when available
+};
+
+/// How kernel functions can be attached here: fentry/fexit first, then kprobes.
+std::vector<AttachMethod> functionAttachMethods(kernel::KernelInfo& kernel,
+                                                const std::vector<btf::Function>& functions);
+
+/// A name a probe brings into scope: an argument, a tracepoint field.
+struct ProbeArg {
+  std::string name;  // empty when the kernel gives the argument no name (reach it as argN)
+  const Type* type;
+  uint32_t index;
+};
+
+/// One probe target after resolution.
+struct ResolvedTarget {
+  const ast::Target* target = nullptr;
+  /// Kernel functions: the named one, or every match of a glob. For tracepoints with a
+  /// BTF handler, the `__bpf_trace_<event>` function.
+  std::vector<btf::Function> functions;
+  std::string category;  // tracepoint
+  std::string event;     // tracepoint event, or `sys_enter_<name>` for syscalls
+  std::optional<kernel::TracepointFormat> format;  // classic tracepoint record
+  std::string binary;                              // uprobe
+  std::vector<std::string> symbols;                // uprobe symbols matched
+  std::vector<ProbeArg> args;
+  /// The return value's type when the probe can see one (functions, syscalls, uprobes).
+  const Type* return_type = nullptr;
+  std::vector<AttachMethod> attach;
+  /// "ip_send_skb", "tracepoint:net:net_dev_xmit", "tcp_v4_* (12 functions)".
+  std::string description;
+};
+
+/// What an identifier or call turned out to be.
+enum class Ref : uint8_t {
+  None, Arg, Param, Builtin, Let, Enumerator, Property, Fn, BuiltinFunction, Return,
+};
+
+struct ExprInfo;
+using ExprTable = std::unordered_map<const ast::Expr*, ExprInfo>;
+
+struct ExprInfo {
+  const Type* type = nullptr;
+  Ref ref = Ref::None;
+  uint32_t index = 0;  // Arg: argument index; Builtin/BuiltinFunction: table index
+  int64_t value = 0;   // Enumerator
+  const ast::LetDecl* let = nullptr;
+  const ast::FnDecl* fn = nullptr;  // Fn and Property
+  std::optional<MemberPath> member;
+  bool constant = false;  // folds to a compile-time value
+  /// Fn and Property: the body's expressions, typed for this use.
+  std::shared_ptr<ExprTable> body;
+};
+
+/// A probe of a query: its chain of targets (one unless `a -> b`) and its expressions.
+struct ResolvedProbe {
+  std::vector<ResolvedTarget> chain;
+  ExprTable exprs;
+  /// Whether it runs at function exit (uses `return` or `duration`).
+  bool at_exit = false;
+};
+
+struct ResolvedQuery {
+  const ast::Query* query = nullptr;
+  std::vector<ResolvedProbe> probes;
+  bool aggregates = false;
+};
+
+struct Program {
+  std::vector<ResolvedQuery> queries;
+};
+
+}  // namespace kq::sema

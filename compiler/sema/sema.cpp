@@ -1,0 +1,146 @@
+#include "compiler/sema/sema.h"
+
+#include <fmt/format.h>
+
+#include "compiler/parse/parse.h"
+#include "compiler/sema/context.h"
+#include "compiler/sema/stdlib.h"
+
+namespace kq::sema {
+
+const ast::Script* Context::loadModule(const std::string& name) {
+  for (const auto& module : modules) {
+    if (sources.file(module->file).name() == "stdlib/" + name + ".kq") return module.get();
+  }
+  for (const StdlibModule& module : stdlibModules()) {
+    if (module.name != name) continue;
+    FileId file = sources.add("stdlib/" + name + ".kq", std::string(module.text));
+    std::optional<ast::Script> parsed = parse::parseScript(sources, file, diags);
+    if (!parsed) return nullptr;
+    modules.push_back(std::make_unique<ast::Script>(std::move(*parsed)));
+    return modules.back().get();
+  }
+  return nullptr;
+}
+
+void Context::loadProperties() {
+  if (properties_loaded) return;
+  properties_loaded = true;
+  auto add = [&](const ast::Script& script) {
+    for (const ast::Item& item : script.items) {
+      const auto* fn = std::get_if<ast::FnDecl>(&item);
+      if (fn && fn->params.size() == 1 && fn->params[0].type) properties[fn->name].push_back(fn);
+    }
+  };
+  add(script);
+  for (const StdlibModule& module : stdlibModules()) {
+    if (const ast::Script* parsed = loadModule(std::string(module.name))) add(*parsed);
+  }
+}
+
+namespace {
+
+// Pass 1: `use` brings in stdlib modules; every `let` and `fn` gets a unique name.
+void collectDeclarations(Context& ctx) {
+  std::map<std::string, SourceRange> declared_at;
+  auto declare = [&](const std::string& name, SourceRange at, const void* decl,
+                     const std::string& module) {
+    const void* previous = nullptr;
+    if (auto it = ctx.decls.lets.find(name); it != ctx.decls.lets.end()) previous = it->second;
+    if (auto it = ctx.decls.fns.find(name); it != ctx.decls.fns.end()) previous = it->second;
+    if (!previous) {
+      ctx.decls.origin[decl] = module;
+      declared_at[name] = at;
+      return true;
+    }
+    const std::string& previous_module = ctx.decls.origin[previous];
+    Diagnostic& diag = ctx.diags.report(DiagKind::DuplicateDeclaration, at,
+                                        fmt::format("`{}` is already declared", name));
+    if (previous_module.empty()) {
+      diag.note(declared_at[name], "the first declaration is here");
+    } else {
+      diag.note(fmt::format("`use {}` declares it", previous_module));
+    }
+    return false;
+  };
+  auto addDecls = [&](const ast::Script& script, const std::string& module) {
+    for (const ast::Item& item : script.items) {
+      if (const auto* let = std::get_if<ast::LetDecl>(&item)) {
+        if (declare(let->name, let->name_range, let, module)) ctx.decls.lets[let->name] = let;
+      } else if (const auto* fn = std::get_if<ast::FnDecl>(&item)) {
+        if (declare(fn->name, fn->name_range, fn, module)) ctx.decls.fns[fn->name] = fn;
+      }
+    }
+  };
+
+  for (const ast::Item& item : ctx.script.items) {
+    const auto* use = std::get_if<ast::UseDecl>(&item);
+    if (!use) continue;
+    const ast::Script* module = ctx.loadModule(use->module);
+    if (!module) {
+      std::vector<std::string_view> names;
+      for (const StdlibModule& m : stdlibModules()) names.push_back(m.name);
+      Diagnostic& diag = ctx.diags.report(DiagKind::UnknownModule, use->range,
+                                          fmt::format("no stdlib module `{}`", use->module));
+      if (auto close = closestName(use->module, names)) {
+        diag.note(fmt::format("did you mean `{}`?", *close));
+      } else {
+        std::string list;
+        for (std::string_view n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+        diag.note(fmt::format("the stdlib modules are {}", list));
+      }
+      continue;
+    }
+    addDecls(*module, use->module);
+  }
+  addDecls(ctx.script, "");
+}
+
+// Pass 2: every probe target, against BTF and the kernel.
+void resolveProbes(Context& ctx, Program& program) {
+  for (const ast::Item& item : ctx.script.items) {
+    const auto* query = std::get_if<ast::Query>(&item);
+    if (!query) continue;
+    ResolvedQuery resolved;
+    resolved.query = query;
+    for (const ast::Probe& probe : query->probes) {
+      ResolvedProbe rp;
+      for (const ast::Target& target : probe.chain) {
+        std::optional<ResolvedTarget> rt = resolveTarget(ctx, target);
+        if (rt) rp.chain.push_back(std::move(*rt));
+      }
+      resolved.probes.push_back(std::move(rp));
+    }
+    program.queries.push_back(std::move(resolved));
+  }
+}
+
+}  // namespace
+
+std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& sources,
+                                      const btf::Btf& btf, kernel::KernelInfo& kernel,
+                                      Diagnostics& diags) {
+  CheckedProgram out;
+  out.types = std::make_unique<TypeTable>();
+  Context ctx{script, sources, btf, kernel, *out.types, diags, {}, {}, {}, false};
+  size_t errors = diags.errorCount();
+  auto failed = [&] { return diags.errorCount() > errors; };
+
+  // The passes, in order. Each needs the previous one's output: declarations before
+  // expressions (which use them), probes before expressions (whose names they bring).
+  collectDeclarations(ctx);
+  if (failed()) return std::nullopt;
+  resolveProbes(ctx, out.program);
+  if (failed()) return std::nullopt;
+  checkDeclarations(ctx);
+  if (failed()) return std::nullopt;
+  checkQueries(ctx, out.program);
+  if (failed()) return std::nullopt;
+  for (const ResolvedQuery& query : out.program.queries) checkQueryShape(ctx, query);
+  if (failed()) return std::nullopt;
+
+  out.modules = std::move(ctx.modules);
+  return out;
+}
+
+}  // namespace kq::sema

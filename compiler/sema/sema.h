@@ -1,0 +1,32 @@
+// Semantic analysis: the AST plus the kernel's BTF becomes a Program in which every probe is
+// resolved and every expression typed. Runs as passes (sema.cpp lists them) and stops after
+// the first pass that reports errors.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "compiler/ast/ast.h"
+#include "compiler/btf/btf.h"
+#include "compiler/diag/diagnostic.h"
+#include "compiler/kernel/kernel_info.h"
+#include "compiler/sema/program.h"
+
+namespace kq::sema {
+
+/// The result of analysis. It owns the types and the stdlib modules the program refers to.
+struct CheckedProgram {
+  Program program;
+  std::unique_ptr<TypeTable> types;
+  std::vector<std::unique_ptr<ast::Script>> modules;
+};
+
+std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& sources,
+                                      const btf::Btf& btf, kernel::KernelInfo& kernel,
+                                      Diagnostics& diags);
+
+/// `--dump types`: each query's expressions with their types, per probe.
+void dumpTypes(const CheckedProgram& checked, const SourceManager& sources, std::ostream& out);
+
+}  // namespace kq::sema

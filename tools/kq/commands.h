@@ -1,0 +1,18 @@
+// The subcommands that look at the kernel without compiling a query.
+#pragma once
+
+#include <string>
+
+#include "tools/kq/cli.h"
+
+namespace kq::cli {
+
+/// `kq info WHAT`: a function's prototype and how it can be attached, a struct's layout,
+/// a tracepoint's arguments and fields.
+int runInfo(const std::string& what, const std::string& btf_path, Io& io);
+
+/// `kq list PATTERN`: matching functions, tracepoints or syscalls, one per line;
+/// `kq list packet`: functions that take a `struct sk_buff *`.
+int runList(const std::string& pattern, const std::string& btf_path, Io& io);
+
+}  // namespace kq::cli
