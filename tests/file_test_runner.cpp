@@ -1,20 +1,26 @@
 // The file-test driver. Each tests/<phase>/testdata/**/*.kq file is one test: kq runs on the
-// file (arguments from an optional `# ARGS:` line, `check` by default) and its combined
+// file (arguments from an optional `# ARGS:` line, `check` by default; `info` and `list`
+// get no file) and its combined
 // stdout and stderr must equal the file's trailing `# CHECK:` lines.
 //
 // - Files named `fail_*` must make kq report errors; only they may.
 // - `file_tests --autoupdate` (or KQ_AUTOUPDATE=1) rewrites the CHECK lines from kq's actual
 //   output; review the diff before committing.
+// - kq sees the fake kernel of tests/support/fake_kernel.h, except under tests/kernel/,
+//   whose files check against the running kernel (and skip where it has no BTF). In
+//   `# ARGS:`, `%fakebtf` names a raw BTF file of the fake kernel, for `--btf`.
 // - A final test checks that every diagnostic kind is produced by some file test.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "compiler/diag/diagnostic.h"
+#include "tests/support/fake_kernel.h"
 #include "tools/kq/cli.h"
 
 namespace fs = std::filesystem;
@@ -22,6 +28,7 @@ namespace fs = std::filesystem;
 namespace {
 
 bool g_autoupdate = false;
+std::string g_fake_btf_path;
 constexpr std::string_view kCheck = "# CHECK:";
 constexpr std::string_view kArgs = "# ARGS:";
 
@@ -64,7 +71,11 @@ TestFile loadTestFile(const fs::path& path, const std::string& display_path) {
     if (seen_check) file.check_lines_last = false;
     if (startsWith(line, kArgs)) {
       std::istringstream words(line.substr(kArgs.size()));
-      for (std::string word; words >> word;) file.args.push_back(word);
+      // Words split at spaces; `%20` puts a space inside one (`info struct%20sk_buff`).
+      for (std::string word; words >> word;) {
+        for (size_t at; (at = word.find("%20")) != std::string::npos;) word.replace(at, 3, " ");
+        file.args.push_back(word);
+      }
     }
     file.script += line + "\n";
   }
@@ -75,8 +86,12 @@ TestFile loadTestFile(const fs::path& path, const std::string& display_path) {
   if (file.args.empty()) file.args = {"check"};
   for (std::string& arg : file.args) {
     if (arg == "%s") arg = display_path;
+    if (arg == "%fakebtf") arg = g_fake_btf_path;
   }
-  if (std::find(file.args.begin(), file.args.end(), display_path) == file.args.end()) {
+  // `info` and `list` take names, not files; other commands read the test file.
+  bool reads_file = file.args[0] != "info" && file.args[0] != "list";
+  if (reads_file &&
+      std::find(file.args.begin(), file.args.end(), display_path) == file.args.end()) {
     file.args.push_back(display_path);
   }
   return file;
@@ -88,6 +103,10 @@ class FileTest : public testing::Test {
       : path_(std::move(path)), display_path_(std::move(display_path)) {}
 
   void TestBody() override {
+    bool real_kernel = startsWith(display_path_, "kernel/");
+    if (real_kernel && !fs::exists("/sys/kernel/btf/vmlinux")) {
+      GTEST_SKIP() << "this kernel has no BTF (/sys/kernel/btf/vmlinux)";
+    }
     TestFile file = loadTestFile(path_, display_path_);
     ASSERT_TRUE(file.check_lines_last)
         << path_ << ": `# CHECK:` lines must all come after the script";
@@ -99,7 +118,14 @@ class FileTest : public testing::Test {
                      error = "No such file or directory";
                      return std::nullopt;
                    },
-                   false};
+                   false,
+                   [&](const std::string& btf_path) -> kq::Result<kq::cli::KernelEnvironment> {
+                     if (real_kernel || !btf_path.empty()) {
+                       return kq::cli::loadKernelEnvironment(btf_path);
+                     }
+                     return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
+                                                       kq::testing::fakeKernelInfo()};
+                   }};
     int status = kq::cli::run(file.args, io);
     std::vector<std::string> actual = splitLines(output.str());
 
@@ -185,6 +211,8 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("KQ_AUTOUPDATE"); env && std::string_view(env) == "1") {
     g_autoupdate = true;
   }
+  g_fake_btf_path = (fs::temp_directory_path() / ("kq-fake-btf-" + std::to_string(getpid()))).string();
+  kq::testing::writeFakeBtf(g_fake_btf_path);
   for (const fs::path& path : testFiles()) {
     std::string relative = fs::relative(path, KQ_TESTS_DIR).string();
     testing::RegisterTest("FileTest", testName(relative).c_str(), nullptr, relative.c_str(),
@@ -192,5 +220,7 @@ int main(int argc, char** argv) {
                             return new FileTest(path, relative);
                           });
   }
-  return RUN_ALL_TESTS();
+  int status = RUN_ALL_TESTS();
+  fs::remove(g_fake_btf_path);
+  return status;
 }

@@ -290,6 +290,17 @@ class ExprChecker {
     }
     for (const BuiltinVariable& b : builtinVariables()) candidates.push_back(b.name);
     for (const auto& [name, let] : ctx_.decls.lets) candidates.push_back(name);
+    // Properties this probe could use bare.
+    ctx_.loadProperties();
+    for (const auto& [name, fns] : ctx_.properties) {
+      const Type* wanted = paramType(*fns.front(), 0);
+      for (const ProbeArg& arg : args()) {
+        if (!wanted->isError() && sameType(arg.type, wanted)) {
+          candidates.push_back(name);
+          break;
+        }
+      }
+    }
     Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
     if (auto close = closestName(id.name, candidates)) {
       diag.note(fmt::format("did you mean `{}`?", *close));

@@ -32,13 +32,15 @@ std::optional<const Type*> scalarType(TypeTable& types, const std::string& words
     if (is_signed || is_unsigned || ints) return std::nullopt;
     return voids ? types.voidType() : types.boolType();
   }
+  // Spelled as written, normalized: `long unsigned int` reads `unsigned long`.
+  std::string sign = is_unsigned ? "unsigned " : is_signed ? "signed " : "";
   if (chars) {
     if (ints) return std::nullopt;
-    return types.integer(1, !is_unsigned, is_unsigned ? "unsigned char" : "char");
+    return types.integer(1, !is_unsigned, sign + "char");
   }
-  if (shorts) return types.integer(2, !is_unsigned);
-  if (longs) return types.integer(8, !is_unsigned);
-  return types.integer(4, !is_unsigned);
+  if (shorts) return types.integer(2, !is_unsigned, sign + "short");
+  if (longs) return types.integer(8, !is_unsigned, sign + (longs == 2 ? "long long" : "long"));
+  return types.integer(4, !is_unsigned, is_unsigned ? "unsigned int" : "int");
 }
 
 /// `u8`..`u64`, `s8`..`s64`, with an optional `__`, and `__be16`..`__le64`.

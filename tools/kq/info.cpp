@@ -27,6 +27,9 @@ void didYouMean(Io& io, std::string_view name, const std::vector<std::string_vie
   }
 }
 
+/// Spaces from column `at` to column `column` (at least one).
+std::string padTo(size_t at, size_t column) { return std::string(at < column ? column - at : 1, ' '); }
+
 // pahole-style layout: one member a line with its offset and size; anonymous members nest.
 void printMembers(Io& io, btf::BtfType record, uint64_t base_bits, int depth) {
   const ::btf_type* raw = record.get();
@@ -39,9 +42,9 @@ void printMembers(Io& io, btf::BtfType record, uint64_t base_bits, int depth) {
     uint32_t bitfield = btf_member_bitfield_size(raw, i);
     btf::BtfType inner = type.resolved();
     if ((!name || !*name) && btf_is_composite(inner.get())) {
-      io.out << fmt::format("{}{} {{{:>{}}}\n", indent, btf_is_struct(inner.get()) ? "struct" : "union",
-                            fmt::format("/* {:5} {:5} */", bits / 8, inner.size()),
-                            60 - indent.size() - 7);
+      std::string open = btf_is_struct(inner.get()) ? "struct {" : "union {";
+      io.out << indent << open << padTo(indent.size() + open.size(), 60)
+             << fmt::format("/* {:5} {:5} */\n", bits / 8, inner.size());
       printMembers(io, inner, bits, depth + 1);
       io.out << indent << "};\n";
       continue;
@@ -51,9 +54,7 @@ void printMembers(Io& io, btf::BtfType record, uint64_t base_bits, int depth) {
                                  : fmt::format("/* {:5} {:5} */", bits / 8, type.size());
     if (bitfield) decl += fmt::format(":{}", bitfield);
     decl += ";";
-    size_t column = 60;
-    std::string padding(decl.size() + indent.size() < column ? column - decl.size() - indent.size() : 1, ' ');
-    io.out << indent << decl << padding << where << "\n";
+    io.out << indent << decl << padTo(indent.size() + decl.size(), 60) << where << "\n";
   }
 }
 
@@ -65,13 +66,17 @@ int typeInfo(const std::string& what, const btf::Btf& btf, Io& io) {
                                                                        : btf.findEnum(name);
   if (!found) {
     io.err << fmt::format("kq: error: the kernel has no `{} {}`\n", tag, name);
-    if (tag == "struct") didYouMean(io, name, btf.structNames());
+    if (tag == "struct") {
+      if (auto close = sema::closestName(name, btf.structNames())) {
+        io.err << "note: did you mean `struct " << *close << "`?\n";
+      }
+    }
     return 1;
   }
   const ::btf_type* raw = found->get();
   if (btf_is_any_enum(raw)) {
-    io.out << fmt::format("enum {} {{{:>{}}}\n", name, fmt::format("/* size {} */", raw->size),
-                          50 - name.size());
+    std::string open = fmt::format("enum {} {{", name);
+    io.out << open << padTo(open.size(), 60) << fmt::format("/* size {} */\n", raw->size);
     for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
       bool is64 = btf_is_enum64(raw);
       const char* n = btf__name_by_offset(found->file->btf,
@@ -83,8 +88,8 @@ int typeInfo(const std::string& what, const btf::Btf& btf, Io& io) {
     io.out << "};\n";
     return 0;
   }
-  io.out << fmt::format("{} {} {{{:>{}}}\n", tag, name, fmt::format("/* size {} */", raw->size),
-                        60 - tag.size() - name.size() - 3);
+  std::string open = fmt::format("{} {} {{", tag, name);
+  io.out << open << padTo(open.size(), 60) << fmt::format("/* size {} */\n", raw->size);
   printMembers(io, *found, 0, 1);
   io.out << "};\n";
   return 0;

@@ -106,6 +106,7 @@ int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io)
   }
   noteTraceability(kernel, io);
   for (std::string_view name : btf.functionNames(true)) {
+    if (name.rfind("__bpf_trace_", 0) == 0) continue;  // tracepoint handlers, not traceable
     auto f = btf.findFunction(name);
     for (size_t i = 0; i < f->params.size(); ++i) {
       btf::BtfType t = f->params[i].type.resolved();

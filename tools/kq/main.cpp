@@ -8,7 +8,14 @@ int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
   kq::cli::Io io{std::cout, std::cerr, kq::cli::readFileFromDisk, isatty(STDERR_FILENO) == 1,
                  kq::cli::loadKernelEnvironment};
-  int status = kq::cli::run(std::vector<std::string>(argv + 1, argv + argc), io);
+  int status = 1;
+  try {
+    status = kq::cli::run(std::vector<std::string>(argv + 1, argv + argc), io);
+  } catch (const std::exception& e) {
+    // A bug in kq, not a mistake of the user's: say so plainly rather than abort.
+    std::cerr << "kq: internal error: " << e.what() << "\n"
+              << "  please report it with the command that caused it\n";
+  }
   std::cout.flush();
   return status;
 }

@@ -1,0 +1,306 @@
+#include "tests/support/fake_kernel.h"
+
+#include <bpf/btf.h>
+
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+namespace kq::testing {
+namespace {
+
+/// Builds the fake BTF with names instead of numbers: `type("struct sk_buff")`.
+class Builder {
+ public:
+  Builder() : btf_(btf__new_empty()) {}
+
+  ::btf* take() { return btf_; }
+
+  int add(const std::string& name, int id) {
+    if (id < 0) throw std::runtime_error("btf__add failed for " + name);
+    ids_[name] = id;
+    ids_.erase(name + " *");  // a forward declaration completed: new pointers point here
+    return id;
+  }
+  int type(const std::string& name) const {
+    auto it = ids_.find(name);
+    if (it == ids_.end()) throw std::runtime_error("fake BTF has no " + name);
+    return it->second;
+  }
+  int ptr(const std::string& name) {
+    std::string key = name + " *";
+    if (ids_.count(key)) return ids_[key];
+    return add(key, btf__add_ptr(btf_, type(name)));
+  }
+
+  void ints() {
+    add("void", 0);
+    add("int", btf__add_int(btf_, "int", 4, BTF_INT_SIGNED));
+    add("unsigned int", btf__add_int(btf_, "unsigned int", 4, 0));
+    add("char", btf__add_int(btf_, "char", 1, BTF_INT_SIGNED | BTF_INT_CHAR));
+    add("unsigned char", btf__add_int(btf_, "unsigned char", 1, 0));
+    add("short unsigned int", btf__add_int(btf_, "short unsigned int", 2, 0));
+    add("long int", btf__add_int(btf_, "long int", 8, BTF_INT_SIGNED));
+    add("long unsigned int", btf__add_int(btf_, "long unsigned int", 8, 0));
+    add("long long unsigned int", btf__add_int(btf_, "long long unsigned int", 8, 0));
+    add("_Bool", btf__add_int(btf_, "_Bool", 1, BTF_INT_BOOL));
+    typedef_("__u8", "unsigned char");
+    typedef_("__u16", "short unsigned int");
+    typedef_("__u32", "unsigned int");
+    typedef_("__u64", "long long unsigned int");
+    typedef_("u8", "__u8");
+    typedef_("u16", "__u16");
+    typedef_("u32", "__u32");
+    typedef_("u64", "__u64");
+    typedef_("__be16", "__u16");
+    typedef_("__be32", "__u32");
+    typedef_("size_t", "long unsigned int");
+    typedef_("ssize_t", "long int");
+    typedef_("loff_t", "long int");
+    typedef_("gfp_t", "unsigned int");
+    typedef_("umode_t", "short unsigned int");
+    typedef_("pid_t", "int");
+    typedef_("sk_buff_data_t", "unsigned int");
+    typedef_("bool", "_Bool");
+  }
+
+  void typedef_(const std::string& name, const std::string& target) {
+    add(name, btf__add_typedef(btf_, name.c_str(), type(target)));
+  }
+
+  int array(const std::string& element, int count) {
+    return btf__add_array(btf_, type("int"), type(element), count);
+  }
+
+  /// A struct with members given as (name, type id, bit offset, bitfield bits).
+  struct Member {
+    std::string name;
+    int type;
+    uint32_t bit_offset;
+    uint32_t bits = 0;
+  };
+  int record(bool is_struct, const std::string& name, uint32_t size, const std::vector<Member>& members) {
+    int id = is_struct ? btf__add_struct(btf_, name.empty() ? nullptr : name.c_str(), size)
+                       : btf__add_union(btf_, name.empty() ? nullptr : name.c_str(), size);
+    for (const Member& m : members) {
+      btf__add_field(btf_, m.name.empty() ? nullptr : m.name.c_str(), m.type, m.bit_offset, m.bits);
+    }
+    if (!name.empty()) add((is_struct ? "struct " : "union ") + name, id);
+    return id;
+  }
+
+  void enumeration(const std::string& name, uint32_t size,
+                   const std::vector<std::pair<std::string, int64_t>>& values) {
+    int id = btf__add_enum(btf_, name.empty() ? nullptr : name.c_str(), size);
+    for (const auto& [n, v] : values) btf__add_enum_value(btf_, n.c_str(), v);
+    if (!name.empty()) add("enum " + name, id);
+  }
+
+  void function(const std::string& ret, const std::string& name,
+                const std::vector<std::pair<std::string, int>>& params) {
+    int proto = btf__add_func_proto(btf_, type(ret));
+    for (const auto& [pname, ptype] : params) btf__add_func_param(btf_, pname.c_str(), ptype);
+    add("fn " + name, btf__add_func(btf_, name.c_str(), BTF_FUNC_GLOBAL, proto));
+  }
+
+ private:
+  ::btf* btf_;
+  std::map<std::string, int> ids_;
+};
+
+::btf* buildFakeBtf() {
+  Builder b;
+  b.ints();
+
+  // Forward declarations first, so structs can point at each other.
+  b.add("struct sk_buff", btf__add_fwd(b.take(), "sk_buff", BTF_FWD_STRUCT));
+  b.add("struct opaque", btf__add_fwd(b.take(), "opaque", BTF_FWD_STRUCT));
+  b.add("struct net", b.record(true, "net", 8, {{"ifindex", b.type("int"), 0}}));
+
+  b.record(true, "net_device", 32,
+           {{"name", b.array("char", 16), 0},
+            {"__cacheline_marker", b.array("char", 0), 128},
+            {"ifindex", b.type("int"), 128},
+            {"mtu", b.type("unsigned int"), 160}});
+  b.record(true, "sock_common", 16,
+           {{"skc_daddr", b.type("__be32"), 0},
+            {"skc_family", b.type("short unsigned int"), 32}});
+  b.record(true, "sock", 32,
+           {{"__sk_common", b.type("struct sock_common"), 0},
+            {"sk_mark", b.type("__u32"), 128},
+            {"sk_type", b.type("short unsigned int"), 160}});
+
+  // struct sk_buff, with an anonymous union of a struct and a bitfield, like the real one.
+  int list = b.record(true, "", 16,
+                      {{"next", b.ptr("struct sk_buff"), 0}, {"prev", b.ptr("struct sk_buff"), 64}});
+  int head_union = b.record(false, "", 16, {{"", list, 0}, {"tstamp", b.type("u64"), 0}});
+  b.add("struct sk_buff", b.record(true, "sk_buff", 232,
+        {{"", head_union, 0},
+         {"dev", b.ptr("struct net_device"), 128},
+         {"sk", b.ptr("struct sock"), 192},
+         {"cb", b.array("char", 48), 256},
+         {"len", b.type("unsigned int"), 640},
+         {"data_len", b.type("unsigned int"), 672},
+         {"pkt_type", b.type("__u8"), 704, 3},
+         {"ignore_df", b.type("__u8"), 707, 1},
+         {"protocol", b.type("__be16"), 720},
+         {"mark", b.type("__u32"), 736},
+         {"transport_header", b.type("__u16"), 768},
+         {"network_header", b.type("__u16"), 784},
+         {"head", b.ptr("unsigned char"), 832},
+         {"data", b.ptr("unsigned char"), 896}}));
+
+  b.record(true, "iphdr", 20,
+           {{"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
+  b.record(true, "tcphdr", 20, {{"source", b.type("__be16"), 0}, {"dest", b.type("__be16"), 16}});
+  b.record(true, "udphdr", 8, {{"source", b.type("__be16"), 0}, {"dest", b.type("__be16"), 16}});
+  b.record(true, "msghdr", 8, {{"msg_flags", b.type("unsigned int"), 0}});
+  b.record(true, "qstr", 16, {{"len", b.type("u32"), 0}, {"name", b.ptr("unsigned char"), 64}});
+  b.record(true, "dentry", 16, {{"d_name", b.type("struct qstr"), 0}});
+  b.record(true, "path", 8, {{"dentry", b.ptr("struct dentry"), 0}});
+  b.record(true, "inode", 8, {{"i_ino", b.type("long unsigned int"), 0}});
+  b.record(true, "file", 24, {{"f_path", b.type("struct path"), 0}, {"f_inode", b.ptr("struct inode"), 64}});
+  b.add("struct task_struct", btf__add_fwd(b.take(), "task_struct", BTF_FWD_STRUCT));
+  b.record(true, "task_struct", 40,
+           {{"pid", b.type("pid_t"), 0},
+            {"tgid", b.type("pid_t"), 32},
+            {"comm", b.array("char", 16), 64},
+            {"real_parent", b.ptr("struct task_struct"), 192}});
+
+  b.enumeration("skb_drop_reason", 4,
+                {{"SKB_DROP_REASON_NOT_SPECIFIED", 2},
+                 {"SKB_DROP_REASON_NO_SOCKET", 3},
+                 {"SKB_DROP_REASON_PKT_TOO_SMALL", 4},
+                 {"SKB_DROP_REASON_TCP_CSUM", 5}});
+  b.enumeration("sock_type", 4, {{"SOCK_STREAM", 1}, {"SOCK_DGRAM", 2}});
+  b.enumeration("", 4, {{"TCP_ESTABLISHED", 1}, {"TCP_SYN_SENT", 2}});
+
+  int skb = b.ptr("struct sk_buff");
+  int sk = b.ptr("struct sock");
+  b.function("int", "ip_send_skb", {{"net", b.ptr("struct net")}, {"skb", skb}});
+  b.function("int", "ip_output", {{"net", b.ptr("struct net")}, {"sk", sk}, {"skb", skb}});
+  b.function("int", "dev_queue_xmit", {{"skb", skb}});
+  b.function("int", "tcp_sendmsg", {{"sk", sk}, {"msg", b.ptr("struct msghdr")}, {"size", b.type("size_t")}});
+  b.function("int", "tcp_recvmsg", {{"sk", sk}, {"msg", b.ptr("struct msghdr")}, {"len", b.type("size_t")}});
+  b.function("int", "tcp_v4_rcv", {{"skb", skb}});
+  b.function("int", "tcp_v4_do_rcv", {{"sk", sk}, {"skb", skb}});
+  b.function("int", "tcp_v4_connect", {{"sk", sk}, {"uaddr", b.ptr("void")}, {"addr_len", b.type("int")}});
+  b.function("void", "kfree_skb_reason", {{"skb", skb}, {"reason", b.type("enum skb_drop_reason")}});
+  b.function("struct sk_buff *", "skb_clone", {{"skb", skb}, {"gfp_mask", b.type("gfp_t")}});
+  b.function("bool", "skb_try_coalesce", {{"to", skb}, {"from", skb}, {"fragstolen", b.ptr("bool")}});
+  b.function("ssize_t", "vfs_read", {{"file", b.ptr("struct file")}, {"buf", b.ptr("char")},
+                                     {"count", b.type("size_t")}, {"pos", b.ptr("loff_t")}});
+  b.function("void", "inlined_helper", {{"skb", skb}});
+  b.function("int", "takes_opaque", {{"o", b.ptr("struct opaque")}});
+  b.function("long int", "__x64_sys_openat", {{"regs", b.ptr("void")}});
+  // tp_btf handlers: the tracepoint's arguments after `__data`.
+  b.function("void", "__bpf_trace_net_dev_xmit",
+             {{"__data", b.ptr("void")}, {"skb", skb}, {"rc", b.type("int")},
+              {"dev", b.ptr("struct net_device")}, {"skb_len", b.type("unsigned int")}});
+  b.function("void", "__bpf_trace_kfree_skb",
+             {{"__data", b.ptr("void")}, {"skb", skb}, {"location", b.ptr("void")},
+              {"reason", b.type("enum skb_drop_reason")}});
+  b.function("void", "__bpf_trace_sched_process_exec",
+             {{"__data", b.ptr("void")}, {"p", b.ptr("struct task_struct")}, {"old_pid", b.type("pid_t")}});
+  return b.take();
+}
+
+class FakeKernelInfo : public kernel::KernelInfo {
+ public:
+  Result<std::vector<std::string>> tracepointCategories() override {
+    std::vector<std::string> out;
+    for (const auto& [category, events] : events_) out.push_back(category);
+    return out;
+  }
+  Result<std::vector<std::string>> tracepointEvents(const std::string& category) override {
+    auto it = events_.find(category);
+    if (it == events_.end()) return Error{"cannot list events/" + category};
+    std::vector<std::string> out;
+    for (const auto& [event, format] : it->second) out.push_back(event);
+    return out;
+  }
+  Result<kernel::TracepointFormat> tracepointFormat(const std::string& category,
+                                                    const std::string& event) override {
+    auto it = events_.find(category);
+    if (it == events_.end() || !it->second.count(event)) {
+      return Error{"cannot read events/" + category + "/" + event + "/format"};
+    }
+    return kernel::parseTracepointFormat(it->second.at(event));
+  }
+  kernel::Known inFilterFunctions(const std::string& function) override {
+    return function == "inlined_helper" ? kernel::Known::No : kernel::Known::Yes;
+  }
+  std::string filterFunctionsProblem() override { return ""; }
+  kernel::Known inKallsyms(const std::string& function) override {
+    return function == "inlined_helper" ? kernel::Known::No : kernel::Known::Yes;
+  }
+  kernel::Known hasKprobes() override { return kernel::Known::No; }
+
+ private:
+  static std::string format(int id, const std::string& fields) {
+    return "name: x\nID: " + std::to_string(id) +
+           "\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+           "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n" + fields;
+  }
+  std::map<std::string, std::map<std::string, std::string>> events_ = {
+      {"net",
+       {{"net_dev_xmit",
+         format(2306,
+                "\tfield:void * skbaddr;\toffset:8;\tsize:8;\tsigned:0;\n"
+                "\tfield:unsigned int len;\toffset:16;\tsize:4;\tsigned:0;\n"
+                "\tfield:int rc;\toffset:20;\tsize:4;\tsigned:1;\n"
+                "\tfield:__data_loc char[] name;\toffset:24;\tsize:4;\tsigned:0;\n")},
+        {"netif_receive_skb",
+         format(2310, "\tfield:void * skbaddr;\toffset:8;\tsize:8;\tsigned:0;\n"
+                      "\tfield:unsigned int len;\toffset:16;\tsize:4;\tsigned:0;\n")}}},
+      {"skb",
+       {{"kfree_skb",
+         format(1500, "\tfield:void * skbaddr;\toffset:8;\tsize:8;\tsigned:0;\n"
+                      "\tfield:enum skb_drop_reason reason;\toffset:24;\tsize:4;\tsigned:0;\n")}}},
+      {"sched",
+       {{"sched_process_exec",
+         format(300, "\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n"
+                     "\tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;\n"
+                     "\tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;\n")},
+        {"sched_switch",
+         format(301, "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+                     "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n")}}},
+      {"syscalls",
+       {{"sys_enter_openat",
+         format(700, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
+                     "\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n"
+                     "\tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n"
+                     "\tfield:int flags;\toffset:32;\tsize:8;\tsigned:0;\n"
+                     "\tfield:umode_t mode;\toffset:40;\tsize:8;\tsigned:0;\n")},
+        {"sys_exit_openat",
+         format(701, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
+                     "\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n")},
+        {"sys_enter_read",
+         format(702, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
+                     "\tfield:unsigned int fd;\toffset:16;\tsize:8;\tsigned:0;\n"
+                     "\tfield:char * buf;\toffset:24;\tsize:8;\tsigned:0;\n"
+                     "\tfield:size_t count;\toffset:32;\tsize:8;\tsigned:0;\n")},
+        {"sys_exit_read",
+         format(703, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
+                     "\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n")}}},
+  };
+};
+
+}  // namespace
+
+std::unique_ptr<btf::Btf> fakeBtf() { return btf::Btf::adopt(buildFakeBtf(), "fake vmlinux"); }
+
+std::unique_ptr<kernel::KernelInfo> fakeKernelInfo() { return std::make_unique<FakeKernelInfo>(); }
+
+void writeFakeBtf(const std::string& path) {
+  ::btf* btf = buildFakeBtf();
+  uint32_t size = 0;
+  const void* data = btf__raw_data(btf, &size);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + path);
+  std::fwrite(data, 1, size, f);
+  std::fclose(f);
+  btf__free(btf);
+}
+
+}  // namespace kq::testing
