@@ -1,12 +1,14 @@
 #include "compiler/btf/btf.h"
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <unordered_map>
 
@@ -128,6 +130,26 @@ Function Btf::functionOf(BtfType func, const std::string& module) const {
 // ---------------------------------------------------------------------------------------
 // Loading
 
+namespace {
+
+// libbpf reports problems on stderr by itself; kq says what went wrong in its own words,
+// so libbpf's messages are shown only when asked for (`-v`).
+bool g_libbpf_verbose = false;
+
+int libbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  (void)level;
+  if (!g_libbpf_verbose) return 0;
+  return std::vfprintf(stderr, format, args);
+}
+
+struct QuietLibbpf {
+  QuietLibbpf() { libbpf_set_print(libbpfPrint); }
+} g_quiet_libbpf;
+
+}  // namespace
+
+void setLibbpfVerbose(bool verbose) { g_libbpf_verbose = verbose; }
+
 Result<std::unique_ptr<Btf>> Btf::loadRunningKernel() {
   std::string path = std::string(kSysfsBtf) + "/vmlinux";
   ::btf* raw = btf__parse_raw(path.c_str());
@@ -146,9 +168,11 @@ Result<std::unique_ptr<Btf>> Btf::loadFile(const std::string& path) {
   ::btf* raw = btf__parse(path.c_str(), nullptr);
   if (!raw) {
     int err = errno;
-    std::string why = err == EPROTO || (err == ENOENT && access(path.c_str(), R_OK) == 0)
-                          ? "it is neither raw BTF nor an ELF file with a .BTF section"
-                          : errnoText(err);
+    // libbpf's own codes (4000 and up) and EPROTO/EINVAL mean the content is not BTF.
+    bool not_btf = err >= 4000 || err == EPROTO || err == EINVAL ||
+                   (err == ENOENT && access(path.c_str(), R_OK) == 0);
+    std::string why = not_btf ? "it is neither raw BTF nor an ELF file with a .BTF section"
+                              : errnoText(err);
     return Error{fmt::format("cannot read BTF from `{}`: {}", path, why)};
   }
   std::unique_ptr<Btf> out(new Btf());

@@ -159,7 +159,13 @@ void renderDiagnostic(const Diagnostic& diag, const SourceManager& sources, std:
 
 void renderDiagnostics(const Diagnostics& diags, const SourceManager& sources, std::ostream& out,
                        const RenderOptions& options) {
-  for (const Diagnostic& diag : diags.all()) renderDiagnostic(diag, sources, out, options);
+  // In source order, whichever pass found them.
+  std::vector<const Diagnostic*> sorted;
+  for (const Diagnostic& diag : diags.all()) sorted.push_back(&diag);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic* a, const Diagnostic* b) {
+    return std::pair(a->range.file, a->range.begin) < std::pair(b->range.file, b->range.begin);
+  });
+  for (const Diagnostic* diag : sorted) renderDiagnostic(*diag, sources, out, options);
   if (diags.errorCount() > 1) out << diags.errorCount() << " errors\n";
 }
 

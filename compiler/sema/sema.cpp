@@ -105,10 +105,13 @@ void resolveProbes(Context& ctx, Program& program) {
     resolved.query = query;
     for (const ast::Probe& probe : query->probes) {
       ResolvedProbe rp;
+      bool resolved_all = true;
       for (const ast::Target& target : probe.chain) {
         std::optional<ResolvedTarget> rt = resolveTarget(ctx, target);
+        resolved_all = resolved_all && rt.has_value();
         if (rt) rp.chain.push_back(std::move(*rt));
       }
+      if (!resolved_all) rp.chain.clear();  // checked no further
       resolved.probes.push_back(std::move(rp));
     }
     program.queries.push_back(std::move(resolved));
@@ -128,12 +131,14 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
 
   // The passes, in order. Each needs the previous one's output: declarations before
   // expressions (which use them), probes before expressions (whose names they bring).
+  // A query whose probe did not resolve is skipped by the expression passes, so one
+  // misspelled function does not hide the mistakes in the other queries.
   collectDeclarations(ctx);
   if (failed()) return std::nullopt;
   resolveProbes(ctx, out.program);
-  if (failed()) return std::nullopt;
+  size_t after_probes = diags.errorCount();
   checkDeclarations(ctx);
-  if (failed()) return std::nullopt;
+  if (diags.errorCount() > after_probes) return std::nullopt;
   checkQueries(ctx, out.program);
   if (failed()) return std::nullopt;
   for (const ResolvedQuery& query : out.program.queries) checkQueryShape(ctx, query);
