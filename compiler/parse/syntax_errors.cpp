@@ -196,6 +196,12 @@ void SyntaxErrorStrategy::reportExpected(antlr4::Parser* parser, Token* offendin
   Diagnostic& diag = diags_.report(expectation.kind, at, message);
   if (!expectation.hint.empty()) diag.note(expectation.hint);
 
+  size_t type = offending->getType();
+  if ((type == P::RPAREN || type == P::RBRACKET) &&
+      !unclosedOpener(tokens, offending->getTokenIndex(), type == P::RPAREN ? P::LPAREN : P::LBRACKET,
+                      type)) {
+    diag.note(fmt::format("nothing before it opens a `{}`", type == P::RPAREN ? "(" : "["));
+  }
   for (auto [open, close] : {std::pair<size_t, size_t>{P::LPAREN, P::RPAREN},
                              std::pair<size_t, size_t>{P::LBRACKET, P::RBRACKET}}) {
     if (!has(expected, close)) continue;
