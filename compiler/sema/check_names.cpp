@@ -1,0 +1,372 @@
+// The type checker on names and calls: what an identifier refers to (a parameter, a probe
+// argument, a builtin, a `let`, an enumerator or a property), `retval`, and calls of
+// builtin functions and of `fn`s, which are expanded inline.
+#include <cctype>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/builtins/builtins.h"
+#include "compiler/sema/context.h"
+#include "compiler/sema/expr_checker.h"
+
+namespace kq::sema {
+
+// ---- names -------------------------------------------------------------------------
+
+const std::vector<ProbeArg>& ExprChecker::args() const {
+  static const std::vector<ProbeArg> none;
+  return scope_.target ? scope_.target->args : none;
+}
+
+ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
+  ExprInfo info;
+  const std::string& name = id.name;
+  for (uint32_t i = 0; i < scope_.params.size(); ++i) {
+    if (scope_.params[i].first == name) {
+      info.ref = Ref::Param;
+      info.index = i;
+      info.type = scope_.params[i].second;
+      return info;
+    }
+  }
+  for (const ProbeArg& arg : args()) {
+    if (!arg.name.empty() && arg.name == name) {
+      info.ref = Ref::Arg;
+      info.index = arg.index;
+      info.type = arg.type;
+      return info;
+    }
+  }
+  if (auto n = argNumber(name)) {
+    if (scope_.target && *n < args().size()) {
+      info.ref = Ref::Arg;
+      info.index = *n;
+      info.type = args()[*n].type;
+      return info;
+    }
+    if (scope_.target) {
+      report(DiagKind::UnknownName, id.range,
+             fmt::format("`{}` has {} argument{}; `{}` is past the last", scope_.target->description,
+                         args().size(), args().size() == 1 ? "" : "s", name));
+      info.type = error();
+      return info;
+    }
+  }
+  if (name == "retval") return returnValue(id);
+  const auto& builtins = builtinVariables();
+  for (uint32_t i = 0; i < builtins.size(); ++i) {
+    if (builtins[i].name != name) continue;
+    info.ref = Ref::Builtin;
+    info.index = i;
+    info.type = builtins[i].type(ctx_.types);
+    checkNeeds(builtins[i], id);
+    return info;
+  }
+  if (auto it = ctx_.decls.lets.find(name); it != ctx_.decls.lets.end()) {
+    info = ctx_.decls.let_info.count(it->second) ? ctx_.decls.let_info.at(it->second) : ExprInfo{};
+    info.ref = Ref::Let;
+    info.let = it->second;
+    if (!info.type) info.type = error();  // its own error was reported
+    return info;
+  }
+  if (auto e = ctx_.btf.findEnumerator(name)) {
+    info.ref = Ref::Enumerator;
+    info.value = e->value;
+    info.type = ctx_.types.fromBtf(e->enum_type);
+    info.constant = true;
+    return info;
+  }
+  if (auto property = this->property(id)) return *property;
+  unknownName(id);
+  info.type = error();
+  return info;
+}
+
+std::optional<uint32_t> ExprChecker::argNumber(const std::string& name) {
+  if (name.size() < 4 || name.compare(0, 3, "arg") != 0) return std::nullopt;
+  for (size_t i = 3; i < name.size(); ++i) {
+    if (!isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+  }
+  if (name.size() > 5) return std::nullopt;
+  return static_cast<uint32_t>(std::stoul(name.substr(3)));
+}
+
+void ExprChecker::checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at) {
+  if (!scope_.target) return;
+  bool has_return = scope_.target->return_type != nullptr;
+  if (builtin.needs == Needs::Exit) {
+    if (!has_return) {
+      report(DiagKind::NotAvailableHere, at.range,
+             fmt::format("`{}` needs a probe with an exit, and {} has none", builtin.name,
+                         scope_.target->description))
+          .note("functions, syscalls and uprobes have exits; tracepoints do not");
+      return;
+    }
+    if (scope_.at_exit) *scope_.at_exit = true;
+  }
+  bool traces_functions = scope_.target->target &&
+                          (std::holds_alternative<ast::FunctionTarget>(scope_.target->target->kind) ||
+                           std::holds_alternative<ast::UprobeTarget>(scope_.target->target->kind) ||
+                           std::holds_alternative<ast::PacketTarget>(scope_.target->target->kind));
+  if (builtin.needs == Needs::Function && !traces_functions) {
+    report(DiagKind::NotAvailableHere, at.range,
+           fmt::format("`{}` names a traced function, and {} traces none", builtin.name,
+                       scope_.target->description));
+  }
+}
+
+ExprInfo ExprChecker::returnValue(const ast::Expr& e) {
+  ExprInfo info;
+  info.ref = Ref::Return;
+  if (!scope_.target) {
+    report(DiagKind::NotAvailableHere, e.range, "`return` is only meaningful inside a probe");
+    info.type = error();
+    return info;
+  }
+  if (!scope_.target->return_type) {
+    report(DiagKind::NotAvailableHere, e.range,
+           fmt::format("{} has no return value", scope_.target->description))
+        .note("functions, syscalls and uprobes return values; tracepoints do not");
+    info.type = error();
+    return info;
+  }
+  if (scope_.target->return_type->kind == TypeKind::Void) {
+    report(DiagKind::NotAvailableHere, e.range,
+           fmt::format("`{}` returns void", scope_.target->description));
+    info.type = error();
+    return info;
+  }
+  if (scope_.at_exit) *scope_.at_exit = true;
+  info.type = scope_.target->return_type;
+  return info;
+}
+
+std::optional<ExprInfo> ExprChecker::property(const ast::Identifier& id) {
+  if (!scope_.target) return std::nullopt;
+  ctx_.loadProperties();
+  auto it = ctx_.properties.find(id.name);
+  if (it == ctx_.properties.end()) return std::nullopt;
+  for (const ast::FnDecl* fn : it->second) {
+    const Type* wanted = paramType(*fn, 0);
+    if (wanted->isError()) continue;
+    std::vector<const ProbeArg*> matches;
+    for (const ProbeArg& arg : args()) {
+      if (!arg.name.empty() && sameType(arg.type, wanted)) matches.push_back(&arg);
+    }
+    if (matches.empty()) continue;
+    if (matches.size() > 1) {
+      Diagnostic& diag = report(
+          DiagKind::AmbiguousProperty, id.range,
+          fmt::format("`{}` is ambiguous: {} has {} arguments of type `{}`", id.name,
+                      scope_.target->description, matches.size(), wanted->spelling));
+      std::string forms;
+      for (const ProbeArg* arg : matches) {
+        forms += fmt::format("{}`{}({})`", forms.empty() ? "" : " or ", id.name, arg->name);
+      }
+      diag.note(fmt::format("name the argument: {}", forms));
+      ExprInfo info;
+      info.type = error();
+      return info;
+    }
+    ExprInfo info = expandFn(*fn, id, {matches[0]->type});
+    info.ref = Ref::Property;
+    info.index = matches[0]->index;
+    return info;
+  }
+  return std::nullopt;
+}
+
+void ExprChecker::unknownName(const ast::Identifier& id) {
+  std::vector<std::string_view> candidates;
+  for (const auto& [name, type] : scope_.params) candidates.push_back(name);
+  for (const ProbeArg& arg : args()) {
+    if (!arg.name.empty()) candidates.push_back(arg.name);
+  }
+  for (const BuiltinVariable& b : builtinVariables()) candidates.push_back(b.name);
+  for (const auto& [name, let] : ctx_.decls.lets) candidates.push_back(name);
+  // Properties this probe could use bare.
+  ctx_.loadProperties();
+  for (const auto& [name, fns] : ctx_.properties) {
+    const Type* wanted = paramType(*fns.front(), 0);
+    for (const ProbeArg& arg : args()) {
+      if (!wanted->isError() && sameType(arg.type, wanted)) {
+        candidates.push_back(name);
+        break;
+      }
+    }
+  }
+  Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
+  if (auto close = closestName(id.name, candidates)) {
+    diag.note(fmt::format("did you mean `{}`?", *close));
+    return;
+  }
+  // A property of a type this probe does not have, or an argument only some globbed
+  // functions have.
+  if (ctx_.properties.count(id.name)) {
+    const Type* wanted = paramType(*ctx_.properties.at(id.name).front(), 0);
+    diag.note(fmt::format("`{}` is a property of `{}`, and {} has no argument of that type",
+                          id.name, wanted->spelling,
+                          scope_.target ? scope_.target->description : "this declaration"));
+    return;
+  }
+  if (scope_.target && scope_.target->functions.size() > 1) {
+    for (const btf::Function& f : scope_.target->functions) {
+      for (const btf::FunctionParam& p : f.params) {
+        if (p.name != id.name) continue;
+        diag.kind = DiagKind::ArgumentNotShared;
+        diag.message = fmt::format("`{}` is not an argument of every function matching `{}`",
+                                   id.name, scope_.target->description);
+        diag.note(fmt::format("`{}` has it; use `argN` for arguments that differ", f.name));
+        return;
+      }
+    }
+  }
+  if (scope_.target && !args().empty()) {
+    std::string names;
+    for (const ProbeArg& arg : args()) {
+      names += fmt::format("{}`{}`", names.empty() ? "" : ", ",
+                           arg.name.empty() ? fmt::format("arg{}", arg.index) : arg.name);
+    }
+    diag.note(fmt::format("{} has {}", scope_.target->description, names));
+  }
+}
+
+// ---- calls -------------------------------------------------------------------------
+
+ExprInfo ExprChecker::call(const ast::Call& c) {
+  ExprInfo info;
+  const auto& functions = builtinFunctions();
+  for (uint32_t i = 0; i < functions.size(); ++i) {
+    const BuiltinFunction& f = functions[i];
+    if (f.name != c.callee) continue;
+    info.ref = Ref::BuiltinFunction;
+    info.index = i;
+    if (f.aggregate && !scope_.aggregates_allowed) {
+      report(DiagKind::AggregateMisuse, c.range,
+             fmt::format("`{}` is an aggregate; it can only be a `select` item", f.signature))
+          .note("for example: trace ... select comm, count() group by comm");
+      info.type = error();
+      return info;
+    }
+    bool inner_allowed = scope_.aggregates_allowed;
+    scope_.aggregates_allowed = false;  // no aggregates inside aggregates
+    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags};
+    for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
+    scope_.aggregates_allowed = inner_allowed;
+    if (c.args.size() < f.min_args || c.args.size() > f.max_args) {
+      report(DiagKind::WrongArgumentCount, c.range,
+             fmt::format("`{}` takes {}, not {}", f.signature, countText(f.min_args, f.max_args),
+                         c.args.size()));
+      info.type = error();
+      return info;
+    }
+    info.type = f.check(bc);
+    return info;
+  }
+  auto fn = ctx_.decls.fns.find(c.callee);
+  if (fn == ctx_.decls.fns.end()) {
+    unknownCall(c);
+    for (const ast::ExprPtr& arg : c.args) check(*arg);
+    info.type = error();
+    return info;
+  }
+  std::vector<const Type*> arg_types;
+  for (const ast::ExprPtr& arg : c.args) arg_types.push_back(check(*arg));
+  if (c.args.size() != fn->second->params.size()) {
+    report(DiagKind::WrongArgumentCount, c.range,
+           fmt::format("`{}` takes {} argument{}, not {}", c.callee, fn->second->params.size(),
+                       fn->second->params.size() == 1 ? "" : "s", c.args.size()))
+        .note(fn->second->name_range, "declared here");
+    info.type = error();
+    return info;
+  }
+  for (size_t i = 0; i < arg_types.size(); ++i) {
+    const Type* wanted = paramType(*fn->second, i);
+    if (wanted && !arg_types[i]->isError() && !wanted->isError() &&
+        !assignable(arg_types[i], wanted)) {
+      report(DiagKind::TypeMismatch, c.args[i]->range,
+             fmt::format("`{}` takes `{}` as `{}`, not `{}`", c.callee, wanted->spelling,
+                         fn->second->params[i].name, arg_types[i]->spelling));
+      info.type = error();
+      return info;
+    }
+  }
+  info = expandFn(*fn->second, c, arg_types);
+  info.ref = Ref::Fn;
+  return info;
+}
+
+std::string ExprChecker::countText(size_t lo, size_t hi) {
+  auto args = [](size_t n) { return fmt::format("{} argument{}", n, n == 1 ? "" : "s"); };
+  if (lo == hi) return lo == 0 ? "no arguments" : args(lo);
+  if (hi >= 16) return fmt::format("at least {}", args(lo));
+  return fmt::format("{} to {} arguments", lo, hi);
+}
+
+void ExprChecker::unknownCall(const ast::Call& c) {
+  std::vector<std::string_view> candidates;
+  for (const BuiltinFunction& f : builtinFunctions()) candidates.push_back(f.name);
+  for (const auto& [name, fn] : ctx_.decls.fns) candidates.push_back(name);
+  Diagnostic& diag = report(DiagKind::UnknownCall, c.callee_range,
+                            fmt::format("no function `{}`", c.callee));
+  if (auto close = closestName(c.callee, candidates)) {
+    diag.note(fmt::format("did you mean `{}`?", *close));
+    return;
+  }
+  ctx_.loadProperties();
+  for (const auto& module : ctx_.modules) {
+    for (const ast::Item& item : module->items) {
+      const auto* fn = std::get_if<ast::FnDecl>(&item);
+      if (fn && fn->name == c.callee) {
+        const std::string& file = ctx_.sources.file(module->file).name();
+        std::string name = file.substr(7, file.size() - 10);  // stdlib/<name>.kq
+        diag.note(fmt::format("`{}` is in the stdlib module `{}`: add `use {}`", c.callee, name, name));
+        return;
+      }
+    }
+  }
+}
+
+const Type* ExprChecker::paramType(const ast::FnDecl& fn, size_t i) {
+  if (!fn.params[i].type) return nullptr;
+  return resolveTypeName(ctx_, *fn.params[i].type);
+}
+
+ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
+                              std::vector<const Type*> arg_types) {
+  ExprInfo info;
+  info.fn = &fn;
+  for (const ast::FnDecl* active : scope_.calls) {
+    if (active == &fn || scope_.calls.size() >= kMaxFnDepth) {
+      report(DiagKind::RecursiveFunction, use.range,
+             fmt::format("`{}` calls itself; kq functions are expanded inline and cannot recurse",
+                         fn.name))
+          .note(fn.name_range, "declared here");
+      info.type = error();
+      return info;
+    }
+  }
+  Scope inner;
+  inner.target = scope_.target;
+  inner.at_exit = scope_.at_exit;
+  inner.calls = scope_.calls;
+  inner.calls.push_back(&fn);
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const Type* declared = fn.params[i].type ? paramType(fn, i) : nullptr;
+    inner.params.emplace_back(fn.params[i].name, declared ? declared : arg_types[i]);
+  }
+  // The body sees its parameters, builtins and declarations, not the probe's arguments.
+  ResolvedTarget body_target;
+  if (scope_.target) {
+    body_target = *scope_.target;
+    body_target.args.clear();
+    inner.target = &body_target;
+  }
+  info.body = std::make_shared<ExprTable>();
+  ExprChecker body(ctx_, std::move(inner), *info.body);
+  info.type = body.check(*fn.body);
+  return info;
+}
+
+}  // namespace kq::sema

@@ -1,0 +1,117 @@
+// The type checker's class and the small helpers its files share (internal to compiler/sema:
+// included only by check_expr.cpp, check_names.cpp and check_operators.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/sema/builtins/builtins.h"
+#include "compiler/sema/context.h"
+
+namespace kq::sema {
+
+/// What names mean where an expression is checked.
+struct Scope {
+  /// The probe target whose arguments are in scope; null in declarations.
+  const ResolvedTarget* target = nullptr;
+  /// A function body's parameters, bound to the types of a call's arguments.
+  std::vector<std::pair<std::string, const Type*>> params;
+  /// Set when the expression needs the probe to run at function exit.
+  bool* at_exit = nullptr;
+  /// Functions being expanded, outermost first (to catch recursion).
+  std::vector<const ast::FnDecl*> calls;
+  /// Whether aggregates may appear here (directly in a `select` item).
+  bool aggregates_allowed = false;
+};
+
+inline constexpr size_t kMaxFnDepth = 16;
+
+inline std::string quote(const SourceManager& sources, const ast::Expr& e) {
+  const std::string& text = sources.file(e.range.file).text();
+  std::string s = text.substr(e.range.begin, e.range.end - e.range.begin);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return "`" + s + "`";
+}
+
+inline bool isComparison(ast::BinaryOp op) {
+  switch (op) {
+    case ast::BinaryOp::Lt: case ast::BinaryOp::Le: case ast::BinaryOp::Gt:
+    case ast::BinaryOp::Ge: case ast::BinaryOp::Eq: case ast::BinaryOp::Ne:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline bool isTruthy(const Type* t) {
+  return t->isError() || t->isInteger() || t->isPointer();
+}
+
+class ExprChecker {
+ public:
+  ExprChecker(Context& ctx, Scope scope, ExprTable& out);
+
+  const Type* check(const ast::Expr& e);
+
+  const ExprInfo& info(const ast::Expr& e) const;
+
+ private:
+  Diagnostic& report(DiagKind kind, SourceRange at, std::string message);
+  std::string quote(const ast::Expr& e) const;
+  const Type* error() const;
+
+  // ---- names (check_names.cpp) ---------------------------------------------------------
+
+  const std::vector<ProbeArg>& args() const;
+  ExprInfo identifier(const ast::Identifier& id);
+  static std::optional<uint32_t> argNumber(const std::string& name);
+  void checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at);
+  ExprInfo returnValue(const ast::Expr& e);
+  /// A bare name that is a property (`mark` for `skb->mark`) of exactly one argument.
+  std::optional<ExprInfo> property(const ast::Identifier& id);
+  void unknownName(const ast::Identifier& id);
+
+  // ---- calls (check_names.cpp) ---------------------------------------------------------
+
+  ExprInfo call(const ast::Call& c);
+  static std::string countText(size_t lo, size_t hi);
+  void unknownCall(const ast::Call& c);
+  /// The type of a function's parameter `i`: its declared type, or (untyped) anything.
+  const Type* paramType(const ast::FnDecl& fn, size_t i);
+  /// Checks a function's body with its parameters bound to `arg_types`, for one use.
+  ExprInfo expandFn(const ast::FnDecl& fn, const ast::Expr& use, std::vector<const Type*> arg_types);
+
+  // ---- members and indexing (check_operators.cpp) --------------------------------------
+
+  ExprInfo member(const ast::Member& m);
+  std::string quoteText(const ast::Expr& e) const;
+  const Type* index(const ast::Index& ix);
+
+  // ---- operators (check_operators.cpp) -------------------------------------------------
+
+  ExprInfo unary(const ast::Unary& u);
+  bool info_constant(const ast::Expr& e) const;
+  ExprInfo binary(const ast::Binary& b);
+  /// C's usual arithmetic conversions, simplified: the wider type wins; at least 32 bits.
+  const Type* arithmetic(const Type* l, const Type* r);
+  /// In `reason == NAME`, NAME is looked up among `enum`'s own enumerators first.
+  const Type* enumeratorOf(const Type* enum_type, const ast::Identifier& id);
+  bool comparable(const ast::Binary& b, const Type* l, const Type* r);
+  /// `skb->dev == "eth0"`: suggest a member of the struct that compares with the other side.
+  void pointerToRecord(const ast::Expr& ptr, const Type* ptr_type, const ast::Expr& other,
+                       const Type* other_type);
+  ExprInfo conditional(const ast::Conditional& c);
+  const Type* cast(const ast::Cast& c);
+  bool sameType(const Type* a, const Type* b) const;
+  bool assignable(const Type* from, const Type* to) const;
+
+  Context& ctx_;
+  Scope scope_;
+  ExprTable& out_;
+};
+
+}  // namespace kq::sema
