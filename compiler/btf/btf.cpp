@@ -130,26 +130,6 @@ Function Btf::functionOf(BtfType func, const std::string& module) const {
 // ---------------------------------------------------------------------------------------
 // Loading
 
-namespace {
-
-// libbpf reports problems on stderr by itself; kq says what went wrong in its own words,
-// so libbpf's messages are shown only when asked for (`-v`).
-bool g_libbpf_verbose = false;
-
-int libbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
-  (void)level;
-  if (!g_libbpf_verbose) return 0;
-  return std::vfprintf(stderr, format, args);
-}
-
-struct QuietLibbpf {
-  QuietLibbpf() { libbpf_set_print(libbpfPrint); }
-} g_quiet_libbpf;
-
-}  // namespace
-
-void setLibbpfVerbose(bool verbose) { g_libbpf_verbose = verbose; }
-
 Result<std::unique_ptr<Btf>> Btf::loadRunningKernel() {
   std::string path = std::string(kSysfsBtf) + "/vmlinux";
   ::btf* raw = btf__parse_raw(path.c_str());

@@ -127,9 +127,6 @@ class Btf {
   mutable std::unique_ptr<Index> index_;
 };
 
-/// Whether libbpf's own messages reach stderr (off unless kq runs with -v).
-void setLibbpfVerbose(bool verbose);
-
 /// glob(7)-style matching with `*` and `?`.
 bool globMatch(std::string_view pattern, std::string_view text);
 

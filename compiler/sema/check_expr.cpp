@@ -83,6 +83,7 @@ void checkDeclarations(Context& ctx) {
     ExprChecker checker(ctx, Scope{}, table);
     checker.check(*let->value);
     ExprInfo info = table.at(let->value.get());
+    info.body = std::make_shared<ExprTable>(std::move(table));  // for code generation
     if (!info.constant && !info.type->isError()) {
       ctx.diags.report(DiagKind::NotAvailableHere, let->value->range,
                        fmt::format("`let {}` must be a constant", let->name))

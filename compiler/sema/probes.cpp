@@ -187,6 +187,7 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
   } else if (out.format) {
     uint32_t i = 0;
     for (const kernel::TracepointField& field : out.format->fields) {
+      if (out.category == "syscalls" && field.name == "__syscall_nr") continue;
       out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
     }
   }

@@ -98,6 +98,7 @@ const Type* TypeTable::fromBtf(btf::BtfType type) {
       Type t{TypeKind::Array, fmt::format("{}[{}]", element->spelling, array->nelems)};
       t.element = element;
       t.count = array->nelems;
+      t.btf = type;
       t.size = static_cast<uint32_t>(type.size());
       out = add(t);
       break;

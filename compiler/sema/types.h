@@ -41,7 +41,7 @@ struct Type {
   const Type* element = nullptr;
   /// Array: number of elements.
   uint32_t count = 0;
-  /// Struct, Union, Enum: the BTF type (resolved: no typedefs).
+  /// Struct, Union, Enum, Array: the BTF type (resolved: no typedefs).
   btf::BtfType btf;
   /// Struct, Union: only forward-declared in BTF, so its members are unknown.
   bool incomplete = false;

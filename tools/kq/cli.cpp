@@ -15,6 +15,8 @@
 #include "compiler/sema/sema.h"
 #include "kq_version.h"
 #include "tools/kq/commands.h"
+#include "tools/kq/request.h"
+#include "tools/kq/run.h"
 
 namespace kq::cli {
 namespace {
@@ -23,6 +25,8 @@ constexpr const char* kExamples = R"(Examples:
   kq 'trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef'
                                   # marked packets over 100 bytes, skb dumped
   kq 'trace tracepoint:syscalls:sys_enter_openat where comm == "cat" select pid, str(filename)'
+  kq 'trace syscall:openat select comm, str(filename)' -c 'cat /etc/hostname'
+  kq -o json 'trace tracepoint:sched:sched_process_exec select comm, pid'
   kq examples/opensnoop.kq        # run a script
   kq check -e 'trace tcp_sendmsg(sk, size) where size > 4k'
                                   # parse and check only; exit status 1 on errors
@@ -34,16 +38,6 @@ constexpr const char* kExamples = R"(Examples:
   kq --dump types -e 'trace tcp_v4_* select func'
 
 docs/language.md describes the language.)";
-
-/// Everything the command line asked for.
-struct Request {
-  std::optional<std::string> expression;  // -e
-  std::string input;       // positional: a query or a script file
-  std::string dump;        // --dump
-  std::string color = "auto";
-  std::string btf;         // --btf
-  std::string what;        // info, list
-};
 
 void addInputOptions(CLI::App& app, Request& request) {
   app.add_option_function<std::string>(
@@ -107,18 +101,16 @@ int compile(const Request& request, bool run_after, Io& io) {
   }
   std::optional<sema::CheckedProgram> checked =
       sema::analyze(*script, sources, *env->btf, *env->kernel, diags);
-  renderDiagnostics(diags, sources, io.err, render);
+  if (!checked || !run_after || request.dump == "types") {
+    renderDiagnostics(diags, sources, io.err, render);
+  }
   if (!checked) return 1;
   if (request.dump == "types") {
     sema::dumpTypes(*checked, sources, io.out);
     return 0;
   }
-  if (run_after) {
-    io.err << "kq: error: this build of kq checks queries but cannot run them yet; "
-              "`kq check` checks a query without running it\n";
-    return 1;
-  }
-  return 0;
+  if (!run_after) return 0;
+  return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
 }
 
 }  // namespace
@@ -146,9 +138,25 @@ int run(const std::vector<std::string>& args, Io& io) {
 
   Request request;
   addInputOptions(app, request);
-  app.add_option("--dump", request.dump, "print an intermediate form and stop: ast, types")
-      ->check(CLI::IsMember({"ast", "types"}))
+  app.add_option("--dump", request.dump,
+                 "print an intermediate form: ast, types, ir (LLVM IR) and stop")
+      ->check(CLI::IsMember({"ast", "types", "ir"}))
       ->type_name("FORM");
+  app.add_option("-o,--output", request.output, "how events are printed: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("FORMAT");
+  app.add_option("-p,--pid", request.pid, "trace only this process")->type_name("PID");
+  app.add_option("-c,--command", request.command,
+                 "run CMD, trace only it and its children, stop when it exits")
+      ->type_name("CMD");
+  app.add_option("-d,--duration", request.duration, "stop after this long, like `10s`")
+      ->type_name("TIME");
+  app.add_flag("-v,--verbose", request.verbose,
+               "say which attach methods were used; show libbpf's and the verifier's logs");
+  app.add_option("--buffer-size", request.buffer_kib,
+                 "the event ring buffer's size in KiB (a power of two, at least 4)")
+      ->type_name("KIB")
+      ->check(CLI::Range(4u, 1u << 20));
   app.add_option("--btf", request.btf,
                  "check against the BTF in FILE (raw, or an ELF with .BTF) instead of this kernel")
       ->type_name("FILE");
@@ -187,6 +195,11 @@ int run(const std::vector<std::string>& args, Io& io) {
   }
   if (request.expression && !request.input.empty()) {
     io.err << "kq: error: give the query either with -e or as an argument, not both\n";
+    return 2;
+  }
+  uint32_t kib = request.buffer_kib;
+  if ((kib & (kib - 1)) != 0) {
+    io.err << "kq: error: --buffer-size must be a power of two (in KiB), not " << kib << "\n";
     return 2;
   }
   return compile(request, /*run_after=*/!check->parsed(), io);

@@ -1,0 +1,198 @@
+#include "compiler/lower/bpf_module.h"
+
+#include <mutex>
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <fmt/format.h>
+
+namespace kq::lower {
+namespace {
+
+void initializeBpfTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeBPFTargetInfo();
+    LLVMInitializeBPFTarget();
+    LLVMInitializeBPFTargetMC();
+    LLVMInitializeBPFAsmPrinter();
+  });
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> bpfTargetMachine() {
+  initializeBpfTarget();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget("bpfel", error);
+  if (!target) return Error{"LLVM has no BPF target: " + error};
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      "bpfel", "v3", "", options, llvm::Reloc::Static, std::nullopt,
+      llvm::CodeGenOpt::Aggressive));
+  if (!tm) return Error{"LLVM cannot create a BPF target machine"};
+  return tm;
+}
+
+Result<std::string> codegen(llvm::TargetMachine& tm, llvm::Module& module,
+                            llvm::CodeGenFileType type) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, stream, nullptr, type)) {
+    return Error{"LLVM cannot emit a BPF object"};
+  }
+  pm.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace
+
+BpfModule::BpfModule(const std::string& name, const SourceFile& source)
+    : context_(std::make_unique<llvm::LLVMContext>()),
+      module_(std::make_unique<llvm::Module>(name, *context_)),
+      di_(std::make_unique<llvm::DIBuilder>(*module_)),
+      source_(source) {
+  module_->setTargetTriple("bpfel");
+  module_->setDataLayout("e-m:e-p:64:64-i64:64-i128:128-n32:64-S128");
+  module_->addModuleFlag(llvm::Module::Warning, "Debug Info Version",
+                         llvm::DEBUG_METADATA_VERSION);
+  module_->addModuleFlag(llvm::Module::Warning, "Dwarf Version", 5);
+  // The kq text itself is the file's source, so BTF line info quotes kq, not C.
+  file_ = di_->createFile(source.name(), ".", std::nullopt, llvm::StringRef(source.text()));
+  unit_ = di_->createCompileUnit(llvm::dwarf::DW_LANG_C99, file_, "kq", true, "", 0);
+
+  auto* license_type = llvm::ArrayType::get(llvm::Type::getInt8Ty(*context_), 4);
+  auto* license = new llvm::GlobalVariable(
+      *module_, license_type, true, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantDataArray::getString(*context_, "GPL", true), "_license");
+  license->setSection("license");
+  license->setAlignment(llvm::Align(1));
+}
+
+BpfModule::~BpfModule() = default;
+
+llvm::DIType* BpfModule::intDi(uint32_t bytes) {
+  auto it = int_di_.find(bytes);
+  if (it != int_di_.end()) return it->second;
+  return int_di_[bytes] = di_->createBasicType(bytes == 8 ? "long long unsigned int" : "int",
+                                               bytes * 8, llvm::dwarf::DW_ATE_signed);
+}
+
+llvm::DIType* BpfModule::arrayOfIntsDi(uint32_t count) {
+  llvm::DIType* element = intDi(4);
+  llvm::DINodeArray subscripts = di_->getOrCreateArray({di_->getOrCreateSubrange(0, count)});
+  return di_->createArrayType(static_cast<uint64_t>(count) * 32, 32, element, subscripts);
+}
+
+llvm::GlobalVariable* BpfModule::addMap(const MapSpec& spec) {
+  // libbpf's BTF map definition: each `__uint(name, N)` is a member `int (*name)[N]`.
+  std::vector<std::pair<std::string, uint32_t>> members = {
+      {"type", static_cast<uint32_t>(spec.type)}, {"max_entries", spec.max_entries}};
+  if (spec.key_size) members.emplace_back("key_size", spec.key_size);
+  if (spec.value_size) members.emplace_back("value_size", spec.value_size);
+
+  auto* ptr = llvm::PointerType::get(*context_, 0);
+  std::vector<llvm::Type*> fields(members.size(), ptr);
+  auto* type = llvm::StructType::get(*context_, fields);
+  auto* global = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage,
+                                          llvm::Constant::getNullValue(type), spec.name);
+  global->setSection(".maps");
+  global->setAlignment(llvm::Align(8));
+
+  std::vector<llvm::Metadata*> di_members;
+  for (size_t i = 0; i < members.size(); ++i) {
+    auto* pointer = di_->createPointerType(arrayOfIntsDi(members[i].second), 64);
+    di_members.push_back(di_->createMemberType(unit_, members[i].first, file_, 0, 64, 64, i * 64,
+                                               llvm::DINode::FlagZero, pointer));
+  }
+  auto* di_struct = di_->createStructType(unit_, "", file_, 0, members.size() * 64, 64,
+                                          llvm::DINode::FlagZero, nullptr,
+                                          di_->getOrCreateArray(di_members));
+  auto* expr = di_->createGlobalVariableExpression(unit_, spec.name, "", file_, 0, di_struct, false);
+  global->addDebugInfo(expr);
+  return global;
+}
+
+llvm::Function* BpfModule::addProgram(const std::string& name, const std::string& section) {
+  auto* ptr = llvm::PointerType::get(*context_, 0);
+  auto* fn_type = llvm::FunctionType::get(llvm::Type::getInt32Ty(*context_), {ptr}, false);
+  auto* fn = llvm::Function::Create(fn_type, llvm::GlobalValue::ExternalLinkage, name, *module_);
+  fn->setSection(section);
+  fn->getArg(0)->setName("ctx");
+
+  // A subprogram with a named parameter: without it the kernel rejects the object's BTF.
+  llvm::DIType* int_type = di_->createBasicType("int", 32, llvm::dwarf::DW_ATE_signed);
+  llvm::DIType* void_ptr = di_->createPointerType(nullptr, 64);
+  auto* sub_type = di_->createSubroutineType(di_->getOrCreateTypeArray({int_type, void_ptr}));
+  auto* sp = di_->createFunction(unit_, name, name, file_, 1, sub_type, 1,
+                                 llvm::DINode::FlagPrototyped, llvm::DISubprogram::SPFlagDefinition);
+  fn->setSubprogram(sp);
+  di_->createParameterVariable(sp, "ctx", 1, file_, 1, void_ptr, true);
+  return fn;
+}
+
+llvm::Value* BpfModule::callHelper(llvm::IRBuilder<>& b, Helper helper, llvm::Type* ret,
+                                   std::vector<llvm::Value*> args) {
+  std::vector<llvm::Type*> types;
+  for (llvm::Value* a : args) types.push_back(a->getType());
+  auto* fn_type = llvm::FunctionType::get(ret, types, false);
+  auto* address = llvm::ConstantExpr::getIntToPtr(b.getInt64(static_cast<int>(helper)),
+                                                  llvm::PointerType::get(*context_, 0));
+  return b.CreateCall(fn_type, address, args);
+}
+
+llvm::DebugLoc BpfModule::location(llvm::DISubprogram* scope, uint32_t offset) {
+  LineColumn at = source_.lineColumn(offset);
+  return llvm::DILocation::get(*context_, at.line, at.column, scope);
+}
+
+Result<EmittedObject> BpfModule::emit(bool want_ir, bool want_asm) {
+  di_->finalize();
+  std::string problems;
+  llvm::raw_string_ostream problem_stream(problems);
+  if (llvm::verifyModule(*module_, &problem_stream)) {
+    return Error{"kq generated invalid LLVM IR (a bug in kq):\n" + problems};
+  }
+  auto tm = bpfTargetMachine();
+  if (!tm) return tm.error();
+
+  // -O2, with the BPF target's own passes (CO-RE lowering needs them).
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm->get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(*module_, mam);
+
+  EmittedObject out;
+  if (want_ir) {
+    llvm::raw_string_ostream ir(out.ir);
+    module_->print(ir, nullptr);
+  }
+  if (want_asm) {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module_);
+    auto text = codegen(**tm, *copy, llvm::CGFT_AssemblyFile);
+    if (!text) return text.error();
+    out.asm_text = text.take();
+  }
+  auto elf = codegen(**tm, *module_, llvm::CGFT_ObjectFile);
+  if (!elf) return elf.error();
+  out.elf.assign(elf->begin(), elf->end());
+  return out;
+}
+
+}  // namespace kq::lower

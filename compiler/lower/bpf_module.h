@@ -1,0 +1,103 @@
+// An LLVM module for the BPF target with what every kq object needs: BTF-defined maps
+// (described through debug info, as libbpf expects), the license, helper calls, debug
+// locations that point into kq source, and emission to an ELF object at -O2.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/DIBuilder.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "compiler/diag/result.h"
+#include "compiler/diag/source.h"
+
+namespace kq::lower {
+
+/// BPF helper ids (include/uapi/linux/bpf.h).
+enum class Helper : int {
+  MapLookupElem = 1,
+  MapUpdateElem = 2,
+  MapDeleteElem = 3,
+  KtimeGetNs = 5,
+  GetSmpProcessorId = 8,
+  GetCurrentPidTgid = 14,
+  GetCurrentUidGid = 15,
+  GetCurrentComm = 16,
+  GetStackId = 27,
+  GetCurrentTask = 35,
+  GetStack = 67,
+  GetCurrentCgroupId = 80,
+  ProbeReadUser = 112,
+  ProbeReadKernel = 113,
+  ProbeReadUserStr = 114,
+  ProbeReadKernelStr = 115,
+  RingbufReserve = 131,
+  RingbufSubmit = 132,
+  GetFuncIp = 173,
+};
+
+/// BPF map types (the subset kq uses).
+enum class MapType : int { Hash = 1, Array = 2, PercpuArray = 6, Ringbuf = 27 };
+
+struct MapSpec {
+  std::string name;
+  MapType type;
+  uint32_t max_entries;
+  uint32_t key_size = 0;    // 0 for a ring buffer
+  uint32_t value_size = 0;
+};
+
+/// Compiled output: the ELF object, and on request its IR and assembly.
+struct EmittedObject {
+  std::vector<char> elf;
+  std::string ir;   // filled when asked (--dump ir)
+  std::string asm_text;  // filled when asked (--dump bpf, verifier error mapping)
+};
+
+class BpfModule {
+ public:
+  /// `source` is the kq text the module is compiled from; debug locations point into it.
+  BpfModule(const std::string& name, const SourceFile& source);
+  ~BpfModule();
+
+  llvm::LLVMContext& context() { return *context_; }
+  llvm::Module& module() { return *module_; }
+  llvm::DIBuilder& di() { return *di_; }
+  llvm::DIFile* file() { return file_; }
+  llvm::DICompileUnit* unit() { return unit_; }
+
+  /// Declares a BTF-defined map and returns its global.
+  llvm::GlobalVariable* addMap(const MapSpec& spec);
+
+  /// Starts a program: `int name(void *ctx)` in ELF section `section`.
+  llvm::Function* addProgram(const std::string& name, const std::string& section);
+
+  /// Calls a helper through its constant address, as clang does.
+  llvm::Value* callHelper(llvm::IRBuilder<>& b, Helper helper, llvm::Type* ret,
+                          std::vector<llvm::Value*> args);
+
+  /// A debug location for a byte offset of the kq source (line and column).
+  llvm::DebugLoc location(llvm::DISubprogram* scope, uint32_t offset);
+
+  /// Optimizes (-O2) and emits the object; `want_ir` and `want_asm` add the text forms.
+  Result<EmittedObject> emit(bool want_ir, bool want_asm);
+
+ private:
+  llvm::DIType* intDi(uint32_t bytes);
+  llvm::DIType* arrayOfIntsDi(uint32_t count);
+
+  std::unique_ptr<llvm::LLVMContext> context_;
+  std::unique_ptr<llvm::Module> module_;
+  std::unique_ptr<llvm::DIBuilder> di_;
+  llvm::DIFile* file_ = nullptr;
+  llvm::DICompileUnit* unit_ = nullptr;
+  const SourceFile& source_;
+  std::map<uint32_t, llvm::DIType*> int_di_;
+};
+
+}  // namespace kq::lower

@@ -1,0 +1,112 @@
+// Expressions to BPF IR, inside one program. Values are 64-bit integers (pointers too);
+// strings are byte buffers; member accesses are CO-RE relocatable and are direct loads
+// where the verifier knows the pointer's BTF type (tp_btf, fentry), probe reads elsewhere.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "compiler/lower/bpf_module.h"
+#include "compiler/lower/core_types.h"
+#include "compiler/sema/program.h"
+
+namespace kq::lower {
+
+/// A value: an i64 (integers, pointers) or, for strings, a pointer to a byte buffer.
+struct Val {
+  llvm::Value* v = nullptr;
+  const sema::Type* type = nullptr;
+  bool btf = false;   // a pointer the verifier knows by BTF type: direct loads allowed
+  bool user = false;  // a pointer into user memory
+  uint32_t len = 0;   // strings: buffer size
+};
+
+/// Memory holding a value: a member, an element, `*p`.
+struct Place {
+  llvm::Value* addr = nullptr;  // ptr
+  const sema::Type* type = nullptr;
+  bool btf = false;
+  bool user = false;
+  uint32_t bitfield_bits = 0;  // a bitfield: its width, and its shift in the bytes at `addr`
+  uint32_t bit_shift = 0;
+};
+
+/// How the program being generated reaches the probe's arguments and return value.
+struct ArgAccess {
+  enum class Kind { CtxArray, PtRegs, TracepointRecord, Stash, None } kind = Kind::None;
+  llvm::Value* ctx = nullptr;
+  /// Stash: the values saved at entry (loaded at the start of the exit program).
+  std::vector<llvm::Value*> stashed;
+  llvm::Value* entry_ns = nullptr;
+  /// TracepointRecord: field offsets.
+  const kernel::TracepointFormat* format = nullptr;
+  bool skip_syscall_nr = false;
+  /// Where the return value is: ctx[return_slot] (fexit), pt_regs->ax (kretprobe,
+  /// uretprobe), or the `ret` field of a sys_exit record.
+  enum class Ret { None, CtxSlot, Regs, SyscallExit } ret = Ret::None;
+  uint32_t return_slot = 0;
+  /// Arguments are user-space pointers (syscalls, uprobes).
+  bool user_args = false;
+  /// The probe's arguments (their types), for properties.
+  const std::vector<sema::ProbeArg>* probe_args = nullptr;
+  /// A constant value for `func` and `probe` in this program.
+  std::string func;
+  std::string probe;
+};
+
+class ExprLowering {
+ public:
+  ExprLowering(BpfModule& module, CoreTypes& core, sema::TypeTable& types, llvm::IRBuilder<>& b,
+               llvm::DISubprogram* scope, const sema::ExprTable& exprs, const ArgAccess& args,
+               uint32_t string_bytes);
+
+  Val value(const ast::Expr& e);
+  /// A condition as an i1.
+  llvm::Value* condition(const ast::Expr& e);
+  Place place(const ast::Expr& e);
+  /// The expression as a string in a buffer of at most `max` bytes.
+  Val string(const ast::Expr& e, uint32_t max);
+
+  /// Writes the expression's bytes for a record field of `size` bytes at `dst`.
+  void storeString(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
+  llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+
+  const sema::ExprInfo& info(const ast::Expr& e) const;
+  /// Argument `index` of the probe, as a value of `type`.
+  Val arg(uint32_t index, const sema::Type* type);
+  llvm::Value* i64(uint64_t v) { return b_.getInt64(v); }
+  /// A stack slot of `bytes`, allocated in the entry block.
+  llvm::Value* slot(uint32_t bytes);
+  /// bpf_probe_read_{kernel,user}[_str](dst, size, src).
+  llvm::Value* probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user, bool str);
+
+ private:
+  Val load(const Place& p);
+  const sema::Type* argType(uint32_t index) const;
+  Val returnValue(const sema::Type* type);
+  Val builtin(const ast::Expr& e, uint32_t index);
+  Val call(const ast::Call& c);
+  Val binary(const ast::Binary& b);
+  Val compareStrings(const ast::Binary& b);
+  Val cast(const ast::Cast& c);
+  Val expand(const sema::ExprInfo& info, const ast::Expr& use, std::vector<Val> args);
+  Place member(const ast::Member& m);
+  Val extend(llvm::Value* v, const sema::Type* type);
+  void at(const ast::Expr& e);
+  llvm::Value* toPtr(llvm::Value* v);
+  uint32_t sizeOf(const sema::Type* t) const;
+
+  BpfModule& module_;
+  CoreTypes& core_;
+  sema::TypeTable& types_;
+  llvm::IRBuilder<>& b_;
+  llvm::DISubprogram* scope_;
+  const sema::ExprTable* exprs_;
+  const ArgAccess& args_;
+  uint32_t string_bytes_;
+  /// Values of a function's parameters while its body is lowered.
+  std::vector<Val> params_;
+};
+
+}  // namespace kq::lower

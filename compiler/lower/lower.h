@@ -1,0 +1,44 @@
+// Code generation: a checked program becomes one BPF ELF object (LLVM, -O2) with a program
+// per probe and attach method, plus the event layouts the runtime formats records with.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/diag/diagnostic.h"
+#include "compiler/lower/bpf_module.h"
+#include "compiler/sema/sema.h"
+#include "runtime/event_layout.h"
+#include "runtime/program_plan.h"
+
+namespace kq::lower {
+
+struct LowerOptions {
+  /// Only events of this process (its thread group). 0: every process.
+  uint32_t pid = 0;
+  /// Only events of processes in the `tracked` map (filled by the runtime, grown on fork).
+  bool follow_children = false;
+  uint32_t ringbuf_bytes = 1u << 22;
+  /// Bytes kept of a string (str(), char arrays, tracepoint strings).
+  uint32_t string_bytes = 64;
+  /// Bytes kept of a struct shown as a typed dump.
+  uint32_t dump_bytes = 1024;
+  bool want_ir = false;
+  bool want_asm = false;
+};
+
+struct CompiledProgram {
+  EmittedObject object;
+  runtime::ProgramPlan plan;
+};
+
+/// Compiles every query of `checked`. Reports what cannot be compiled as diagnostics;
+/// `error` says why when LLVM itself fails.
+std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
+                                            const btf::Btf& btf, const SourceManager& sources,
+                                            FileId main_file,
+                                            const LowerOptions& options, Diagnostics& diags,
+                                            std::string* error);
+
+}  // namespace kq::lower

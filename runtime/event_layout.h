@@ -1,0 +1,66 @@
+// The contract between the compiler and the runtime: how each event record is laid out.
+// The compiler (compiler/lower) writes one ProbeLayout per BPF program; the runtime reads
+// records with it. Nothing in the formatter knows any query: everything it prints is here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kq::runtime {
+
+/// The fixed start of every record in the ring buffer.
+struct EventHeader {
+  uint64_t time_ns;  // bpf_ktime_get_ns(): monotonic
+  uint32_t probe_id;  // index into ProgramLayout::probes
+  uint32_t cpu;
+  uint32_t pid;  // thread group id
+  uint32_t tid;
+  char comm[16];
+};
+static_assert(sizeof(EventHeader) == 40, "the BPF side writes 40 bytes");
+
+/// How a field's bytes are shown.
+enum class FieldKind : uint8_t {
+  Signed,    // a signed integer of `size` bytes
+  Unsigned,  // an unsigned integer
+  Hex,       // an unsigned integer shown in hex (hex(), pointers to non-records)
+  Bool,
+  Enum,      // an integer shown as the enumerator of BTF type `btf_id`
+  String,    // NUL-terminated text in `size` bytes
+  Pointer,   // an address
+  Record,    // the bytes of a struct or union, dumped with BTF type `btf_id`
+  Symbol,    // a kernel address shown as its symbol (ksym)
+  Errno,     // a negative errno shown by name
+  Ipv4,      // 4 bytes in network order, shown as a dotted quad
+  KernelStack,  // return addresses, shown as symbols
+  UserStack,    // return addresses, shown in hex
+};
+
+struct FieldLayout {
+  std::string name;  // column header / JSON key
+  FieldKind kind = FieldKind::Unsigned;
+  uint32_t offset = 0;  // from the start of the record
+  uint32_t size = 0;
+  uint32_t btf_id = 0;    // Enum, Record: a type id in the running kernel's BTF
+  std::string type_name;  // for typed dumps: `struct sk_buff`
+  bool is_capture = false;  // from a capture list: shown ksnoop-style, `name = value`
+  /// Record: the address the bytes were read from (a Pointer field), or -1.
+  int32_t address_field = -1;
+  /// Read by other fields only (a record's address), never shown by itself.
+  bool hidden = false;
+};
+
+struct ProbeLayout {
+  std::string name;  // `ip_send_skb`, `tracepoint:net:net_dev_xmit`
+  uint32_t query = 0;  // which query of the script (for scripts with several)
+  uint32_t size = 0;  // bytes in a record, header included
+  std::vector<FieldLayout> fields;
+};
+
+struct ProgramLayout {
+  std::vector<ProbeLayout> probes;
+  uint32_t queries = 1;
+};
+
+}  // namespace kq::runtime

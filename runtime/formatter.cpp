@@ -1,0 +1,359 @@
+#include "runtime/formatter.h"
+
+#include <bpf/btf.h>
+
+#include <cstdarg>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/symbols.h"
+
+namespace kq::runtime {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+uint64_t readU64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+int64_t readSigned(const uint8_t* p) { return static_cast<int64_t>(readU64(p)); }
+
+std::string clockText(int64_t wall_ns, bool micro) {
+  time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
+  struct tm tm;
+  localtime_r(&seconds, &tm);
+  int64_t frac = wall_ns % 1'000'000'000;
+  return micro ? fmt::format("{:02}:{:02}:{:02}.{:06}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1000)
+               : fmt::format("{:02}:{:02}:{:02}.{:03}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1'000'000);
+}
+
+/// Printable text of a NUL-terminated string of at most `size` bytes.
+std::string stringText(const uint8_t* p, size_t size) {
+  std::string out;
+  for (size_t i = 0; i < size && p[i]; ++i) {
+    unsigned char c = p[i];
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string enumName(const ::btf* btf, uint32_t id, int64_t value) {
+  if (btf && id) {
+    const ::btf_type* t = btf__type_by_id(btf, id);
+    if (t && btf_is_any_enum(t)) {
+      for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+        bool is64 = btf_is_enum64(t);
+        int64_t v = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i])) : btf_enum(t)[i].val;
+        if (v == value) {
+          return btf__name_by_offset(btf, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+        }
+      }
+    }
+  }
+  return std::to_string(value);
+}
+
+std::string ipv4Text(const uint8_t* p) { return fmt::format("{}.{}.{}.{}", p[0], p[1], p[2], p[3]); }
+
+/// A scalar field as text (stacks and records are shown apart).
+std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf) {
+  switch (f.kind) {
+    case FieldKind::Signed: return std::to_string(readSigned(p));
+    case FieldKind::Unsigned: return std::to_string(readU64(p));
+    case FieldKind::Hex: return fmt::format("0x{:x}", readU64(p));
+    case FieldKind::Bool: return readU64(p) ? "true" : "false";
+    case FieldKind::Enum: return enumName(btf, f.btf_id, readSigned(p));
+    case FieldKind::String: return stringText(p, f.size);
+    case FieldKind::Pointer: return fmt::format("0x{:x}", readU64(p));
+    case FieldKind::Symbol: return kernelSymbol(readU64(p));
+    case FieldKind::Errno: return errnoName(readSigned(p));
+    case FieldKind::Ipv4: return ipv4Text(p);
+    case FieldKind::Record:
+    case FieldKind::KernelStack:
+    case FieldKind::UserStack: break;
+  }
+  return "";
+}
+
+void appendFormatted(void* ctx, const char* format, va_list args) {
+  auto* out = static_cast<std::string*>(ctx);
+  char buffer[1024];
+  int n = std::vsnprintf(buffer, sizeof buffer, format, args);
+  if (n > 0) out->append(buffer, std::min<size_t>(n, sizeof buffer - 1));
+}
+
+/// A struct's bytes as C, ksnoop-style; bytes past what was captured read as zero.
+std::string recordDump(const ::btf* btf, const FieldLayout& f, const uint8_t* p) {
+  if (!btf || !f.btf_id) return "(no BTF to show it with)";
+  int64_t full = btf__resolve_size(btf, f.btf_id);
+  if (full <= 0) return "(unknown size)";
+  std::vector<uint8_t> bytes(static_cast<size_t>(full), 0);
+  std::memcpy(bytes.data(), p, std::min<size_t>(f.size, bytes.size()));
+  std::string out;
+  btf_dump* d = btf_dump__new(btf, appendFormatted, &out, nullptr);
+  if (!d) return "(cannot dump)";
+  LIBBPF_OPTS(btf_dump_type_data_opts, opts, .indent_str = "    ", .emit_zeroes = false);
+  int err = btf_dump__dump_type_data(d, f.btf_id, bytes.data(), bytes.size(), &opts);
+  btf_dump__free(d);
+  if (err < 0) return fmt::format("(cannot dump: {})", std::strerror(-err));
+  if (static_cast<int64_t>(f.size) < full) {
+    out += fmt::format("  /* first {} of {} bytes */", f.size, full);
+  }
+  return out;
+}
+
+/// A value of BTF type `id` as JSON: objects for records, strings for char arrays, enumerator
+/// names, numbers.
+Json jsonOf(const ::btf* btf, uint32_t id, const uint8_t* p, size_t avail, int depth) {
+  const ::btf_type* t = btf__type_by_id(btf, id);
+  while (t && (btf_is_typedef(t) || btf_is_mod(t) || btf_is_type_tag(t))) {
+    id = t->type;
+    t = btf__type_by_id(btf, id);
+  }
+  if (!t || depth > 16) return nullptr;
+  int64_t size = btf__resolve_size(btf, id);
+  if (size > 0 && static_cast<size_t>(size) > avail) return nullptr;  // not captured
+  switch (btf_kind(t)) {
+    case BTF_KIND_INT: {
+      uint64_t v = 0;
+      std::memcpy(&v, p, std::min<size_t>(t->size, 8));
+      if (btf_int_encoding(t) & BTF_INT_BOOL) return v != 0;
+      if (btf_int_encoding(t) & BTF_INT_SIGNED) {
+        int shift = 64 - 8 * std::min<int>(t->size, 8);
+        return static_cast<int64_t>(v << shift) >> shift;
+      }
+      return v;
+    }
+    case BTF_KIND_PTR: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return fmt::format("0x{:x}", v);
+    }
+    case BTF_KIND_ENUM:
+    case BTF_KIND_ENUM64: {
+      int64_t v = 0;
+      std::memcpy(&v, p, std::min<size_t>(t->size, 8));
+      if (t->size < 8) v = static_cast<int64_t>(static_cast<int32_t>(v));
+      return enumName(btf, id, v);
+    }
+    case BTF_KIND_ARRAY: {
+      const struct btf_array* a = btf_array(t);
+      const ::btf_type* elem = btf__type_by_id(btf, a->type);
+      while (elem && (btf_is_typedef(elem) || btf_is_mod(elem))) elem = btf__type_by_id(btf, elem->type);
+      if (elem && btf_is_int(elem) && elem->size == 1 && (btf_int_encoding(elem) & BTF_INT_CHAR)) {
+        return stringText(p, a->nelems);
+      }
+      int64_t elem_size = btf__resolve_size(btf, a->type);
+      Json out = Json::array();
+      for (uint32_t i = 0; i < a->nelems && elem_size > 0; ++i) {
+        out.push_back(jsonOf(btf, a->type, p + i * elem_size, avail - i * elem_size, depth + 1));
+      }
+      return out;
+    }
+    case BTF_KIND_STRUCT:
+    case BTF_KIND_UNION: {
+      Json out = Json::object();
+      const btf_member* m = btf_members(t);
+      for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+        uint32_t bit = btf_member_bit_offset(t, i);
+        uint32_t bits = btf_member_bitfield_size(t, i);
+        const char* name = btf__name_by_offset(btf, m[i].name_off);
+        if (bit / 8 >= avail) continue;
+        if (bits) {
+          uint64_t v = 0;
+          std::memcpy(&v, p + bit / 8, std::min<size_t>(8, avail - bit / 8));
+          v = (v >> (bit % 8)) & (bits >= 64 ? ~0ull : (1ull << bits) - 1);
+          out[name] = v;
+          continue;
+        }
+        Json value = jsonOf(btf, m[i].type, p + bit / 8, avail - bit / 8, depth + 1);
+        if (!name || !*name) {
+          if (value.is_object()) out.update(value);  // anonymous members lift into the parent
+          continue;
+        }
+        out[name] = value;
+      }
+      return out;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+class TextFormatter : public Formatter {
+ public:
+  TextFormatter(const ProgramLayout& layout, const ::btf* btf, int64_t offset, std::ostream& out)
+      : layout_(layout), btf_(btf), offset_(offset), out_(out) {
+    // One header for all probes when they share their columns; otherwise name=value pairs.
+    for (const ProbeLayout& p : layout.probes) {
+      std::vector<std::string> names;
+      for (const FieldLayout& f : p.fields) {
+        if (!f.hidden && !f.is_capture) names.push_back(f.name);
+      }
+      if (!columns_set_) {
+        columns_ = names;
+        columns_set_ = true;
+      } else if (names != columns_) {
+        shared_columns_ = false;
+      }
+      probe_width_ = std::max(probe_width_, std::min<size_t>(p.name.size(), 32));
+    }
+  }
+
+  void begin() override {
+    out_ << fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}", "TIME", "CPU", "PID", "COMM", "PROBE",
+                        probe_width_);
+    if (shared_columns_) {
+      for (size_t i = 0; i < columns_.size(); ++i) out_ << "  " << columns_[i];
+    }
+    out_ << "\n";
+  }
+
+  void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
+             size_t size) override {
+    std::string comm = stringText(reinterpret_cast<const uint8_t*>(h.comm), sizeof h.comm);
+    std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
+                                   clockText(static_cast<int64_t>(h.time_ns) + offset_, false), h.cpu,
+                                   h.pid, comm, probe.name, probe_width_);
+    std::vector<std::string> blocks;
+    for (const FieldLayout& f : probe.fields) {
+      if (f.hidden || f.offset + f.size > size) continue;
+      const uint8_t* p = record + f.offset;
+      if (f.kind == FieldKind::Record) {
+        uint64_t address = f.address_field >= 0 ? readU64(record + probe.fields[f.address_field].offset) : 0;
+        std::string dump = recordDump(btf_, f, p);
+        blocks.push_back(fmt::format("{} = *(0x{:x}) {}", f.name, address, dump));
+        if (!f.is_capture) line += shared_columns_ ? fmt::format("  0x{:x}", address)
+                                                   : fmt::format("  {}=0x{:x}", f.name, address);
+        continue;
+      }
+      if (f.kind == FieldKind::KernelStack || f.kind == FieldKind::UserStack) {
+        std::string stack = f.name + ":";
+        for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
+          uint64_t a = readU64(p + i);
+          if (!a) break;
+          stack += "\n    " + (f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a));
+        }
+        blocks.push_back(stack);
+        continue;
+      }
+      std::string value = scalarText(f, p, btf_);
+      if (f.is_capture) {
+        blocks.push_back(fmt::format("{} = {}", f.name, value));
+      } else {
+        line += shared_columns_ ? "  " + value : fmt::format("  {}={}", f.name, value);
+      }
+    }
+    out_ << line << "\n";
+    for (const std::string& block : blocks) {
+      // Indented beneath the event, as ksnoop prints arguments.
+      size_t at = 0;
+      while (at <= block.size()) {
+        size_t nl = block.find('\n', at);
+        out_ << "    " << block.substr(at, nl == std::string::npos ? std::string::npos : nl - at) << "\n";
+        if (nl == std::string::npos) break;
+        at = nl + 1;
+      }
+    }
+  }
+
+ private:
+  const ProgramLayout& layout_;
+  const ::btf* btf_;
+  int64_t offset_;
+  std::ostream& out_;
+  std::vector<std::string> columns_;
+  bool columns_set_ = false;
+  bool shared_columns_ = true;
+  size_t probe_width_ = 5;
+};
+
+class JsonFormatter : public Formatter {
+ public:
+  JsonFormatter(const ProgramLayout& layout, const ::btf* btf, int64_t offset, std::ostream& out)
+      : layout_(layout), btf_(btf), offset_(offset), out_(out) {}
+
+  void begin() override {}
+
+  void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
+             size_t size) override {
+    Json j;
+    int64_t wall = static_cast<int64_t>(h.time_ns) + offset_;
+    j["time"] = clockText(wall, true);
+    j["time_ns"] = wall;
+    j["cpu"] = h.cpu;
+    j["pid"] = h.pid;
+    j["tid"] = h.tid;
+    j["comm"] = stringText(reinterpret_cast<const uint8_t*>(h.comm), sizeof h.comm);
+    j["probe"] = probe.name;
+    if (layout_.queries > 1) j["query"] = probe.query + 1;
+    for (const FieldLayout& f : probe.fields) {
+      if (f.hidden || f.offset + f.size > size) continue;
+      const uint8_t* p = record + f.offset;
+      switch (f.kind) {
+        case FieldKind::Signed: j[f.name] = readSigned(p); break;
+        case FieldKind::Unsigned: j[f.name] = readU64(p); break;
+        case FieldKind::Bool: j[f.name] = readU64(p) != 0; break;
+        case FieldKind::Record: {
+          Json value = btf_ ? jsonOf(btf_, f.btf_id, p, f.size, 0) : Json(nullptr);
+          if (value.is_object() && f.address_field >= 0) {
+            Json with_address;
+            with_address["address"] =
+                fmt::format("0x{:x}", readU64(record + probe.fields[f.address_field].offset));
+            with_address.update(value);
+            value = with_address;
+          }
+          j[f.name] = value;
+          break;
+        }
+        case FieldKind::KernelStack:
+        case FieldKind::UserStack: {
+          Json frames = Json::array();
+          for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
+            uint64_t a = readU64(p + i);
+            if (!a) break;
+            frames.push_back(f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a));
+          }
+          j[f.name] = frames;
+          break;
+        }
+        default:
+          j[f.name] = scalarText(f, p, btf_);
+          break;
+      }
+    }
+    out_ << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+  }
+
+ private:
+  const ProgramLayout& layout_;
+  const ::btf* btf_;
+  int64_t offset_;
+  std::ostream& out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayout& layout,
+                                         const ::btf* kernel_btf, int64_t boot_offset_ns,
+                                         std::ostream& out) {
+  if (format == OutputFormat::Json) {
+    return std::make_unique<JsonFormatter>(layout, kernel_btf, boot_offset_ns, out);
+  }
+  return std::make_unique<TextFormatter>(layout, kernel_btf, boot_offset_ns, out);
+}
+
+}  // namespace kq::runtime

@@ -1,0 +1,277 @@
+#include "runtime/loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "runtime/libbpf_log.h"
+
+namespace kq::runtime {
+
+const char* attachName(Attach attach) {
+  switch (attach) {
+    case Attach::Fentry: return "fentry";
+    case Attach::Fexit: return "fexit";
+    case Attach::Kprobe: return "kprobe";
+    case Attach::Kretprobe: return "kretprobe";
+    case Attach::TpBtf: return "tp_btf";
+    case Attach::Tracepoint: return "tracepoint";
+    case Attach::Uprobe: return "uprobe";
+    case Attach::Uretprobe: return "uretprobe";
+  }
+  return "?";
+}
+
+LoadedObject::~LoadedObject() {
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  if (object_) bpf_object__close(object_);
+}
+
+int LoadedObject::mapFd(const std::string& name) const {
+  if (name.empty()) return -1;
+  bpf_map* map = bpf_object__find_map_by_name(object_, name.c_str());
+  return map ? bpf_map__fd(map) : -1;
+}
+
+namespace {
+
+bool exists(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/// Why a method cannot work, in the kernel's terms, from an errno.
+std::string explain(Attach attach, int err, bool at_load) {
+  err = std::abs(err);
+  bool kprobe = attach == Attach::Kprobe || attach == Attach::Kretprobe;
+  if (kprobe && !exists("/sys/bus/event_source/devices/kprobe")) {
+    return "this kernel has no kprobe support (no `kprobe` perf event source: CONFIG_KPROBES "
+           "or CONFIG_KPROBE_EVENTS is off)";
+  }
+  bool tracing = attach == Attach::Fentry || attach == Attach::Fexit || attach == Attach::TpBtf;
+  std::string what = at_load ? "loading" : "attaching";
+  if (tracing && (err == EPERM || err == EACCES)) {
+    return fmt::format("the kernel refused {} a {} program ({}); this kernel does not allow "
+                       "BPF trampolines here",
+                       what, attachName(attach), std::strerror(err));
+  }
+  if (tracing && err == ENOTSUP) {
+    return fmt::format("this kernel cannot attach {} programs ({})", attachName(attach),
+                       std::strerror(err));
+  }
+  if (err == ENOENT && !at_load) return "the kernel has no such attach point (ENOENT)";
+  return fmt::format("{} failed: {}", what, std::strerror(err));
+}
+
+/// The verifier's own conclusion and the instruction it stopped at, from a load log.
+std::optional<VerifierRejection> parseVerifierLog(const std::string& log) {
+  size_t begin = log.find("-- BEGIN PROG LOAD LOG --");
+  if (begin == std::string::npos) return std::nullopt;
+  size_t end = log.find("-- END PROG LOAD LOG --", begin);
+  std::string body = log.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  VerifierRejection r;
+  r.log = body;
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < body.size()) {
+    size_t nl = body.find('\n', at);
+    lines.push_back(body.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  static const std::regex insn(R"(^(\d+): \([0-9a-f]{2}\))");
+  int last_insn = -1;
+  size_t last_insn_line = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (std::regex_search(lines[i], m, insn)) {
+      last_insn = std::stoi(m[1]);
+      last_insn_line = i;
+    }
+  }
+  r.instruction = last_insn;
+  // The verifier's message follows the last instruction it looked at.
+  for (size_t i = last_insn_line + 1; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (l.empty() || l.rfind("processed ", 0) == 0 || l.rfind("--", 0) == 0 || l[0] == ';') continue;
+    if (l.find("R") == 0 && l.find("=") != std::string::npos && l.find(' ') == std::string::npos) continue;
+    r.message += (r.message.empty() ? "" : "\n") + l;
+  }
+  if (r.message.empty() && !lines.empty()) r.message = lines.back();
+  static const std::regex prog(R"(prog '([^']+)': )");
+  std::smatch m;
+  std::string before = log.substr(0, begin);
+  for (auto it = std::sregex_iterator(before.begin(), before.end(), prog); it != std::sregex_iterator(); ++it) {
+    r.program = (*it)[1];
+  }
+  return r;
+}
+
+}  // namespace
+
+class Loader {
+ public:
+  Loader(const std::vector<char>& elf, const ProgramPlan& plan) : elf_(elf), plan_(plan) {
+    for (const PlannedProgram& p : plan.programs) {
+      uint32_t& methods = methods_[p.group];
+      methods = std::max(methods, p.method + 1);
+    }
+    chosen_.assign(plan.group_names.size(), 0);
+    reasons_.resize(plan.group_names.size());
+  }
+
+  LoadResult run() {
+    // Each failure moves one group to its next method, so this ends.
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      std::unique_ptr<LoadedObject> loaded(new LoadedObject());
+      std::optional<LoadFailure> failure;
+      int failed_group = -1;
+      if (!tryOnce(*loaded, failure, failed_group)) {
+        if (failed_group >= 0 && chosen_[failed_group] + 1 < methods_[failed_group]) {
+          ++chosen_[failed_group];
+          continue;
+        }
+        if (failed_group >= 0 && !reasons_[failed_group].empty()) {
+          failure = LoadFailure{summarize(failed_group), failure ? failure->verifier : std::nullopt};
+        }
+        return LoadResult{nullptr, failure};
+      }
+      for (size_t g = 0; g < chosen_.size(); ++g) {
+        if (chosen_[g] > 0) {
+          std::string used = methodName(static_cast<uint32_t>(g), chosen_[g]);
+          loaded->notes_.push_back(fmt::format("{}: attached with {}; {}", plan_.group_names[g], used,
+                                               join(reasons_[g])));
+        }
+      }
+      return LoadResult{std::move(loaded), std::nullopt};
+    }
+    return LoadResult{nullptr, LoadFailure{"kq could not settle on attach methods"}};
+  }
+
+ private:
+  std::string methodName(uint32_t group, uint32_t method) const {
+    for (const PlannedProgram& p : plan_.programs) {
+      if (p.group == group && p.method == method) return attachName(p.attach);
+    }
+    return "?";
+  }
+
+  static std::string join(const std::vector<std::string>& reasons) {
+    std::string out;
+    for (const std::string& r : reasons) out += (out.empty() ? "" : "; ") + r;
+    return out;
+  }
+
+  std::string summarize(int group) const {
+    std::string out = fmt::format("cannot attach to {}:", plan_.group_names[group]);
+    for (const std::string& r : reasons_[group]) out += "\n  " + r;
+    return out;
+  }
+
+  const PlannedProgram* plannedByName(const std::string& name) const {
+    for (const PlannedProgram& p : plan_.programs) {
+      if (p.function == name) return &p;
+    }
+    return nullptr;
+  }
+
+  bool tryOnce(LoadedObject& loaded, std::optional<LoadFailure>& failure, int& failed_group) {
+    LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "kq");
+    loaded.object_ = bpf_object__open_mem(elf_.data(), elf_.size(), &opts);
+    if (!loaded.object_) {
+      failure = LoadFailure{fmt::format("libbpf cannot open the compiled object: {}",
+                                        std::strerror(errno))};
+      return false;
+    }
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, loaded.object_) {
+      const PlannedProgram* p = plannedByName(bpf_program__name(prog));
+      bool load = p && p->method == chosen_[p->group];
+      bpf_program__set_autoload(prog, load);
+    }
+    {
+      LibbpfCapture capture;
+      int err = bpf_object__load(loaded.object_);
+      if (err) {
+        auto rejection = parseVerifierLog(capture.text());
+        const PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
+        if (!culprit) {
+          // The log may name the program outside a verifier log ("prog 'x': failed to ...").
+          static const std::regex prog(R"(prog '([^']+)')");
+          std::smatch m;
+          if (std::regex_search(capture.text(), m, prog)) culprit = plannedByName(m[1]);
+        }
+        if (culprit) {
+          failed_group = static_cast<int>(culprit->group);
+          bool verifier = rejection && rejection->instruction >= 0 && std::abs(err) == EACCES;
+          reasons_[culprit->group].push_back(fmt::format(
+              "{}: {}", attachName(culprit->attach),
+              verifier ? "rejected by the verifier: " + rejection->message
+                       : explain(culprit->attach, err, true)));
+          if (rejection) {
+            bpf_program* p = bpf_object__find_program_by_name(loaded.object_, culprit->function.c_str());
+            if (p) rejection->section = bpf_program__section_name(p);
+          }
+        }
+        failure = LoadFailure{fmt::format("the kernel did not load the program: {}",
+                                          std::strerror(std::abs(err))),
+                              rejection};
+        return false;
+      }
+    }
+    bpf_object__for_each_program(prog, loaded.object_) {
+      if (!bpf_program__autoload(prog)) continue;
+      const PlannedProgram* p = plannedByName(bpf_program__name(prog));
+      if (!p) continue;
+      bpf_link* link = attach(prog, *p);
+      if (!link) {
+        int err = errno;
+        failed_group = static_cast<int>(p->group);
+        reasons_[p->group].push_back(
+            fmt::format("{}: {}", attachName(p->attach), explain(p->attach, err, false)));
+        failure = LoadFailure{fmt::format("cannot attach {} {}: {}", attachName(p->attach),
+                                          p->target, std::strerror(err))};
+        return false;
+      }
+      loaded.links_.push_back(link);
+    }
+    return true;
+  }
+
+  static bpf_link* attach(bpf_program* prog, const PlannedProgram& p) {
+    switch (p.attach) {
+      case Attach::Kprobe:
+      case Attach::Kretprobe:
+        return bpf_program__attach_kprobe(prog, p.attach == Attach::Kretprobe, p.target.c_str());
+      case Attach::Uprobe:
+      case Attach::Uretprobe: {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.attach == Attach::Uretprobe,
+                    .func_name = p.target.c_str());
+        return bpf_program__attach_uprobe_opts(prog, -1, p.binary.c_str(), 0, &opts);
+      }
+      default:
+        return bpf_program__attach(prog);
+    }
+  }
+
+  const std::vector<char>& elf_;
+  const ProgramPlan& plan_;
+  std::map<uint32_t, uint32_t> methods_;
+  std::vector<uint32_t> chosen_;
+  std::vector<std::vector<std::string>> reasons_;
+};
+
+LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan) {
+  return Loader(elf, plan).run();
+}
+
+}  // namespace kq::runtime

@@ -1,0 +1,45 @@
+// What the runtime needs to load and attach a compiled object: each BPF program's role,
+// attach method and target, grouped so that one method (fentry) can fall back to another
+// (kprobe), and the event layouts. Written by compiler/lower, read by runtime/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/event_layout.h"
+
+namespace kq::runtime {
+
+enum class Attach : uint8_t {
+  Fentry, Fexit, Kprobe, Kretprobe, TpBtf, Tracepoint, Uprobe, Uretprobe,
+};
+
+const char* attachName(Attach attach);
+
+struct PlannedProgram {
+  std::string function;  // the BPF program's name in the object
+  Attach attach;
+  /// Fentry/Kprobe/...: the kernel function. Tracepoint: `category/event`. TpBtf: event.
+  /// Uprobe: the symbol in `binary`.
+  std::string target;
+  std::string binary;
+  /// Programs of the same group and method load together; a group's methods are tried in
+  /// order (fentry before kprobe) until one loads and attaches.
+  uint32_t group = 0;
+  uint32_t method = 0;
+};
+
+struct ProgramPlan {
+  std::vector<PlannedProgram> programs;
+  ProgramLayout layout;
+  /// Names of maps the runtime reads: the event ring buffer, the lost-event counter, and
+  /// the set of followed processes (empty when not used).
+  std::string events_map = "events";
+  std::string lost_map = "lost";
+  std::string tracked_map;
+  /// For each group, what it traces ("ip_send_skb"), to name it in messages.
+  std::vector<std::string> group_names;
+};
+
+}  // namespace kq::runtime

@@ -1,0 +1,174 @@
+#include "runtime/session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace kq::runtime {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void onSignal(int) { g_stop = true; }
+
+int64_t nowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct Reader {
+  const ProgramPlan& plan;
+  Formatter& formatter;
+  const SessionOptions& options;
+  std::ostream& out;
+  uint64_t events = 0;
+  bool done = false;
+};
+
+int onEvent(void* ctx, void* data, size_t size) {
+  auto* r = static_cast<Reader*>(ctx);
+  if (r->done || size < sizeof(EventHeader)) return 0;
+  EventHeader header;
+  std::memcpy(&header, data, sizeof header);
+  if (header.probe_id >= r->plan.layout.probes.size()) return 0;
+  r->formatter.event(header, r->plan.layout.probes[header.probe_id],
+                     static_cast<const uint8_t*>(data), size);
+  ++r->events;
+  if (r->options.limit && r->events >= r->options.limit) r->done = true;
+  return 0;
+}
+
+uint64_t lostEvents(int fd) {
+  if (fd < 0) return 0;
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return 0;
+  std::vector<uint64_t> values(static_cast<size_t>(cpus), 0);
+  uint32_t key = 0;
+  if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) return 0;
+  uint64_t total = 0;
+  for (uint64_t v : values) total += v;
+  return total;
+}
+
+}  // namespace
+
+SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
+                         const SessionOptions& options, std::ostream& out, std::ostream& err) {
+  SessionResult result;
+  g_stop = false;
+  struct sigaction action {};
+  action.sa_handler = onSignal;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old_int, old_term;
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+
+  int64_t boot_offset = nowNs(CLOCK_REALTIME) - nowNs(CLOCK_MONOTONIC);
+  auto formatter = makeFormatter(options.format, plan.layout, options.kernel_btf, boot_offset, out);
+  Reader reader{plan, *formatter, options, out};
+  ring_buffer* ring = ring_buffer__new(object.mapFd(plan.events_map), onEvent, &reader, nullptr);
+  if (!ring) {
+    err << "kq: error: cannot read the event ring buffer: " << std::strerror(errno) << "\n";
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    return result;
+  }
+  formatter->begin();
+  out.flush();
+
+  int64_t deadline = options.duration_ns ? nowNs(CLOCK_MONOTONIC) + options.duration_ns : 0;
+  bool child_exited = false;
+  while (!g_stop && !reader.done) {
+    int n = ring_buffer__poll(ring, 100);
+    out.flush();
+    if (n < 0 && n != -EINTR) {
+      err << "kq: error: reading events failed: " << std::strerror(-n) << "\n";
+      break;
+    }
+    if (deadline && nowNs(CLOCK_MONOTONIC) >= deadline) break;
+    if (options.child) {
+      int status = 0;
+      pid_t done = waitpid(options.child, &status, WNOHANG);
+      if (done == options.child) {
+        child_exited = true;
+        result.child_status = status;
+        break;
+      }
+    }
+  }
+  // Events already in the buffer when the session ends are still shown.
+  if (!reader.done) ring_buffer__consume(ring);
+  out.flush();
+  ring_buffer__free(ring);
+
+  result.events = reader.events;
+  result.lost = lostEvents(object.mapFd(plan.lost_map));
+  std::string summary = fmt::format("kq: {} event{}, {} lost", result.events,
+                                    result.events == 1 ? "" : "s", result.lost);
+  if (result.lost) summary += " (the ring buffer was full; --buffer-size makes it larger)";
+  err << summary << "\n";
+  (void)child_exited;
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return result;
+}
+
+std::unique_ptr<ChildCommand> ChildCommand::start(const std::string& command) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return nullptr;
+  }
+  if (pid == 0) {
+    // Wait for the probes to be attached, then become the command.
+    close(fds[1]);
+    char go;
+    if (read(fds[0], &go, 1) != 1) _exit(127);
+    signal(SIGINT, SIG_DFL);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[0]);
+  std::unique_ptr<ChildCommand> child(new ChildCommand());
+  child->pid_ = pid;
+  child->release_fd_ = fds[1];
+  return child;
+}
+
+void ChildCommand::release() {
+  if (released_) return;
+  released_ = true;
+  char go = 1;
+  if (write(release_fd_, &go, 1) != 1) {
+    // The child is gone already; the session notices when it waits.
+  }
+  close(release_fd_);
+  release_fd_ = -1;
+}
+
+ChildCommand::~ChildCommand() {
+  if (!released_) {
+    // Never released (kq failed before attaching): the command must not run.
+    kill(pid_, SIGKILL);
+    close(release_fd_);
+  }
+  int status;
+  waitpid(pid_, &status, released_ ? WNOHANG : 0);
+}
+
+}  // namespace kq::runtime

@@ -1,0 +1,51 @@
+// A tracing session: reads events from the ring buffer and prints them until the user stops
+// it (Ctrl-C, SIGTERM), a `limit` or `for` is reached, or the command started with -c exits;
+// then reports how many events were seen and how many were lost.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <ostream>
+
+#include "runtime/formatter.h"
+#include "runtime/loader.h"
+
+namespace kq::runtime {
+
+struct SessionOptions {
+  OutputFormat format = OutputFormat::Text;
+  uint64_t limit = 0;        // events to print; 0: no limit
+  uint64_t duration_ns = 0;  // 0: until stopped
+  pid_t child = 0;           // -c: stop when it exits
+  const ::btf* kernel_btf = nullptr;
+};
+
+struct SessionResult {
+  uint64_t events = 0;
+  uint64_t lost = 0;
+  int child_status = 0;
+};
+
+SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
+                         const SessionOptions& options, std::ostream& out, std::ostream& err);
+
+/// A command started for -c: forked at once but held before exec until release().
+class ChildCommand {
+ public:
+  /// Starts `/bin/sh -c command` held before exec; returns nullptr with errno set on failure.
+  static std::unique_ptr<ChildCommand> start(const std::string& command);
+  ~ChildCommand();
+
+  pid_t pid() const { return pid_; }
+  /// Lets the command run.
+  void release();
+
+ private:
+  ChildCommand() = default;
+  pid_t pid_ = 0;
+  int release_fd_ = -1;
+  bool released_ = false;
+};
+
+}  // namespace kq::runtime

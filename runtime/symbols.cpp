@@ -1,0 +1,72 @@
+#include "runtime/symbols.h"
+
+#include <algorithm>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace kq::runtime {
+namespace {
+
+struct Symbol {
+  uint64_t address;
+  std::string name;
+};
+
+const std::vector<Symbol>& kallsyms() {
+  static const std::vector<Symbol> symbols = [] {
+    std::vector<Symbol> out;
+    std::ifstream in("/proc/kallsyms");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.size() < 20) continue;
+      char kind = line[17];
+      if (kind != 'T' && kind != 't') continue;
+      uint64_t address = std::stoull(line.substr(0, 16), nullptr, 16);
+      if (address == 0) continue;
+      size_t end = line.find_first_of("\t ", 19);
+      out.push_back({address, line.substr(19, end == std::string::npos ? end : end - 19)});
+    }
+    std::sort(out.begin(), out.end(), [](const Symbol& a, const Symbol& b) { return a.address < b.address; });
+    return out;
+  }();
+  return symbols;
+}
+
+}  // namespace
+
+std::string kernelSymbol(uint64_t address) {
+  const auto& symbols = kallsyms();
+  auto it = std::upper_bound(symbols.begin(), symbols.end(), address,
+                             [](uint64_t a, const Symbol& s) { return a < s.address; });
+  if (it == symbols.begin()) return fmt::format("0x{:x}", address);
+  --it;
+  uint64_t offset = address - it->address;
+  if (offset > (1u << 20)) return fmt::format("0x{:x}", address);
+  return offset ? fmt::format("{}+0x{:x}", it->name, offset) : it->name;
+}
+
+std::string errnoName(int64_t value) {
+  static const char* names[] = {
+      nullptr,   "EPERM",   "ENOENT", "ESRCH",   "EINTR",  "EIO",     "ENXIO",  "E2BIG",
+      "ENOEXEC", "EBADF",   "ECHILD", "EAGAIN",  "ENOMEM", "EACCES",  "EFAULT", "ENOTBLK",
+      "EBUSY",   "EEXIST",  "EXDEV",  "ENODEV",  "ENOTDIR", "EISDIR", "EINVAL", "ENFILE",
+      "EMFILE",  "ENOTTY",  "ETXTBSY", "EFBIG",  "ENOSPC", "ESPIPE",  "EROFS",  "EMLINK",
+      "EPIPE",   "EDOM",    "ERANGE",
+  };
+  int64_t n = value < 0 ? -value : value;
+  if (n > 0 && n < static_cast<int64_t>(sizeof names / sizeof *names)) {
+    return value < 0 ? fmt::format("-{}", names[n]) : names[n];
+  }
+  switch (n) {
+    case 38: return value < 0 ? "-ENOSYS" : "ENOSYS";
+    case 95: return value < 0 ? "-EOPNOTSUPP" : "EOPNOTSUPP";
+    case 104: return value < 0 ? "-ECONNRESET" : "ECONNRESET";
+    case 110: return value < 0 ? "-ETIMEDOUT" : "ETIMEDOUT";
+    case 111: return value < 0 ? "-ECONNREFUSED" : "ECONNREFUSED";
+    default: return std::to_string(value);
+  }
+}
+
+}  // namespace kq::runtime

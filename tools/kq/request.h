@@ -1,0 +1,26 @@
+// Everything the command line asked for, parsed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kq::cli {
+
+struct Request {
+  std::optional<std::string> expression;  // -e
+  std::string input;                      // a query or a script file
+  std::string dump;                       // --dump ast|types|ir|bpf|verifier
+  std::string color = "auto";
+  std::string btf;   // --btf
+  std::string what;  // info, list
+  // Running
+  std::string output = "text";  // -o
+  uint32_t pid = 0;             // -p
+  std::string command;          // -c
+  std::string duration;         // -d, as written (`10s`)
+  bool verbose = false;         // -v
+  uint32_t buffer_kib = 4096;   // --buffer-size
+};
+
+}  // namespace kq::cli

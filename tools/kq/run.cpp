@@ -1,0 +1,142 @@
+#include "tools/kq/run.h"
+
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "compiler/diag/render.h"
+#include "compiler/lower/lower.h"
+#include "compiler/parse/literals.h"
+#include "runtime/libbpf_log.h"
+#include "runtime/loader.h"
+#include "runtime/session.h"
+
+namespace kq::cli {
+namespace {
+
+/// The earliest `for` of the script's queries, in nanoseconds (0: none).
+uint64_t scriptDuration(const sema::CheckedProgram& checked) {
+  uint64_t out = 0;
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    if (q.query->clauses.for_duration) {
+      uint64_t d = q.query->clauses.for_duration->value;
+      out = out ? std::min(out, d) : d;
+    }
+  }
+  return out;
+}
+
+uint64_t scriptLimit(const sema::CheckedProgram& checked) {
+  uint64_t out = 0;
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    if (q.query->clauses.limit) {
+      uint64_t n = q.query->clauses.limit->value;
+      out = out ? std::min(out, n) : n;
+    }
+  }
+  return out;
+}
+
+bool tracesKernelFunctions(const sema::CheckedProgram& checked) {
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    for (const sema::ResolvedProbe& p : q.probes) {
+      for (const sema::ResolvedTarget& t : p.chain) {
+        if (std::holds_alternative<ast::FunctionTarget>(t.target->kind)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int runProgram(const Request& request, const sema::CheckedProgram& checked,
+               const SourceManager& sources, FileId file, const KernelEnvironment& env,
+               Diagnostics& diags, bool color, Io& io) {
+  runtime::setLibbpfVerbose(request.verbose);
+  uint64_t duration = scriptDuration(checked);
+  if (!request.duration.empty()) {
+    auto parsed = parse::decodeNumber(request.duration);
+    auto* n = std::get_if<parse::DecodedNumber>(&parsed);
+    if (!n || n->unit != ast::NumberUnit::Nanoseconds || n->value == 0) {
+      io.err << fmt::format("kq: error: --duration takes a duration like `10s`, not `{}`\n",
+                            request.duration);
+      return 2;
+    }
+    duration = duration ? std::min(duration, n->value) : n->value;
+  }
+  bool dump_only = request.dump == "ir" || request.dump == "bpf";
+  if (!dump_only && geteuid() != 0) {
+    io.err << "kq: error: loading BPF programs needs root (CAP_BPF and CAP_PERFMON); "
+              "`kq check` works without\n";
+    return 1;
+  }
+
+  std::unique_ptr<runtime::ChildCommand> child;
+  if (!request.command.empty() && !dump_only) {
+    child = runtime::ChildCommand::start(request.command);
+    if (!child) {
+      io.err << "kq: error: cannot start `" << request.command << "`: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+
+  lower::LowerOptions options;
+  options.pid = request.pid;
+  options.follow_children = child != nullptr;
+  options.ringbuf_bytes = request.buffer_kib * 1024;
+  options.want_ir = request.dump == "ir";
+  std::string error;
+  std::optional<lower::CompiledProgram> compiled =
+      lower::lowerProgram(checked, *env.btf, sources, file, options, diags, &error);
+  renderDiagnostics(diags, sources, io.err, RenderOptions{color});
+  if (!compiled) {
+    if (!error.empty()) io.err << "kq: error: " << error << "\n";
+    return 1;
+  }
+  if (request.dump == "ir") {
+    io.out << compiled->object.ir;
+    return 0;
+  }
+
+  runtime::LoadResult loaded = runtime::loadAndAttach(compiled->object.elf, compiled->plan);
+  if (!loaded.object) {
+    const runtime::LoadFailure& failure = *loaded.failure;
+    io.err << "kq: error: " << failure.message << "\n";
+    if (failure.verifier) {
+      io.err << "note: the verifier said: " << failure.verifier->message << "\n";
+      if (request.verbose) io.err << failure.verifier->log << "\n";
+    }
+    if (tracesKernelFunctions(checked)) {
+      io.err << "note: tracepoints attach where kernel functions cannot: "
+                "kq list 'tracepoint:net:*' shows some\n";
+    }
+    return 1;
+  }
+  if (request.verbose) {
+    for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
+  }
+  if (child) {
+    // Follow the command (and, through fork, its children) from its first instruction.
+    int fd = loaded.object->mapFd(compiled->plan.tracked_map);
+    uint32_t pid = static_cast<uint32_t>(child->pid());
+    uint8_t one = 1;
+    if (fd >= 0) bpf_map_update_elem(fd, &pid, &one, 0);
+    child->release();
+  }
+
+  runtime::SessionOptions session;
+  session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
+  session.limit = scriptLimit(checked);
+  session.duration_ns = duration;
+  session.child = child ? child->pid() : 0;
+  session.kernel_btf = env.btf->vmlinux().btf;
+  runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
+  return 0;
+}
+
+}  // namespace kq::cli
