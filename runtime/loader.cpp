@@ -120,7 +120,8 @@ std::optional<VerifierRejection> parseVerifierLog(const std::string& log) {
 
 class Loader {
  public:
-  Loader(const std::vector<char>& elf, const ProgramPlan& plan) : elf_(elf), plan_(plan) {
+  Loader(const std::vector<char>& elf, const ProgramPlan& plan, const LoadOptions& options)
+      : elf_(elf), plan_(plan), options_(options) {
     for (const PlannedProgram& p : plan.programs) {
       uint32_t& methods = methods_[p.group];
       methods = std::max(methods, p.method + 1);
@@ -197,6 +198,12 @@ class Loader {
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       bool load = p && p->method == chosen_[p->group];
       bpf_program__set_autoload(prog, load);
+      if (load && options_.verifier_log) {
+        constexpr size_t kLogBytes = 4 << 20;
+        loaded.log_buffers_.emplace_back(new char[kLogBytes]());
+        bpf_program__set_log_buf(prog, loaded.log_buffers_.back().get(), kLogBytes);
+        bpf_program__set_log_level(prog, 1 | 2 | 4);
+      }
     }
     {
       LibbpfCapture capture;
@@ -230,6 +237,10 @@ class Loader {
     }
     bpf_object__for_each_program(prog, loaded.object_) {
       if (!bpf_program__autoload(prog)) continue;
+      if (options_.verifier_log) {
+        const char* log = bpf_program__log_buf(prog, nullptr);
+        loaded.logs_.emplace_back(bpf_program__name(prog), log ? log : "");
+      }
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
       bpf_link* link = attach(prog, *p);
@@ -265,13 +276,15 @@ class Loader {
 
   const std::vector<char>& elf_;
   const ProgramPlan& plan_;
+  const LoadOptions& options_;
   std::map<uint32_t, uint32_t> methods_;
   std::vector<uint32_t> chosen_;
   std::vector<std::vector<std::string>> reasons_;
 };
 
-LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan) {
-  return Loader(elf, plan).run();
+LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan,
+                         const LoadOptions& options) {
+  return Loader(elf, plan, options).run();
 }
 
 }  // namespace kq::runtime

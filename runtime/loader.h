@@ -41,6 +41,8 @@ class LoadedObject {
   /// failed: ...").
   const std::vector<std::string>& notes() const { return notes_; }
   size_t attachedLinks() const { return links_.size(); }
+  /// With LoadOptions::verifier_log: each loaded program's name and verifier log.
+  const std::vector<std::pair<std::string, std::string>>& verifierLogs() const { return logs_; }
 
  private:
   friend class Loader;
@@ -48,6 +50,8 @@ class LoadedObject {
   bpf_object* object_ = nullptr;
   std::vector<bpf_link*> links_;
   std::vector<std::string> notes_;
+  std::vector<std::pair<std::string, std::string>> logs_;
+  std::vector<std::unique_ptr<char[]>> log_buffers_;
 };
 
 struct LoadResult {
@@ -55,7 +59,13 @@ struct LoadResult {
   std::optional<LoadFailure> failure;
 };
 
+struct LoadOptions {
+  /// Keep the verifier's log of every program (`--dump verifier`).
+  bool verifier_log = false;
+};
+
 /// Loads `elf` and attaches its programs as `plan` says.
-LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan);
+LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan,
+                         const LoadOptions& options = {});
 
 }  // namespace kq::runtime

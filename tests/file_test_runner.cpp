@@ -197,6 +197,9 @@ TEST(FileTestCoverage, EveryDiagnosticKindHasAFileTest) {
   }
   for (kq::DiagKind kind : kq::allDiagKinds()) {
     std::string name(kq::diagKindName(kind));
+    // Only a kernel loading a program produces this one; tests/lower checks the mapping of
+    // an instruction back to kq source that it relies on.
+    if (name == "VerifierRejected") continue;
     EXPECT_TRUE(seen.count(name)) << "no file test produces [" << name << "]";
   }
 }

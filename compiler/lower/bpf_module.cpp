@@ -127,6 +127,7 @@ llvm::Function* BpfModule::addProgram(const std::string& name, const std::string
   auto* fn_type = llvm::FunctionType::get(llvm::Type::getInt32Ty(*context_), {ptr}, false);
   auto* fn = llvm::Function::Create(fn_type, llvm::GlobalValue::ExternalLinkage, name, *module_);
   fn->setSection(section);
+  fn->addFnAttr(llvm::Attribute::NoUnwind);  // no .eh_frame in the object
   fn->getArg(0)->setName("ctx");
 
   // A subprogram with a named parameter: without it the kernel rejects the object's BTF.

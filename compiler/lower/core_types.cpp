@@ -84,6 +84,11 @@ llvm::DIType* CoreTypes::memberDi(btf::BtfType type) {
     }
     case BTF_KIND_STRUCT:
     case BTF_KIND_UNION:
+      // An anonymous member is reached only through its parent: describe it fully, so the
+      // BPF backend folds `skb->mark` (through an anonymous union) into one relocation
+      // rooted at the named parent, the only kind libbpf can match.
+      if (t.name().empty()) return record(t).di;
+      if (auto it = records_.find(key); it != records_.end()) return it->second.di;
       return placeholder(t);
     default:
       out = di.createBasicType("unsigned char", 8, llvm::dwarf::DW_ATE_unsigned);

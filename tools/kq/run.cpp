@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "compiler/diag/render.h"
+#include "compiler/ast/visitor.h"
+#include "compiler/lower/disassemble.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/literals.h"
 #include "runtime/libbpf_log.h"
@@ -50,6 +52,44 @@ bool tracesKernelFunctions(const sema::CheckedProgram& checked) {
     }
   }
   return false;
+}
+
+/// The largest expression of the program that starts at `offset` of the main file.
+std::optional<SourceRange> expressionAt(const sema::CheckedProgram& checked, FileId file,
+                                        uint32_t offset) {
+  std::optional<SourceRange> best;
+  auto consider = [&](const sema::ExprTable& table) {
+    for (const auto& [expr, info] : table) {
+      if (expr->range.file != file || expr->range.begin != offset) continue;
+      if (!best || expr->range.end > best->end) best = expr->range;
+    }
+  };
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    for (const sema::ResolvedProbe& p : q.probes) consider(p.exprs);
+  }
+  return best;
+}
+
+/// Points a verifier rejection at the kq expression whose code the verifier stopped at.
+void reportRejection(const runtime::VerifierRejection& rejection, const std::vector<char>& elf,
+                     const sema::CheckedProgram& checked, const SourceManager& sources,
+                     FileId file, Diagnostics& diags) {
+  auto at = lower::sourceOfInstruction(elf, rejection.program, rejection.instruction);
+  SourceRange range{file, 0, 0};
+  if (at) {
+    const SourceFile& source = sources.file(file);
+    uint32_t offset = source.lineStart(at->line);
+    // Columns count characters; step over multi-byte UTF-8 sequences.
+    for (uint32_t col = 1; col < at->column && offset < source.text().size();) {
+      ++offset;
+      if ((static_cast<unsigned char>(source.text()[offset]) & 0xC0) != 0x80) ++col;
+    }
+    range = expressionAt(checked, file, offset).value_or(SourceRange{file, offset, offset + 1});
+  }
+  diags.report(DiagKind::VerifierRejected, range,
+               "the kernel's verifier rejected the code kq generated for this")
+      .note(fmt::format("the verifier said: {}", rejection.message))
+      .note("this is a bug in kq; `kq -v` shows the whole verifier log");
 }
 
 }  // namespace
@@ -102,15 +142,30 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     io.out << compiled->object.ir;
     return 0;
   }
+  if (request.dump == "bpf") {
+    auto text = lower::disassemble(compiled->object.elf, sources.file(file));
+    if (!text) {
+      io.err << "kq: error: " << text.error().message << "\n";
+      return 1;
+    }
+    io.out << *text;
+    return 0;
+  }
 
-  runtime::LoadResult loaded = runtime::loadAndAttach(compiled->object.elf, compiled->plan);
+  runtime::LoadOptions load_options;
+  load_options.verifier_log = request.dump == "verifier";
+  runtime::LoadResult loaded =
+      runtime::loadAndAttach(compiled->object.elf, compiled->plan, load_options);
   if (!loaded.object) {
     const runtime::LoadFailure& failure = *loaded.failure;
-    io.err << "kq: error: " << failure.message << "\n";
-    if (failure.verifier) {
-      io.err << "note: the verifier said: " << failure.verifier->message << "\n";
+    if (failure.verifier && failure.verifier->instruction >= 0) {
+      Diagnostics rejection;
+      reportRejection(*failure.verifier, compiled->object.elf, checked, sources, file, rejection);
+      renderDiagnostics(rejection, sources, io.err, RenderOptions{color});
       if (request.verbose) io.err << failure.verifier->log << "\n";
+      return 1;
     }
+    io.err << "kq: error: " << failure.message << "\n";
     if (tracesKernelFunctions(checked)) {
       io.err << "note: tracepoints attach where kernel functions cannot: "
                 "kq list 'tracepoint:net:*' shows some\n";
@@ -119,6 +174,12 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   }
   if (request.verbose) {
     for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
+  }
+  if (request.dump == "verifier") {
+    for (const auto& [program, log] : loaded.object->verifierLogs()) {
+      io.out << "# " << program << "\n" << log << "\n";
+    }
+    return 0;
   }
   if (child) {
     // Follow the command (and, through fork, its children) from its first instruction.

@@ -8,7 +8,9 @@ bool isAddress(const Type* t) { return t->isError() || t->isPointer() || t->kind
 
 const Type* checkStr(BuiltinCall& c) {
   const Type* p = c.args[0];
-  if (!(p->isError() || p->isPointer() || p->kind == TypeKind::Array || p->kind == TypeKind::String)) {
+  // An integer is an address too: uprobe arguments are plain 64-bit registers.
+  if (!(p->isError() || p->isPointer() || p->kind == TypeKind::Array ||
+        p->kind == TypeKind::String || p->kind == TypeKind::Int)) {
     return c.badArgument(0, "a pointer or a char array");
   }
   if (c.args.size() == 2 && !(c.args[1]->isInteger() || c.args[1]->isError())) {
