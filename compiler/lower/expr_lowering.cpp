@@ -577,24 +577,8 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
     probeRead(dst, n, p.v, p.user, true);
     return;
   }
-  // A tracepoint's `__data_loc` string: a u32 (length << 16 | offset) in the record.
-  if (ei.ref == sema::Ref::Arg && args_.kind == ArgAccess::Kind::TracepointRecord &&
-      ei.type->kind == TypeKind::String) {
-    std::vector<const kernel::TracepointField*> fields;
-    for (const auto& f : args_.format->fields) {
-      if (!(args_.skip_syscall_nr && f.name == "__syscall_nr")) fields.push_back(&f);
-    }
-    const kernel::TracepointField& f = *fields.at(ei.index);
-    llvm::Value* field = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, b_.getInt64(f.offset));
-    if (f.type.rfind("__data_loc", 0) == 0) {
-      llvm::Value* loc = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), field), b_.getInt64Ty());
-      llvm::Value* offset = b_.CreateAnd(loc, b_.getInt64(0xffff));
-      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, offset);
-      probeRead(dst, size, b_.CreatePtrToInt(addr, b_.getInt64Ty()), false, true);
-    } else {
-      // A char array in the record.
-      probeRead(dst, std::min(size, f.size), b_.CreatePtrToInt(field, b_.getInt64Ty()), false, false);
-    }
+  if (ei.ref == sema::Ref::Arg) {
+    storeArgString(ei.index, ei.type, dst, size);
     return;
   }
   if (ei.type->kind == TypeKind::Array) {
@@ -606,6 +590,37 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
   }
   // A char pointer: the string it points at.
   Val p = value(e);
+  probeRead(dst, size, p.v, p.user, true);
+}
+
+void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst,
+                                  uint32_t size) {
+  if (args_.kind == ArgAccess::Kind::TracepointRecord && type->kind != TypeKind::Pointer) {
+    std::vector<const kernel::TracepointField*> fields;
+    for (const auto& f : args_.format->fields) {
+      if (!(args_.skip_syscall_nr && f.name == "__syscall_nr")) fields.push_back(&f);
+    }
+    const kernel::TracepointField& f = *fields.at(index);
+    llvm::Value* field = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, b_.getInt64(f.offset));
+    if (f.type.rfind("__data_loc", 0) == 0) {
+      // A tracepoint's `__data_loc` string: a u32 (length << 16 | offset) in the record.
+      llvm::Value* loc = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), field), b_.getInt64Ty());
+      llvm::Value* offset = b_.CreateAnd(loc, b_.getInt64(0xffff));
+      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, offset);
+      probeRead(dst, size, b_.CreatePtrToInt(addr, b_.getInt64Ty()), false, true);
+    } else {
+      // A char array in the record.
+      probeRead(dst, std::min(size, f.size), b_.CreatePtrToInt(field, b_.getInt64Ty()), false, false);
+    }
+    return;
+  }
+  if (type->kind == TypeKind::Array) {
+    // A char array argument (tp_btf): read as bytes through its address.
+    Val p = arg(index, types_.pointerTo(type->element));
+    probeRead(dst, std::min(size, type->size), p.v, p.user, false);
+    return;
+  }
+  Val p = arg(index, type);
   probeRead(dst, size, p.v, p.user, true);
 }
 

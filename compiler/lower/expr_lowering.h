@@ -69,6 +69,8 @@ class ExprLowering {
 
   /// Writes the expression's bytes for a record field of `size` bytes at `dst`.
   void storeString(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// Writes argument `index` (a char pointer or a tracepoint string) as a string field.
+  void storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst, uint32_t size);
   /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
 

@@ -552,7 +552,7 @@ class ProgramBuilder {
         if (f.expr) {
           lower.storeString(*f.expr, dst, f.layout.size);
         } else {
-          b.CreateStore(b.getInt8(0), dst);
+          lower.storeArgString(f.arg, f.type, dst, f.layout.size);
         }
         return;
       case FieldKind::KernelStack:

@@ -152,11 +152,6 @@ class CommandLine(unittest.TestCase):
         finally:
             os.unlink(path)
 
-    def test_running_a_query_says_what_is_missing(self):
-        status, _, err = kq(SEED)
-        self.assertEqual(status, 1)
-        self.assertIn("cannot run them yet", err)
-
 
 class HostileInput(unittest.TestCase):
     def check_file(self, data: bytes, kind: str):
