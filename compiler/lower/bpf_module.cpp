@@ -122,7 +122,8 @@ llvm::GlobalVariable* BpfModule::addMap(const MapSpec& spec) {
   return global;
 }
 
-llvm::Function* BpfModule::addProgram(const std::string& name, const std::string& section) {
+llvm::Function* BpfModule::addProgram(const std::string& name, const std::string& section,
+                                      uint32_t offset) {
   auto* ptr = llvm::PointerType::get(*context_, 0);
   auto* fn_type = llvm::FunctionType::get(llvm::Type::getInt32Ty(*context_), {ptr}, false);
   auto* fn = llvm::Function::Create(fn_type, llvm::GlobalValue::ExternalLinkage, name, *module_);
@@ -134,10 +135,11 @@ llvm::Function* BpfModule::addProgram(const std::string& name, const std::string
   llvm::DIType* int_type = di_->createBasicType("int", 32, llvm::dwarf::DW_ATE_signed);
   llvm::DIType* void_ptr = di_->createPointerType(nullptr, 64);
   auto* sub_type = di_->createSubroutineType(di_->getOrCreateTypeArray({int_type, void_ptr}));
-  auto* sp = di_->createFunction(unit_, name, name, file_, 1, sub_type, 1,
+  uint32_t line = source_.lineColumn(offset).line;
+  auto* sp = di_->createFunction(unit_, name, name, file_, line, sub_type, line,
                                  llvm::DINode::FlagPrototyped, llvm::DISubprogram::SPFlagDefinition);
   fn->setSubprogram(sp);
-  di_->createParameterVariable(sp, "ctx", 1, file_, 1, void_ptr, true);
+  di_->createParameterVariable(sp, "ctx", 1, file_, line, void_ptr, true);
   return fn;
 }
 

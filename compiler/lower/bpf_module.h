@@ -74,8 +74,10 @@ class BpfModule {
   /// Declares a BTF-defined map and returns its global.
   llvm::GlobalVariable* addMap(const MapSpec& spec);
 
-  /// Starts a program: `int name(void *ctx)` in ELF section `section`.
-  llvm::Function* addProgram(const std::string& name, const std::string& section);
+  /// Starts a program: `int name(void *ctx)` in ELF section `section`, declared at byte
+  /// `offset` of the kq source (its probe).
+  llvm::Function* addProgram(const std::string& name, const std::string& section,
+                             uint32_t offset = 0);
 
   /// Calls a helper through its constant address, as clang does.
   llvm::Value* callHelper(llvm::IRBuilder<>& b, Helper helper, llvm::Type* ret,

@@ -395,7 +395,8 @@ class ProgramBuilder {
 
   std::unique_ptr<Emitter> begin(const std::string& name, const std::string& section,
                                  const ast::Target& target) {
-    llvm::Function* fn = module_.addProgram(name, section);
+    llvm::Function* fn = module_.addProgram(name, section,
+                                            target.range.file == 0 ? target.range.begin : 0);
     auto e = std::make_unique<Emitter>(fn, module_.context());
     auto* entry = llvm::BasicBlock::Create(module_.context(), "entry", fn);
     e->bail = llvm::BasicBlock::Create(module_.context(), "bail", fn);
