@@ -171,6 +171,21 @@ ExprInfo ExprChecker::binary(const ast::Binary& b) {
                          quote(*b.lhs), l->spelling, quote(*b.rhs), r->spelling));
       return info;
     }
+    // The kernel side matches a literal prefix: `nginx*`, or the whole string.
+    const ast::Expr& pattern = *b.rhs;
+    std::string text = pattern.kind == ast::ExprKind::String
+                           ? ast::as<ast::StringLiteral>(pattern).value
+                           : std::string();
+    size_t wildcard = text.find_first_of("*?");
+    if (pattern.kind != ast::ExprKind::String ||
+        (wildcard != std::string::npos && wildcard + 1 != text.size()) ||
+        text.find('?') != std::string::npos) {
+      report(DiagKind::Unsupported, pattern.range,
+             "kq cannot compile this glob yet: it matches a string literal with an optional "
+             "`*` at its end")
+          .note("for example `comm ~ \"nginx*\"`");
+      return info;
+    }
     info.type = ctx_.types.boolType();
     return info;
   }
