@@ -4,6 +4,8 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,26 +90,47 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   formatter->begin();
   out.flush();
 
+  // Wait on the ring buffer and, with -c, on the command's exit (a pidfd), so that neither
+  // new events nor the end of the command waits for a timeout.
   int64_t deadline = options.duration_ns ? nowNs(CLOCK_MONOTONIC) + options.duration_ns : 0;
-  bool child_exited = false;
+  int epoll = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ring_event{EPOLLIN, {.u32 = 0}};
+  epoll_ctl(epoll, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring), &ring_event);
+  int pidfd = options.child ? static_cast<int>(syscall(SYS_pidfd_open, options.child, 0)) : -1;
+  if (pidfd >= 0) {
+    epoll_event child_event{EPOLLIN, {.u32 = 1}};
+    epoll_ctl(epoll, EPOLL_CTL_ADD, pidfd, &child_event);
+  }
   while (!g_stop && !reader.done) {
-    int n = ring_buffer__poll(ring, 100);
-    out.flush();
-    if (n < 0 && n != -EINTR) {
-      err << "kq: error: reading events failed: " << std::strerror(-n) << "\n";
+    int timeout_ms = 1000;
+    if (deadline) {
+      int64_t left = deadline - nowNs(CLOCK_MONOTONIC);
+      if (left <= 0) break;
+      timeout_ms = static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000));
+    }
+    if (options.child && pidfd < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
+    epoll_event events[2];
+    int n = epoll_wait(epoll, events, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      err << "kq: error: waiting for events failed: " << std::strerror(errno) << "\n";
       break;
     }
-    if (deadline && nowNs(CLOCK_MONOTONIC) >= deadline) break;
+    int consumed = ring_buffer__consume(ring);
+    if (consumed < 0 && consumed != -EINTR) {
+      err << "kq: error: reading events failed: " << std::strerror(-consumed) << "\n";
+      break;
+    }
+    out.flush();
     if (options.child) {
       int status = 0;
-      pid_t done = waitpid(options.child, &status, WNOHANG);
-      if (done == options.child) {
-        child_exited = true;
+      if (waitpid(options.child, &status, WNOHANG) == options.child) {
         result.child_status = status;
         break;
       }
     }
   }
+  if (pidfd >= 0) close(pidfd);
+  close(epoll);
   // Events already in the buffer when the session ends are still shown.
   if (!reader.done) ring_buffer__consume(ring);
   out.flush();
@@ -119,7 +142,6 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
                                     result.events == 1 ? "" : "s", result.lost);
   if (result.lost) summary += " (the ring buffer was full; --buffer-size makes it larger)";
   err << summary << "\n";
-  (void)child_exited;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   return result;
