@@ -200,11 +200,7 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
       return out;
     }
     case ArgAccess::Kind::TracepointRecord: {
-      std::vector<const kernel::TracepointField*> fields;
-      for (const auto& f : args_.format->fields) {
-        if (!(args_.skip_syscall_nr && f.name == "__syscall_nr")) fields.push_back(&f);
-      }
-      const kernel::TracepointField& f = *fields.at(index);
+      const kernel::TracepointField& f = recordField(index);
       uint32_t size = f.size == 1 || f.size == 2 || f.size == 4 ? f.size : 8;
       llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f.offset));
       llvm::Value* raw = b_.CreateLoad(b_.getIntNTy(size * 8), addr);
@@ -224,6 +220,16 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
       break;
   }
   return Val{b_.getInt64(0), type};
+}
+
+const kernel::TracepointField& ExprLowering::recordField(uint32_t index) const {
+  // Arguments count the record's fields, without a syscall record's `__syscall_nr`.
+  uint32_t seen = 0;
+  for (const kernel::TracepointField& f : args_.format->fields) {
+    if (args_.skip_syscall_nr && f.name == "__syscall_nr") continue;
+    if (seen++ == index) return f;
+  }
+  return args_.format->fields.back();
 }
 
 const sema::Type* ExprLowering::argType(uint32_t index) const {
@@ -596,11 +602,7 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
 void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst,
                                   uint32_t size) {
   if (args_.kind == ArgAccess::Kind::TracepointRecord && type->kind != TypeKind::Pointer) {
-    std::vector<const kernel::TracepointField*> fields;
-    for (const auto& f : args_.format->fields) {
-      if (!(args_.skip_syscall_nr && f.name == "__syscall_nr")) fields.push_back(&f);
-    }
-    const kernel::TracepointField& f = *fields.at(index);
+    const kernel::TracepointField& f = recordField(index);
     llvm::Value* field = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, b_.getInt64(f.offset));
     if (f.type.rfind("__data_loc", 0) == 0) {
       // A tracepoint's `__data_loc` string: a u32 (length << 16 | offset) in the record.

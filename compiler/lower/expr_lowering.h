@@ -86,6 +86,7 @@ class ExprLowering {
  private:
   Val load(const Place& p);
   const sema::Type* argType(uint32_t index) const;
+  const kernel::TracepointField& recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
   Val builtin(const ast::Expr& e, uint32_t index);
   Val call(const ast::Call& c);

@@ -20,25 +20,12 @@
 namespace kq::cli {
 namespace {
 
-/// The earliest `for` of the script's queries, in nanoseconds (0: none).
-uint64_t scriptDuration(const sema::CheckedProgram& checked) {
+/// The smallest value of a clause (`for`, `limit`) over the script's queries; 0: none.
+uint64_t smallest(const sema::CheckedProgram& checked,
+                  std::optional<ast::NumberClause> ast::Clauses::*clause) {
   uint64_t out = 0;
   for (const sema::ResolvedQuery& q : checked.program.queries) {
-    if (q.query->clauses.for_duration) {
-      uint64_t d = q.query->clauses.for_duration->value;
-      out = out ? std::min(out, d) : d;
-    }
-  }
-  return out;
-}
-
-uint64_t scriptLimit(const sema::CheckedProgram& checked) {
-  uint64_t out = 0;
-  for (const sema::ResolvedQuery& q : checked.program.queries) {
-    if (q.query->clauses.limit) {
-      uint64_t n = q.query->clauses.limit->value;
-      out = out ? std::min(out, n) : n;
-    }
+    if (const auto& c = q.query->clauses.*clause) out = out ? std::min(out, c->value) : c->value;
   }
   return out;
 }
@@ -98,7 +85,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
                Diagnostics& diags, bool color, Io& io) {
   runtime::setLibbpfVerbose(request.verbose);
-  uint64_t duration = scriptDuration(checked);
+  uint64_t duration = smallest(checked, &ast::Clauses::for_duration);
   if (!request.duration.empty()) {
     auto parsed = parse::decodeNumber(request.duration);
     auto* n = std::get_if<parse::DecodedNumber>(&parsed);
@@ -192,7 +179,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
 
   runtime::SessionOptions session;
   session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
-  session.limit = scriptLimit(checked);
+  session.limit = smallest(checked, &ast::Clauses::limit);
   session.duration_ns = duration;
   session.child = child ? child->pid() : 0;
   session.kernel_btf = env.btf->vmlinux().btf;
