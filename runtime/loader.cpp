@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -128,6 +129,20 @@ class Loader {
     }
     chosen_.assign(plan.group_names.size(), 0);
     reasons_.resize(plan.group_names.size());
+    // --attach: each group of kernel-function programs uses that method only.
+    if (!options.method.empty()) {
+      for (const PlannedProgram& p : plan.programs) {
+        bool kprobe = p.attach == Attach::Kprobe || p.attach == Attach::Kretprobe;
+        bool fentry = p.attach == Attach::Fentry || p.attach == Attach::Fexit;
+        if ((options.method == "kprobe" && kprobe) || (options.method == "fentry" && fentry)) {
+          chosen_[p.group] = p.method;
+          methods_[p.group] = p.method + 1;
+        }
+      }
+    }
+    // A test hook: make one kind of attachment fail, to exercise the fallback on kernels
+    // where it would succeed (tests/vm).
+    if (const char* fail = std::getenv("KQ_TEST_FAIL_ATTACH")) forced_failure_ = fail;
   }
 
   LoadResult run() {
@@ -243,9 +258,17 @@ class Loader {
       }
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
-      bpf_link* link = attach(prog, *p);
+      bool forced = !forced_failure_.empty() && forced_failure_ == attachName(p->attach);
+      bpf_link* link = forced ? nullptr : attach(prog, *p);
       if (!link) {
-        int err = errno;
+        int err = forced ? EPERM : errno;
+        if (forced) {
+          failed_group = static_cast<int>(p->group);
+          reasons_[p->group].push_back(fmt::format("{}: failed on purpose (KQ_TEST_FAIL_ATTACH)",
+                                                   attachName(p->attach)));
+          failure = LoadFailure{"attach failed on purpose"};
+          return false;
+        }
         failed_group = static_cast<int>(p->group);
         reasons_[p->group].push_back(
             fmt::format("{}: {}", attachName(p->attach), explain(p->attach, err, false)));
@@ -280,6 +303,7 @@ class Loader {
   std::map<uint32_t, uint32_t> methods_;
   std::vector<uint32_t> chosen_;
   std::vector<std::vector<std::string>> reasons_;
+  std::string forced_failure_;
 };
 
 LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan,

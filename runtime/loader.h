@@ -62,6 +62,9 @@ struct LoadResult {
 struct LoadOptions {
   /// Keep the verifier's log of every program (`--dump verifier`).
   bool verifier_log = false;
+  /// Attach kernel functions only this way: "fentry" or "kprobe" (`--attach`); "" tries
+  /// fentry, then kprobe.
+  std::string method;
 };
 
 /// Loads `elf` and attaches its programs as `plan` says.

@@ -154,6 +154,11 @@ int run(const std::vector<std::string>& args, Io& io) {
       ->type_name("TIME");
   app.add_flag("-v,--verbose", request.verbose,
                "say which attach methods were used; show libbpf's and the verifier's logs");
+  app.add_option("--attach", request.attach,
+                 "attach kernel functions only with fentry or only with kprobe (default: "
+                 "fentry, falling back to kprobe)")
+      ->check(CLI::IsMember({"fentry", "kprobe"}))
+      ->type_name("METHOD");
   app.add_option("--buffer-size", request.buffer_kib,
                  "the event ring buffer's size in KiB (a power of two, at least 4)")
       ->type_name("KIB")

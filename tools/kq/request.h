@@ -21,6 +21,7 @@ struct Request {
   std::string duration;         // -d, as written (`10s`)
   bool verbose = false;         // -v
   uint32_t buffer_kib = 4096;   // --buffer-size
+  std::string attach;           // --attach fentry|kprobe
 };
 
 }  // namespace kq::cli

@@ -141,6 +141,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
 
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
+  load_options.method = request.attach;
   runtime::LoadResult loaded =
       runtime::loadAndAttach(compiled->object.elf, compiled->plan, load_options);
   if (!loaded.object) {
