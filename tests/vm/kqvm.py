@@ -30,7 +30,7 @@ KERNELS = {
     "6.12": ("bookworm-backports", r"^linux-image-6\.12\.\d+\+deb12-amd64$"),
     "6.1": ("bookworm-security", r"^linux-image-6\.1\.0-\d+-amd64$"),
 }
-MODULES = ["netfs", "9pnet", "9pnet_virtio", "9p", "overlay", "virtio_console"]
+MODULES = ["virtio_pci", "netfs", "9pnet", "9pnet_virtio", "9p", "overlay", "virtio_console"]
 
 
 def log(msg):
