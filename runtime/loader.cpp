@@ -24,6 +24,8 @@ const char* attachName(Attach attach) {
     case Attach::Fexit: return "fexit";
     case Attach::Kprobe: return "kprobe";
     case Attach::Kretprobe: return "kretprobe";
+    case Attach::KprobeMulti: return "kprobe.multi";
+    case Attach::KretprobeMulti: return "kretprobe.multi";
     case Attach::TpBtf: return "tp_btf";
     case Attach::Tracepoint: return "tracepoint";
     case Attach::Uprobe: return "uprobe";
@@ -53,7 +55,13 @@ bool exists(const char* path) {
 /// Why a method cannot work, in the kernel's terms, from an errno.
 std::string explain(Attach attach, int err, bool at_load) {
   err = std::abs(err);
-  bool kprobe = attach == Attach::Kprobe || attach == Attach::Kretprobe;
+  bool multi = attach == Attach::KprobeMulti || attach == Attach::KretprobeMulti;
+  bool kprobe = attach == Attach::Kprobe || attach == Attach::Kretprobe || multi;
+  if (multi && (err == EOPNOTSUPP || err == ENOTSUP || err == ESRCH)) {
+    return fmt::format("this kernel cannot attach kprobe.multi programs ({}: it was built "
+                       "without CONFIG_FPROBE)",
+                       std::strerror(err));
+  }
   if (kprobe && !exists("/sys/bus/event_source/devices/kprobe")) {
     return "this kernel has no kprobe support (no `kprobe` perf event source: CONFIG_KPROBES "
            "or CONFIG_KPROBE_EVENTS is off)";
@@ -132,12 +140,14 @@ class Loader {
     // --attach: each group of kernel-function programs uses that method only.
     if (!options.method.empty()) {
       for (const PlannedProgram& p : plan.programs) {
-        bool kprobe = p.attach == Attach::Kprobe || p.attach == Attach::Kretprobe;
+        bool kprobe = p.attach == Attach::Kprobe || p.attach == Attach::Kretprobe ||
+                      p.attach == Attach::KprobeMulti || p.attach == Attach::KretprobeMulti;
         bool fentry = p.attach == Attach::Fentry || p.attach == Attach::Fexit;
-        if ((options.method == "kprobe" && kprobe) || (options.method == "fentry" && fentry)) {
-          chosen_[p.group] = p.method;
-          methods_[p.group] = p.method + 1;
+        if (options.method == "kprobe" && kprobe) {
+          // The first kprobe method of the group; later ones stay as fallbacks.
+          if (chosen_[p.group] == 0 || p.method < chosen_[p.group]) chosen_[p.group] = p.method;
         }
+        if (options.method == "fentry" && fentry) methods_[p.group] = p.method + 1;
       }
     }
     // A test hook: make one kind of attachment fail, to exercise the fallback on kernels
@@ -286,6 +296,14 @@ class Loader {
       case Attach::Kprobe:
       case Attach::Kretprobe:
         return bpf_program__attach_kprobe(prog, p.attach == Attach::Kretprobe, p.target.c_str());
+      case Attach::KprobeMulti:
+      case Attach::KretprobeMulti: {
+        std::vector<const char*> syms;
+        for (const std::string& s : p.symbols) syms.push_back(s.c_str());
+        LIBBPF_OPTS(bpf_kprobe_multi_opts, opts, .syms = syms.data(), .cnt = syms.size(),
+                    .retprobe = p.attach == Attach::KretprobeMulti);
+        return bpf_program__attach_kprobe_multi_opts(prog, nullptr, &opts);
+      }
       case Attach::Uprobe:
       case Attach::Uretprobe: {
         LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.attach == Attach::Uretprobe,

@@ -12,7 +12,8 @@
 namespace kq::runtime {
 
 enum class Attach : uint8_t {
-  Fentry, Fexit, Kprobe, Kretprobe, TpBtf, Tracepoint, Uprobe, Uretprobe,
+  Fentry, Fexit, Kprobe, Kretprobe, KprobeMulti, KretprobeMulti, TpBtf, Tracepoint, Uprobe,
+  Uretprobe,
 };
 
 const char* attachName(Attach attach);
@@ -24,6 +25,8 @@ struct PlannedProgram {
   /// Uprobe: the symbol in `binary`.
   std::string target;
   std::string binary;
+  /// KprobeMulti: every function it attaches to.
+  std::vector<std::string> symbols;
   /// Programs of the same group and method load together; a group's methods are tried in
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;

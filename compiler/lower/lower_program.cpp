@@ -213,9 +213,11 @@ class ProgramBuilder {
       unsupported(*ast_query.clauses.select_range, "aggregates (`count()`, `group by`)");
       return;
     }
-    if (probe.chain.size() > 1) {
-      unsupported(probe.chain.front().target->range, "call context (`->`)");
-      return;
+    for (const sema::ResolvedTarget& t : probe.chain) {
+      if (probe.chain.size() > 1 && !std::holds_alternative<ast::FunctionTarget>(t.target->kind)) {
+        unsupported(t.target->range, "call context (`->`) through anything but kernel functions");
+        return;
+      }
     }
     for (const ast::SelectItem& item : ast_query.clauses.select) {
       if (item.expr->kind == ast::ExprKind::Call &&
@@ -244,9 +246,27 @@ class ProgramBuilder {
     plan_.layout.probes.push_back(layout);
 
     Probe p{query, probe, target, fields, probe_id, layout.size};
+    if (probe.chain.size() > 1) {
+      // `a -> b -> c`: a per-thread count of how deep each outer function is entered;
+      // the programs of the whole chain switch attach methods together.
+      std::string name;
+      for (const sema::ResolvedTarget& t : probe.chain) name += (name.empty() ? "" : " -> ") + t.description;
+      p.group = newGroup(name);
+      p.context = module_.addMap({fmt::format("context_{}", probe_id), MapType::Hash, 65536, 4,
+                                  4 * kMaxContextDepth});
+      p.context_levels = static_cast<uint32_t>(probe.chain.size() - 1);
+      for (uint32_t level = 0; level < p.context_levels; ++level) {
+        for (const btf::Function& fn : probe.chain[level].functions) lowerContext(p, fn, level);
+      }
+    }
     if (const auto* f = std::get_if<ast::FunctionTarget>(&ast_target.kind)) {
       (void)f;
-      for (const btf::Function& fn : target.functions) lowerFunction(p, fn);
+      // A glob: fentry for each function, else one kprobe.multi program for them all,
+      // else a kprobe each; one group, so they fall back together.
+      bool multi = target.functions.size() > 1 && !p.group && !usesFunc(probe);
+      if (multi) p.group = newGroup(target.description);
+      for (const btf::Function& fn : target.functions) lowerFunction(p, fn, multi);
+      if (multi) lowerKprobeMulti(p);
     } else if (const auto* t = std::get_if<ast::TracepointTarget>(&ast_target.kind)) {
       (void)t;
       lowerTracepoint(p);
@@ -264,7 +284,107 @@ class ProgramBuilder {
     const std::vector<Field>& fields;
     uint32_t id;
     uint32_t record_bytes;
+    /// Call context (`a -> b -> c`): the chain's group, its per-thread depths, and how many
+    /// outer functions there are.
+    std::optional<uint32_t> group;
+    llvm::GlobalVariable* context = nullptr;
+    uint32_t context_levels = 0;
   };
+
+  static constexpr uint32_t kMaxContextDepth = 8;
+
+  /// A program being generated: its function, a builder, and the block that returns 0.
+  struct Emitter {
+    explicit Emitter(llvm::Function* f, llvm::LLVMContext& ctx) : fn(f), b(ctx) {}
+    llvm::Function* fn;
+    llvm::IRBuilder<> b;
+    llvm::BasicBlock* bail = nullptr;  // returns 0
+  };
+
+
+  /// Entry and exit programs for an outer function of a call context: entering counts one
+  /// level deeper (only inside the levels before it), leaving one less.
+  void lowerContext(const Probe& p, const btf::Function& fn, uint32_t level) {
+    struct Method {
+      const char* enter;
+      const char* leave;
+      Attach enter_attach;
+      Attach leave_attach;
+    };
+    const Method methods[] = {{"fentry/", "fexit/", Attach::Fentry, Attach::Fexit},
+                              {"kprobe/", "kretprobe/", Attach::Kprobe, Attach::Kretprobe}};
+    for (uint32_t m = 0; m < 2; ++m) {
+      for (bool entering : {true, false}) {
+        std::string name = programName();
+        auto e = begin(name, std::string(entering ? methods[m].enter : methods[m].leave) + fn.name,
+                       *p.probe.chain[level].target);
+        sema::ExprTable none;
+        ArgAccess args;
+        ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), none,
+                           args, options_.string_bytes);
+        llvm::IRBuilder<>& b = e->b;
+        llvm::Value* key = tidKey(*e, lower);
+        llvm::Value* depths = mapLookup(*e, p.context, key);
+        if (entering && level == 0) {
+          // The outermost function creates the thread's entry on first use.
+          auto* create = llvm::BasicBlock::Create(module_.context(), "create", e->fn);
+          auto* have = llvm::BasicBlock::Create(module_.context(), "have", e->fn);
+          llvm::BasicBlock* from = b.GetInsertBlock();
+          b.CreateCondBr(b.CreateIsNull(depths), create, have);
+          b.SetInsertPoint(create);
+          llvm::Value* zeros = lower.slot(4 * kMaxContextDepth);
+          for (uint32_t i = 0; i < kMaxContextDepth; ++i) {
+            b.CreateStore(b.getInt32(0), b.CreateGEP(b.getInt32Ty(), zeros, b.getInt64(i)));
+          }
+          module_.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.context, key, zeros, b.getInt64(0)});
+          llvm::Value* created = mapLookup(*e, p.context, key);
+          llvm::BasicBlock* create_end = b.GetInsertBlock();
+          b.CreateBr(have);
+          b.SetInsertPoint(have);
+          llvm::PHINode* phi = b.CreatePHI(b.getPtrTy(), 2);
+          phi->addIncoming(depths, from);
+          phi->addIncoming(created, create_end);
+          depths = phi;
+        }
+        auto* found = llvm::BasicBlock::Create(module_.context(), "found", e->fn);
+        b.CreateCondBr(b.CreateIsNotNull(depths), found, e->bail);
+        b.SetInsertPoint(found);
+        llvm::Value* slot = b.CreateGEP(b.getInt32Ty(), depths, b.getInt64(level));
+        llvm::Value* depth = b.CreateLoad(b.getInt32Ty(), slot);
+        if (entering) {
+          for (uint32_t outer = 0; outer < level; ++outer) {
+            llvm::Value* d = b.CreateLoad(b.getInt32Ty(), b.CreateGEP(b.getInt32Ty(), depths, b.getInt64(outer)));
+            auto* inside = llvm::BasicBlock::Create(module_.context(), "inside", e->fn);
+            b.CreateCondBr(b.CreateICmpNE(d, b.getInt32(0)), inside, e->bail);
+            b.SetInsertPoint(inside);
+          }
+          b.CreateStore(b.CreateAdd(depth, b.getInt32(1)), slot);
+        } else {
+          auto* positive = llvm::BasicBlock::Create(module_.context(), "positive", e->fn);
+          b.CreateCondBr(b.CreateICmpNE(depth, b.getInt32(0)), positive, e->bail);
+          b.SetInsertPoint(positive);
+          b.CreateStore(b.CreateSub(depth, b.getInt32(1)), slot);
+        }
+        b.CreateRet(b.getInt32(0));
+        plan(name, entering ? methods[m].enter_attach : methods[m].leave_attach, fn.name, *p.group, m);
+      }
+    }
+  }
+
+  /// Returns early unless the thread is inside every outer function of the call context.
+  void contextFilter(Emitter& e, ExprLowering& lower, const Probe& p) {
+    if (!p.context) return;
+    llvm::IRBuilder<>& b = e.b;
+    llvm::Value* depths = mapLookup(e, p.context, tidKey(e, lower));
+    auto* found = llvm::BasicBlock::Create(module_.context(), "in_context", e.fn);
+    b.CreateCondBr(b.CreateIsNotNull(depths), found, e.bail);
+    b.SetInsertPoint(found);
+    llvm::Value* innermost = b.CreateLoad(
+        b.getInt32Ty(), b.CreateGEP(b.getInt32Ty(), depths, b.getInt64(p.context_levels - 1)));
+    auto* inside = llvm::BasicBlock::Create(module_.context(), "inside", e.fn);
+    b.CreateCondBr(b.CreateICmpNE(innermost, b.getInt32(0)), inside, e.bail);
+    b.SetInsertPoint(inside);
+  }
 
   uint32_t newGroup(const std::string& name) {
     plan_.group_names.push_back(name);
@@ -275,7 +395,7 @@ class ProgramBuilder {
 
   void plan(const std::string& function, Attach attach, const std::string& target, uint32_t group,
             uint32_t method, const std::string& binary = "") {
-    plan_.programs.push_back({function, attach, target, binary, group, method});
+    plan_.programs.push_back({function, attach, target, binary, {}, group, method});
   }
 
   llvm::GlobalVariable* stashMap() {
@@ -283,16 +403,53 @@ class ProgramBuilder {
     return module_.addMap({name, MapType::Hash, 65536, 4, kStashBytes});
   }
 
-  void lowerFunction(const Probe& p, const btf::Function& fn) {
-    uint32_t group = newGroup(fn.name);
+  /// Whether a probe's expressions use `func`, whose value a kprobe.multi program would
+  /// have to find at run time.
+  static bool usesFunc(const sema::ResolvedProbe& probe) {
+    for (const auto& [expr, info] : probe.exprs) {
+      if (info.ref == sema::Ref::Builtin && sema::builtinVariables()[info.index].name == "func") {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// One program for every function of a glob (kernels with CONFIG_FPROBE).
+  void lowerKprobeMulti(const Probe& p) {
+    std::vector<std::string> symbols;
+    for (const btf::Function& fn : p.target.functions) symbols.push_back(fn.name);
+    ArgAccess regs{ArgAccess::Kind::PtRegs};
+    size_t first = plan_.programs.size();
+    if (!p.probe.at_exit) {
+      emitMain(p, programName(), "kprobe.multi", Attach::KprobeMulti, "", *p.group, 1, regs, "");
+    } else {
+      llvm::GlobalVariable* stash = stashMap();
+      emitStash(p, programName(), "kprobe.multi", Attach::KprobeMulti, "", *p.group, 1, regs, stash,
+                kStashArgs);
+      ArgAccess exit{ArgAccess::Kind::Stash};
+      exit.ret = ArgAccess::Ret::Regs;
+      emitMain(p, programName(), "kretprobe.multi", Attach::KretprobeMulti, "", *p.group, 1, exit,
+               "", stash);
+    }
+    for (size_t i = first; i < plan_.programs.size(); ++i) {
+      plan_.programs[i].symbols = symbols;
+      plan_.programs[i].target = p.target.description;
+    }
+  }
+
+  /// `multi`: the function is one of a glob's, whose kprobe.multi program is method 1, so
+  /// its own kprobes are method 2.
+  void lowerFunction(const Probe& p, const btf::Function& fn, bool multi = false) {
+    uint32_t group = p.group ? *p.group : newGroup(fn.name);
+    uint32_t kprobe_method = multi ? 2 : 1;
     uint32_t nargs = static_cast<uint32_t>(fn.params.size());
     ArgAccess ctx_args{ArgAccess::Kind::CtxArray};
     ArgAccess regs{ArgAccess::Kind::PtRegs};
     if (!p.probe.at_exit) {
       emitMain(p, programName(), "fentry/" + fn.name, Attach::Fentry, fn.name, group, 0, ctx_args,
                fn.name);
-      emitMain(p, programName(), "kprobe/" + fn.name, Attach::Kprobe, fn.name, group, 1, regs,
-               fn.name);
+      emitMain(p, programName(), "kprobe/" + fn.name, Attach::Kprobe, fn.name, group,
+               kprobe_method, regs, fn.name);
       return;
     }
     // At exit: fexit sees arguments and return value; the entry time comes from fentry.
@@ -306,12 +463,12 @@ class ProgramBuilder {
              fn.name, fentry_stash);
     // kretprobe sees only the return value: the arguments were saved at entry.
     llvm::GlobalVariable* kprobe_stash = stashMap();
-    emitStash(p, programName(), "kprobe/" + fn.name, Attach::Kprobe, fn.name, group, 1, regs,
-              kprobe_stash, nargs);
+    emitStash(p, programName(), "kprobe/" + fn.name, Attach::Kprobe, fn.name, group,
+              kprobe_method, regs, kprobe_stash, nargs);
     ArgAccess kret{ArgAccess::Kind::Stash};
     kret.ret = ArgAccess::Ret::Regs;
-    emitMain(p, programName(), "kretprobe/" + fn.name, Attach::Kretprobe, fn.name, group, 1, kret,
-             fn.name, kprobe_stash);
+    emitMain(p, programName(), "kretprobe/" + fn.name, Attach::Kretprobe, fn.name, group,
+             kprobe_method, kret, fn.name, kprobe_stash);
   }
 
   void lowerTracepoint(const Probe& p) {
@@ -386,12 +543,6 @@ class ProgramBuilder {
 
   // ---- programs -----------------------------------------------------------------------------
 
-  struct Emitter {
-    explicit Emitter(llvm::Function* f, llvm::LLVMContext& ctx) : fn(f), b(ctx) {}
-    llvm::Function* fn;
-    llvm::IRBuilder<> b;
-    llvm::BasicBlock* bail = nullptr;  // returns 0
-  };
 
   std::unique_ptr<Emitter> begin(const std::string& name, const std::string& section,
                                  const ast::Target& target) {
@@ -449,6 +600,7 @@ class ProgramBuilder {
     ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), none, args,
                        options_.string_bytes);
     processFilter(*e, lower);
+    contextFilter(*e, lower, p);
     llvm::Value* value = lower.slot(kStashBytes);
     llvm::Value* now = module_.callHelper(e->b, Helper::KtimeGetNs, e->b.getInt64Ty(), {});
     e->b.CreateStore(now, value);
@@ -476,6 +628,7 @@ class ProgramBuilder {
     ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
                        args, options_.string_bytes);
     processFilter(*e, lower);
+    contextFilter(*e, lower, p);
 
     if (stash) {
       llvm::Value* key = tidKey(*e, lower);

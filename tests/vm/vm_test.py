@@ -101,6 +101,41 @@ class KernelFunctions(unittest.TestCase):
                          ["udp_send_skb", "udp_sendmsg"])
 
 
+    def test_kprobe_multi_where_the_kernel_has_it(self):
+        # One kprobe.multi program for every function of a glob (6.12); without
+        # CONFIG_FPROBE (6.1) kq falls back to a kprobe per function and says why.
+        status, out, err = kq("-v", "--attach", "kprobe", "-o", "json",
+                              "trace udp_send* where comm == \"python3\" select pid", "-c", SEND_UDP)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len(out.splitlines()), 10, out)  # 5 packets through 2 of the functions
+        if os.uname().release.startswith("6.1."):
+            self.assertRegex(err, r"udp_send\* \(\d+ functions\): attached with kprobe; kprobe.multi: "
+                                  r"this kernel cannot attach kprobe.multi programs")
+        else:
+            self.assertRegex(err, r"udp_send\* \(\d+ functions\): attached with kprobe.multi")
+
+    def check_call_context(self, *extra):
+        status, out, err = kq(*extra, "-o", "json",
+                              "trace tcp_sendmsg -> ip_output(skb) where comm == \"python3\" select skb->len",
+                              "-c", SEND_TCP)
+        self.assertEqual(status, 0, err)
+        inside = [json.loads(line)["skb->len"] for line in out.splitlines()]
+        status, out, err = kq(*extra, "-o", "json", "trace ip_output() where comm == \"python3\" select skb->len",
+                              "-c", SEND_TCP)
+        self.assertEqual(status, 0, err)
+        everywhere = [json.loads(line)["skb->len"] for line in out.splitlines()]
+        # The 1000-byte segment leaves from inside tcp_sendmsg; the handshake and the close
+        # do not.
+        self.assertIn(1052, inside)
+        self.assertLess(len(inside), len(everywhere), (inside, everywhere))
+
+    def test_call_context_through_fentry(self):
+        self.check_call_context()
+
+    def test_call_context_through_kprobes(self):
+        self.check_call_context("--attach", "kprobe")
+
+
 if __name__ == "__main__":
     KQ = sys.argv[1]
     print(f"kernel {os.uname().release}", flush=True)
