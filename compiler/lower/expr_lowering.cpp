@@ -274,6 +274,7 @@ Val ExprLowering::builtin(const ast::Expr& e, uint32_t index) {
   else if (name == "cpu") v = call(Helper::GetSmpProcessorId);
   else if (name == "time") v = call(Helper::KtimeGetNs);
   else if (name == "cgroup") v = call(Helper::GetCurrentCgroupId);
+  else if (name == "netns") v = currentTaskChain({"nsproxy", "net_ns", "ns", "inum"}).v;
   else if (name == "duration") {
     v = args_.entry_ns ? b_.CreateSub(call(Helper::KtimeGetNs), args_.entry_ns) : b_.getInt64(0);
   } else {
@@ -281,6 +282,35 @@ Val ExprLowering::builtin(const ast::Expr& e, uint32_t index) {
     v = b_.getInt64(0);
   }
   return extend(v, type);
+}
+
+Val ExprLowering::currentTaskChain(const std::vector<std::string>& members) {
+  std::optional<btf::BtfType> task = btf_ ? btf_->findStruct("task_struct") : std::nullopt;
+  if (!task) return Val{b_.getInt64(0), types_.u64()};
+  Val current{module_.callHelper(b_, Helper::GetCurrentTask, b_.getInt64Ty(), {}),
+              types_.pointerTo(types_.fromBtf(*task))};
+  Place place{toPtr(current.v), current.type->element, false, false};
+  for (size_t i = 0; i < members.size(); ++i) {
+    const sema::Type* record = place.type;
+    if (record->isPointer()) {
+      // Through a pointer member: load it, then continue in what it points at.
+      Val p = load(place);
+      record = p.type->element;
+      place = Place{toPtr(p.v), record, false, false};
+    }
+    auto path = types_.findMember(record, members[i]);
+    if (!path) return Val{b_.getInt64(0), types_.u64()};
+    llvm::Value* addr = place.addr;
+    for (const auto& [rec_btf, index] : path->steps) {
+      const CoreTypes::Record& rec = core_.record(rec_btf);
+      auto [ir_index, di_index] = rec.index[index];
+      if (ir_index < 0) return Val{b_.getInt64(0), types_.u64()};
+      addr = rec.is_union ? b_.CreatePreserveUnionAccessIndex(addr, di_index, rec.di)
+                          : b_.CreatePreserveStructAccessIndex(rec.ir, addr, ir_index, di_index, rec.di);
+    }
+    place = Place{addr, path->type, false, false};
+  }
+  return load(place);
 }
 
 // ---- values -------------------------------------------------------------------------------

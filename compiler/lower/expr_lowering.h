@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/lower/bpf_module.h"
+#include "compiler/btf/btf.h"
 #include "compiler/lower/core_types.h"
 #include "compiler/sema/program.h"
 
@@ -75,6 +76,8 @@ class ExprLowering {
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
 
   const sema::ExprInfo& info(const ast::Expr& e) const;
+  /// The kernel's BTF, for builtins that read kernel structs (`netns`).
+  void setKernelBtf(const btf::Btf* btf) { btf_ = btf; }
   /// Argument `index` of the probe, as a value of `type`.
   Val arg(uint32_t index, const sema::Type* type);
   llvm::Value* i64(uint64_t v) { return b_.getInt64(v); }
@@ -89,6 +92,8 @@ class ExprLowering {
   const kernel::TracepointField& recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
   Val builtin(const ast::Expr& e, uint32_t index);
+  /// Follows `members` from the current task (probe reads, CO-RE); 0 if BTF lacks a step.
+  Val currentTaskChain(const std::vector<std::string>& members);
   Val call(const ast::Call& c);
   Val binary(const ast::Binary& b);
   Val compareStrings(const ast::Binary& b);
@@ -110,6 +115,7 @@ class ExprLowering {
   uint32_t string_bytes_;
   /// Values of a function's parameters while its body is lowered.
   std::vector<Val> params_;
+  const btf::Btf* btf_ = nullptr;
 };
 
 }  // namespace kq::lower

@@ -647,6 +647,7 @@ class ProgramBuilder {
     }
     ExprLowering body(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
                       args, options_.string_bytes);
+    body.setKernelBtf(&btf_);
 
     const ast::Clauses& clauses = p.query.query->clauses;
     if (clauses.where) {

@@ -214,6 +214,17 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertRegex(err, r"\n  kprobe: ")
         self.assertIn("kq list 'tracepoint:net:*'", err)
 
+    def test_builtins(self):
+        status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
+                              'select netns, uid, cgroup, tid, kstack limit 1', "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        e = json.loads(out.splitlines()[0])
+        netns = int(re.search(r"\[(\d+)\]", os.readlink("/proc/self/ns/net")).group(1))
+        self.assertEqual(e["netns"], netns)
+        self.assertEqual(e["uid"], os.getuid())
+        self.assertEqual(e["tid"], e["pid"])
+        self.assertTrue(any("sys_enter" in f or "trace" in f for f in e["kstack"]), e["kstack"])
+
     def test_dump_bpf_has_the_filter_and_direct_loads(self):
         status, out, err = kq("--dump", "bpf", "-e",
                               "trace tracepoint:net:net_dev_xmit() where skb->len > 100 select skb->len")
