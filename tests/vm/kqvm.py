@@ -15,6 +15,7 @@ status pass through a second 9p share; its output comes back over a virtio conso
 """
 import argparse
 import glob
+import hashlib
 import gzip
 import lzma
 import os
@@ -121,7 +122,6 @@ mount -t devtmpfs dev /newroot/dev
 mount -t tracefs tracefs /newroot/sys/kernel/tracing
 mount -t debugfs debugfs /newroot/sys/kernel/debug
 mount -t bpf bpf /newroot/sys/fs/bpf
-mount -t tmpfs tmpfs /newroot/tmp
 mount -t tmpfs tmpfs /newroot/run
 mkdir -p /newroot/kqvm
 mount --bind /cmd /newroot/kqvm
@@ -141,7 +141,9 @@ def prepare(name):
     package, opts = newest_package(name)
     home = os.path.join(CACHE, package)
     ready = os.path.join(home, "ready")
-    if os.path.exists(ready):
+    # The cache is rebuilt when the guest's layout (init script, modules) changes.
+    stamp = hashlib.sha256((INIT + " ".join(MODULES)).encode()).hexdigest()
+    if os.path.exists(ready) and open(ready).read().split()[-1:] == [stamp]:
         return home
     log(f"fetching {package}")
     shutil.rmtree(home, ignore_errors=True)
@@ -193,7 +195,7 @@ def prepare(name):
                           capture_output=True, check=True).stdout
     open(os.path.join(home, "initramfs.cpio"), "wb").write(cpio)
     shutil.rmtree(initrd)
-    open(ready, "w").write(package + "\n")
+    open(ready, "w").write(f"{package} {stamp}\n")
     log(f"{package} ready in {home}")
     return home
 
