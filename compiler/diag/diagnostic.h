@@ -3,6 +3,7 @@
 // error values (see compiler/diag/result.h).
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,15 +48,18 @@ struct Diagnostic {
 class Diagnostics {
  public:
   /// Reports a diagnostic of `kind` (its severity comes from kinds.def); chain `.note()`
-  /// on the result to add notes. Reporting an identical diagnostic again returns the first.
+  /// on the result to add notes (the reference stays valid). Reporting an identical
+  /// diagnostic again returns the first.
   Diagnostic& report(DiagKind kind, SourceRange range, std::string message);
 
   bool hasErrors() const { return error_count_ > 0; }
   size_t errorCount() const { return error_count_; }
-  const std::vector<Diagnostic>& all() const { return diagnostics_; }
+  const std::deque<Diagnostic>& all() const { return diagnostics_; }
 
  private:
-  std::vector<Diagnostic> diagnostics_;
+  // A deque: a reported Diagnostic stays where it is while more are reported, so a caller
+  // may add notes to it after looking further.
+  std::deque<Diagnostic> diagnostics_;
   size_t error_count_ = 0;
 };
 
