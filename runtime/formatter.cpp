@@ -209,8 +209,13 @@ class TextFormatter : public Formatter {
       } else if (names != columns_) {
         shared_columns_ = false;
       }
-      probe_width_ = std::max(probe_width_, std::min<size_t>(p.name.size(), 32));
+      probe_width_ = std::max(probe_width_, std::min<size_t>(p.name.size() + (layout.queries > 1 ? 2 : 0), 32));
     }
+  }
+
+  /// With several queries, each line says which query it came from: `2:tcp_sendmsg`.
+  std::string probeName(const ProbeLayout& probe) const {
+    return layout_.queries > 1 ? fmt::format("{}:{}", probe.query + 1, probe.name) : probe.name;
   }
 
   void begin() override {
@@ -227,7 +232,7 @@ class TextFormatter : public Formatter {
     std::string comm = stringText(reinterpret_cast<const uint8_t*>(h.comm), sizeof h.comm);
     std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
                                    clockText(static_cast<int64_t>(h.time_ns) + offset_, false), h.cpu,
-                                   h.pid, comm, probe.name, probe_width_);
+                                   h.pid, comm, probeName(probe), probe_width_);
     std::vector<std::string> blocks;
     for (const FieldLayout& f : probe.fields) {
       if (f.hidden || f.offset + f.size > size) continue;

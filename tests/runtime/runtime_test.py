@@ -214,6 +214,18 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertRegex(err, r"\n  kprobe: ")
         self.assertIn("kq list 'tracepoint:net:*'", err)
 
+    def test_a_script_runs_its_queries_together(self):
+        script = write_script("two.kq", 'trace syscall:openat where comm == "cat" select str(filename)\n'
+                                        'trace tracepoint:sched:sched_process_exec select comm\n')
+        status, out, err = kq(script, "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        rows = out.splitlines()[1:]
+        # Each line says which query it came from; their columns differ, so name=value.
+        self.assertTrue(any(" 1:syscall:openat " in r and r.endswith("str(filename)=/etc/hostname") for r in rows), out)
+        self.assertTrue(any(" 2:tracepoint:sched:sched_process_exec " in r and r.endswith("comm=cat") for r in rows), out)
+        status, out, err = kq("-o", "json", script, "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual({json.loads(line)["query"] for line in out.splitlines()}, {1, 2})
+
     def test_builtins(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
                               'select netns, uid, cgroup, tid, kstack limit 1', "-c", "cat /etc/hostname >/dev/null")
