@@ -41,6 +41,7 @@ std::string errnoText(int err) { return std::strerror(err < 0 ? -err : err); }
 }  // namespace
 
 struct Btf::Index {
+  uint8_t built = 0;  // which Parts are indexed
   NameMap functions;
   NameMap structs;
   NameMap unions;
@@ -190,38 +191,43 @@ void Btf::loadModules() const {
     ::btf* raw = btf__parse_split(path.c_str(), files_.front().btf);
     if (!raw) continue;  // an unreadable module hides only its own functions
     files_.push_back({name, raw});
-    if (index_) buildIndex(files_.back());
+    if (index_) buildIndex(files_.back(), index_->built);
   }
 }
 
 // ---------------------------------------------------------------------------------------
 // Indexes
 
-void Btf::buildIndex(const BtfFile& file) const {
+void Btf::buildIndex(const BtfFile& file, uint8_t parts) const {
   Index& index = *index_;
   const ::btf* base = btf__base_btf(file.btf);
   TypeId first = base ? btf__type_cnt(base) : 1;
   TypeId count = btf__type_cnt(file.btf);
+  bool functions = parts & kFunctions, types = parts & kTypes, enumerators = parts & kEnumerators;
   for (TypeId id = first; id < count; ++id) {
     const ::btf_type* t = btf__type_by_id(file.btf, id);
-    const char* name = btf__name_by_offset(file.btf, t->name_off);
-    if (btf_is_any_enum(t)) {
-      bool is64 = btf_is_enum64(t);
+    uint16_t kind = btf_kind(t);
+    if (enumerators && (kind == BTF_KIND_ENUM || kind == BTF_KIND_ENUM64)) {
+      bool is64 = kind == BTF_KIND_ENUM64;
       for (uint16_t i = 0; i < btf_vlen(t); ++i) {
         uint32_t off = is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off;
         index.enumerators.emplace(btf__name_by_offset(file.btf, off),
                                   std::pair{Entry{&file, id}, static_cast<uint32_t>(i)});
       }
     }
-    if (!name || !*name) continue;
+    if (t->name_off == 0) continue;
     Entry entry{&file, id};
-    switch (btf_kind(t)) {
-      case BTF_KIND_FUNC: index.functions.emplace(name, entry); break;
-      case BTF_KIND_STRUCT: index.structs.emplace(name, entry); break;
-      case BTF_KIND_UNION: index.unions.emplace(name, entry); break;
+    if (kind == BTF_KIND_FUNC) {
+      if (functions) index.functions.emplace(btf__name_by_offset(file.btf, t->name_off), entry);
+      continue;
+    }
+    if (!types) continue;
+    switch (kind) {
+      case BTF_KIND_STRUCT: index.structs.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
+      case BTF_KIND_UNION: index.unions.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
       case BTF_KIND_ENUM:
-      case BTF_KIND_ENUM64: index.enums.emplace(name, entry); break;
-      case BTF_KIND_TYPEDEF: index.typedefs.emplace(name, entry); break;
+      case BTF_KIND_ENUM64: index.enums.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
+      case BTF_KIND_TYPEDEF: index.typedefs.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
       default: break;
     }
   }
@@ -237,20 +243,48 @@ std::optional<BtfType> lookup(const NameMap& map, std::string_view name) {
 
 }  // namespace
 
-const Btf::Index& Btf::index() const {
+// Each part of the index is one pass over every type, made only when a lookup needs it:
+// checking a one-liner rarely needs the enumerators, say.
+const Btf::Index& Btf::index(uint8_t part) const {
   if (!index_) {
     index_ = std::make_unique<Index>();
-    for (const BtfFile& f : files_) buildIndex(f);
+    index_->functions.reserve(1 << 16);
+  }
+  if (!(index_->built & part)) {
+    for (const BtfFile& f : files_) buildIndex(f, part);
+    index_->built |= part;
   }
   return *index_;
 }
 
+std::optional<BtfType> Btf::find(std::string_view name, uint8_t part, uint16_t kind,
+                                 bool with_modules) const {
+  // A few lookups scan the types (libbpf's linear search is cheap); many build an index.
+  constexpr int kScansBeforeIndexing = 8;
+  bool indexed = index_ && (index_->built & part);
+  if (!indexed && ++scans_ <= kScansBeforeIndexing) {
+    std::string key(name);
+    for (const BtfFile& file : files_) {
+      if (&file != &files_.front() && !with_modules) break;
+      int id = btf__find_by_name_kind(file.btf, key.c_str(), kind);
+      if (id > 0) return BtfType{&file, static_cast<TypeId>(id)};
+    }
+    return std::nullopt;
+  }
+  const Index& idx = index(part);
+  const NameMap& map = kind == BTF_KIND_FUNC      ? idx.functions
+                       : kind == BTF_KIND_STRUCT  ? idx.structs
+                       : kind == BTF_KIND_UNION   ? idx.unions
+                       : kind == BTF_KIND_TYPEDEF ? idx.typedefs
+                                                  : idx.enums;
+  return lookup(map, name);
+}
+
 std::optional<Function> Btf::findFunction(std::string_view name) const {
-  index();
-  auto found = lookup(index_->functions, name);
-  if (!found) {
+  auto found = find(name, kFunctions, BTF_KIND_FUNC, true);
+  if (!found && !modules_loaded_ && can_load_modules_) {
     loadModules();
-    found = lookup(index_->functions, name);
+    found = find(name, kFunctions, BTF_KIND_FUNC, true);
   }
   if (!found) return std::nullopt;
   const std::string& module = found->file == &files_.front() ? std::string() : found->file->name;
@@ -258,7 +292,7 @@ std::optional<Function> Btf::findFunction(std::string_view name) const {
 }
 
 std::vector<std::string_view> Btf::functionNames(bool with_modules) const {
-  index();
+  index(kFunctions);
   if (with_modules) loadModules();
   std::vector<std::string_view> names;
   names.reserve(index_->functions.size());
@@ -281,27 +315,24 @@ std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modul
 }
 
 std::optional<BtfType> Btf::findStruct(std::string_view name) const {
-  index();
-  return lookup(index_->structs, name);
+  return find(name, kTypes, BTF_KIND_STRUCT, false);
 }
 
 std::optional<BtfType> Btf::findUnion(std::string_view name) const {
-  index();
-  return lookup(index_->unions, name);
+  return find(name, kTypes, BTF_KIND_UNION, false);
 }
 
 std::optional<BtfType> Btf::findEnum(std::string_view name) const {
-  index();
-  return lookup(index_->enums, name);
+  if (auto e = find(name, kTypes, BTF_KIND_ENUM, false)) return e;
+  return find(name, kTypes, BTF_KIND_ENUM64, false);
 }
 
 std::optional<BtfType> Btf::findTypedef(std::string_view name) const {
-  index();
-  return lookup(index_->typedefs, name);
+  return find(name, kTypes, BTF_KIND_TYPEDEF, false);
 }
 
 std::optional<Enumerator> Btf::findEnumerator(std::string_view name) const {
-  index();
+  index(kEnumerators);
   auto it = index_->enumerators.find(name);
   if (it == index_->enumerators.end()) return std::nullopt;
   BtfType type{it->second.first.first, it->second.first.second};
@@ -313,7 +344,7 @@ std::optional<Enumerator> Btf::findEnumerator(std::string_view name) const {
 }
 
 std::vector<std::string_view> Btf::structNames() const {
-  index();
+  index(kTypes);
   std::vector<std::string_view> names;
   for (const auto& [name, entry] : index_->structs) names.push_back(name);
   std::sort(names.begin(), names.end());
@@ -321,8 +352,7 @@ std::vector<std::string_view> Btf::structNames() const {
 }
 
 std::optional<Function> Btf::findTracepointHandler(std::string_view event) const {
-  index();
-  auto found = lookup(index_->functions, "__bpf_trace_" + std::string(event));
+  auto found = find("__bpf_trace_" + std::string(event), kFunctions, BTF_KIND_FUNC, false);
   if (!found) return std::nullopt;
   return functionOf(*found, "");
 }

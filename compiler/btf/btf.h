@@ -114,8 +114,12 @@ class Btf {
  private:
   Btf() = default;
   struct Index;
-  const Index& index() const;
-  void buildIndex(const BtfFile& file) const;
+  static constexpr uint8_t kFunctions = 1, kTypes = 2, kEnumerators = 4;
+  const Index& index(uint8_t part) const;
+  /// A named type of BTF kind `kind`, by scanning or through the index `part`.
+  std::optional<BtfType> find(std::string_view name, uint8_t part, uint16_t kind,
+                              bool with_modules) const;
+  void buildIndex(const BtfFile& file, uint8_t parts) const;
   void loadModules() const;
 
   std::string origin_;
@@ -125,6 +129,7 @@ class Btf {
   // are added.
   mutable std::deque<BtfFile> files_;
   mutable std::unique_ptr<Index> index_;
+  mutable int scans_ = 0;
 };
 
 /// glob(7)-style matching with `*` and `?`.

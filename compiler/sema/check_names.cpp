@@ -70,6 +70,8 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
     if (!info.type) info.type = error();  // its own error was reported
     return info;
   }
+  // Properties before enumerators: finding an enumerator indexes every enum of the kernel.
+  if (auto property = this->property(id)) return *property;
   if (auto e = ctx_.btf.findEnumerator(name)) {
     info.ref = Ref::Enumerator;
     info.value = e->value;
@@ -77,7 +79,6 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
     info.constant = true;
     return info;
   }
-  if (auto property = this->property(id)) return *property;
   unknownName(id);
   info.type = error();
   return info;
@@ -144,7 +145,7 @@ ExprInfo ExprChecker::returnValue(const ast::Expr& e) {
 
 std::optional<ExprInfo> ExprChecker::property(const ast::Identifier& id) {
   if (!scope_.target) return std::nullopt;
-  ctx_.loadProperties();
+  ctx_.loadProperties(id.name);
   auto it = ctx_.properties.find(id.name);
   if (it == ctx_.properties.end()) return std::nullopt;
   for (const ast::FnDecl* fn : it->second) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,10 +41,12 @@ struct Context {
   /// Every stdlib function usable as a property, loaded on first need.
   std::map<std::string, std::vector<const ast::FnDecl*>, std::less<>> properties;
   bool properties_loaded = false;
+  std::set<std::string> property_modules;  // stdlib modules whose properties are loaded
 
   /// Parses the stdlib module `name` once; null when there is no such module.
   const ast::Script* loadModule(const std::string& name);
-  void loadProperties();
+  /// Loads the properties that could be named `name` (every property when it is empty).
+  void loadProperties(std::string_view name = "");
 };
 
 /// The kq type named in a cast or parameter, or the error type after reporting why not.

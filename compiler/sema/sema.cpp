@@ -23,17 +23,23 @@ const ast::Script* Context::loadModule(const std::string& name) {
   return nullptr;
 }
 
-void Context::loadProperties() {
-  if (properties_loaded) return;
-  properties_loaded = true;
+void Context::loadProperties(std::string_view name) {
   auto add = [&](const ast::Script& script) {
     for (const ast::Item& item : script.items) {
       const auto* fn = std::get_if<ast::FnDecl>(&item);
       if (fn && fn->params.size() == 1 && fn->params[0].type) properties[fn->name].push_back(fn);
     }
   };
-  add(script);
+  if (!properties_loaded) {
+    properties_loaded = true;
+    add(script);
+  }
+  // Parsing a module costs more than a one-liner: only those that can declare `name`.
+  std::string declaration = "fn " + std::string(name) + "(";
   for (const StdlibModule& module : stdlibModules()) {
+    if (property_modules.count(std::string(module.name))) continue;
+    if (!name.empty() && module.text.find(declaration) == std::string_view::npos) continue;
+    property_modules.insert(std::string(module.name));
     if (const ast::Script* parsed = loadModule(std::string(module.name))) add(*parsed);
   }
 }
