@@ -1,0 +1,162 @@
+// Internal to compiler/lower, not a public interface: the builder behind lowerProgram (lower.h).
+// Its members are defined in lower_program.cpp (entry point, record layouts, probes),
+// probe_programs.cpp (the programs of each kind of probe) and program_emitter.cpp (the code
+// every program is made of).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/lower/expr_lowering.h"
+#include "compiler/lower/lower.h"
+
+namespace kq::lower {
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const sema::CheckedProgram& checked, const btf::Btf& btf,
+                 const SourceManager& sources, const LowerOptions& options, Diagnostics& diags,
+                 FileId main_file);
+
+  std::optional<CompiledProgram> build(std::string* error);
+
+ private:
+  static constexpr uint32_t kHeaderBytes = sizeof(runtime::EventHeader);
+  static constexpr uint32_t kStackBytes = 8 * 32;
+  static constexpr uint32_t kStashArgs = 6;
+  static constexpr uint32_t kStashBytes = 8 * (1 + kStashArgs);  // entry time, then arguments
+  static constexpr uint32_t kMaxContextDepth = 8;
+
+  /// One value a record carries, and the expression that computes it.
+  struct Field {
+    runtime::FieldLayout layout;
+    const ast::Expr* expr = nullptr;  // null for an argument captured by `*`
+    uint32_t arg = 0;                 // the argument, for `*`
+    const sema::Type* type = nullptr;
+  };
+
+  struct Probe {
+    const sema::ResolvedQuery& query;
+    const sema::ResolvedProbe& probe;
+    const sema::ResolvedTarget& target;
+    const std::vector<Field>& fields;
+    uint32_t id;
+    uint32_t record_bytes;
+    /// Call context (`a -> b -> c`): the chain's group, its per-thread depths, and how many
+    /// outer functions there are.
+    std::optional<uint32_t> group;
+    llvm::GlobalVariable* context = nullptr;
+    uint32_t context_levels = 0;
+  };
+
+  /// A program being generated: its function, a builder, and the block that returns 0.
+  struct Emitter {
+    explicit Emitter(llvm::Function* f, llvm::LLVMContext& ctx) : fn(f), b(ctx) {}
+    llvm::Function* fn;
+    llvm::IRBuilder<> b;
+    llvm::BasicBlock* bail = nullptr;  // returns 0
+  };
+
+  static MapType runtime_ringbuf() { return MapType::Ringbuf; }
+
+  void unsupported(SourceRange at, std::string what);
+
+  // ---- layouts (lower_program.cpp) ----------------------------------------------------------
+
+  /// The field a value of `type` needs, from the expression that computes it.
+  runtime::FieldLayout layoutFor(const sema::ExprTable& exprs, const ast::Expr* e,
+                                 const sema::Type* type, std::string name);
+
+  /// The record's fields: captures (ksnoop-style), then `select` items.
+  std::vector<Field> fieldsOf(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe);
+
+  // ---- probes (lower_program.cpp, probe_programs.cpp) ---------------------------------------
+
+  void lowerProbe(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+                  uint32_t query_number);
+
+  /// Entry and exit programs for an outer function of a call context: entering counts one
+  /// level deeper (only inside the levels before it), leaving one less.
+  void lowerContext(const Probe& p, const btf::Function& fn, uint32_t level);
+
+  /// Returns early unless the thread is inside every outer function of the call context.
+  void contextFilter(Emitter& e, ExprLowering& lower, const Probe& p);
+
+  uint32_t newGroup(const std::string& name);
+
+  std::string programName();
+
+  void plan(const std::string& function, runtime::Attach attach, const std::string& target,
+            uint32_t group, uint32_t method, const std::string& binary = "");
+
+  llvm::GlobalVariable* stashMap();
+
+  /// Whether a probe's expressions use `func`, whose value a kprobe.multi program would
+  /// have to find at run time.
+  static bool usesFunc(const sema::ResolvedProbe& probe);
+
+  /// One program for every function of a glob (kernels with CONFIG_FPROBE).
+  void lowerKprobeMulti(const Probe& p);
+
+  /// `multi`: the function is one of a glob's, whose kprobe.multi program is method 1, so
+  /// its own kprobes are method 2.
+  void lowerFunction(const Probe& p, const btf::Function& fn, bool multi = false);
+
+  void lowerTracepoint(const Probe& p);
+
+  void lowerSyscall(const Probe& p);
+
+  void lowerUprobe(const Probe& p, const ast::UprobeTarget& u, const std::string& symbol);
+
+  // ---- programs (program_emitter.cpp) -------------------------------------------------------
+
+  std::unique_ptr<Emitter> begin(const std::string& name, const std::string& section,
+                                 const ast::Target& target);
+
+  llvm::Value* mapLookup(Emitter& e, llvm::GlobalVariable* map, llvm::Value* key_slot);
+
+  /// The thread id as a map key in a stack slot.
+  llvm::Value* tidKey(Emitter& e, ExprLowering& lower);
+
+  /// Returns early unless the event's process is the one being traced.
+  void processFilter(Emitter& e, ExprLowering& lower);
+
+  /// At function entry: save the entry time and the arguments for the exit program.
+  void emitStash(const Probe& p, const std::string& name, const std::string& section,
+                 runtime::Attach attach, const std::string& target, uint32_t group,
+                 uint32_t method, ArgAccess args, llvm::GlobalVariable* stash, uint32_t nargs,
+                 const std::string& binary = "");
+
+  /// The program that evaluates `where` and writes a record.
+  void emitMain(const Probe& p, const std::string& name, const std::string& section,
+                runtime::Attach attach, const std::string& target, uint32_t group,
+                uint32_t method, ArgAccess args, const std::string& func,
+                llvm::GlobalVariable* stash = nullptr, const std::string& binary = "");
+
+  void writeHeader(Emitter& e, llvm::Value* record, uint32_t probe_id);
+
+  void writeField(Emitter& e, ExprLowering& lower, llvm::Value* record, const Field& f,
+                  const std::vector<Field>& all);
+
+  /// With `-c`: a child of a followed process is followed too.
+  void addForkFollower();
+
+  const sema::CheckedProgram& checked_;
+  const btf::Btf& btf_;
+  const SourceManager& sources_;
+  const LowerOptions& options_;
+  Diagnostics& diags_;
+  BpfModule module_;
+  CoreTypes core_;
+  runtime::ProgramPlan plan_;
+  llvm::GlobalVariable* events_ = nullptr;
+  llvm::GlobalVariable* lost_ = nullptr;
+  llvm::GlobalVariable* tracked_ = nullptr;
+  uint32_t program_count_ = 0;
+  uint32_t stash_count_ = 0;
+};
+
+}  // namespace kq::lower

@@ -1,0 +1,249 @@
+// The code every program is made of: its entry and bail-out blocks, the process and thread
+// filters, the entry program that stashes arguments, the main program that evaluates `where`
+// and writes a record to the ring buffer, and the fork follower of `-c`. Part of
+// ProgramBuilder (program_builder.h).
+#include "compiler/lower/program_builder.h"
+
+namespace kq::lower {
+
+using runtime::Attach;
+using runtime::FieldKind;
+using runtime::FieldLayout;
+
+std::unique_ptr<ProgramBuilder::Emitter> ProgramBuilder::begin(const std::string& name,
+                                                               const std::string& section,
+                                                               const ast::Target& target) {
+  llvm::Function* fn = module_.addProgram(name, section,
+                                          target.range.file == 0 ? target.range.begin : 0);
+  auto e = std::make_unique<Emitter>(fn, module_.context());
+  auto* entry = llvm::BasicBlock::Create(module_.context(), "entry", fn);
+  e->bail = llvm::BasicBlock::Create(module_.context(), "bail", fn);
+  e->b.SetInsertPoint(e->bail);
+  e->b.SetCurrentDebugLocation(module_.location(fn->getSubprogram(), target.range.begin));
+  e->b.CreateRet(e->b.getInt32(0));
+  e->b.SetInsertPoint(entry);
+  e->b.SetCurrentDebugLocation(module_.location(fn->getSubprogram(), target.range.begin));
+  return e;
+}
+
+llvm::Value* ProgramBuilder::mapLookup(Emitter& e, llvm::GlobalVariable* map,
+                                       llvm::Value* key_slot) {
+  return module_.callHelper(e.b, Helper::MapLookupElem, e.b.getPtrTy(), {map, key_slot});
+}
+
+llvm::Value* ProgramBuilder::tidKey(Emitter& e, ExprLowering& lower) {
+  llvm::Value* key = lower.slot(4);
+  llvm::Value* pid_tgid = module_.callHelper(e.b, Helper::GetCurrentPidTgid, e.b.getInt64Ty(), {});
+  e.b.CreateStore(e.b.CreateTrunc(pid_tgid, e.b.getInt32Ty()), key);
+  return key;
+}
+
+void ProgramBuilder::processFilter(Emitter& e, ExprLowering& lower) {
+  if (!options_.pid && !tracked_) return;
+  llvm::Value* pid_tgid = module_.callHelper(e.b, Helper::GetCurrentPidTgid, e.b.getInt64Ty(), {});
+  llvm::Value* tgid = e.b.CreateLShr(pid_tgid, e.b.getInt64(32));
+  llvm::Value* keep;
+  if (tracked_) {
+    llvm::Value* key = lower.slot(4);
+    e.b.CreateStore(e.b.CreateTrunc(tgid, e.b.getInt32Ty()), key);
+    keep = e.b.CreateIsNotNull(mapLookup(e, tracked_, key));
+  } else {
+    keep = e.b.CreateICmpEQ(tgid, e.b.getInt64(options_.pid));
+  }
+  auto* next = llvm::BasicBlock::Create(module_.context(), "traced", e.fn);
+  e.b.CreateCondBr(keep, next, e.bail);
+  e.b.SetInsertPoint(next);
+}
+
+void ProgramBuilder::emitStash(const Probe& p, const std::string& name,
+                               const std::string& section, Attach attach,
+                               const std::string& target, uint32_t group, uint32_t method,
+                               ArgAccess args, llvm::GlobalVariable* stash, uint32_t nargs,
+                               const std::string& binary) {
+  auto e = begin(name, section, *p.target.target);
+  args.ctx = e->fn->getArg(0);
+  sema::ExprTable none;
+  ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), none, args,
+                     options_.string_bytes);
+  processFilter(*e, lower);
+  contextFilter(*e, lower, p);
+  llvm::Value* value = lower.slot(kStashBytes);
+  llvm::Value* now = module_.callHelper(e->b, Helper::KtimeGetNs, e->b.getInt64Ty(), {});
+  e->b.CreateStore(now, value);
+  for (uint32_t i = 0; i < std::min(nargs, kStashArgs); ++i) {
+    Val v = lower.arg(i, checked_.types->u64());
+    e->b.CreateStore(v.v, e->b.CreateGEP(e->b.getInt64Ty(), value, e->b.getInt64(1 + i)));
+  }
+  llvm::Value* key = tidKey(*e, lower);
+  module_.callHelper(e->b, Helper::MapUpdateElem, e->b.getInt64Ty(),
+                     {stash, key, value, e->b.getInt64(0)});
+  e->b.CreateRet(e->b.getInt32(0));
+  plan(name, attach, target, group, method, binary);
+}
+
+void ProgramBuilder::emitMain(const Probe& p, const std::string& name, const std::string& section,
+                              Attach attach, const std::string& target, uint32_t group,
+                              uint32_t method, ArgAccess args, const std::string& func,
+                              llvm::GlobalVariable* stash, const std::string& binary) {
+  auto e = begin(name, section, *p.target.target);
+  args.ctx = e->fn->getArg(0);
+  args.probe_args = &p.target.args;
+  args.func = func;
+  args.probe = p.target.description;
+  ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
+                     args, options_.string_bytes);
+  processFilter(*e, lower);
+  contextFilter(*e, lower, p);
+
+  if (stash) {
+    llvm::Value* key = tidKey(*e, lower);
+    llvm::Value* saved = mapLookup(*e, stash, key);
+    auto* found = llvm::BasicBlock::Create(module_.context(), "stashed", e->fn);
+    e->b.CreateCondBr(e->b.CreateIsNotNull(saved), found, e->bail);
+    e->b.SetInsertPoint(found);
+    // The exit program reads what the entry program saved, then forgets it.
+    args.entry_ns = e->b.CreateLoad(e->b.getInt64Ty(), saved);
+    args.stashed.clear();
+    for (uint32_t i = 0; i < kStashArgs; ++i) {
+      args.stashed.push_back(e->b.CreateLoad(
+          e->b.getInt64Ty(), e->b.CreateGEP(e->b.getInt64Ty(), saved, e->b.getInt64(1 + i))));
+    }
+    module_.callHelper(e->b, Helper::MapDeleteElem, e->b.getInt64Ty(), {stash, key});
+  }
+  ExprLowering body(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
+                    args, options_.string_bytes);
+  body.setKernelBtf(&btf_);
+
+  const ast::Clauses& clauses = p.query.query->clauses;
+  if (clauses.where) {
+    llvm::Value* keep = body.condition(*clauses.where);
+    auto* pass = llvm::BasicBlock::Create(module_.context(), "kept", e->fn);
+    e->b.CreateCondBr(keep, pass, e->bail);
+    e->b.SetInsertPoint(pass);
+  }
+  e->b.SetCurrentDebugLocation(module_.location(e->fn->getSubprogram(), p.target.target->range.begin));
+  llvm::Value* record = module_.callHelper(e->b, Helper::RingbufReserve, e->b.getPtrTy(),
+                                           {events_, e->b.getInt64(p.record_bytes), e->b.getInt64(0)});
+  auto* reserved = llvm::BasicBlock::Create(module_.context(), "reserved", e->fn);
+  auto* full = llvm::BasicBlock::Create(module_.context(), "full", e->fn);
+  e->b.CreateCondBr(e->b.CreateIsNotNull(record), reserved, full);
+
+  // The ring buffer is full: count the lost event.
+  e->b.SetInsertPoint(full);
+  llvm::Value* zero = body.slot(4);
+  e->b.CreateStore(e->b.getInt32(0), zero);
+  llvm::Value* counter = mapLookup(*e, lost_, zero);
+  auto* count = llvm::BasicBlock::Create(module_.context(), "count", e->fn);
+  e->b.CreateCondBr(e->b.CreateIsNotNull(counter), count, e->bail);
+  e->b.SetInsertPoint(count);
+  e->b.CreateStore(e->b.CreateAdd(e->b.CreateLoad(e->b.getInt64Ty(), counter), e->b.getInt64(1)),
+                   counter);
+  e->b.CreateBr(e->bail);
+
+  e->b.SetInsertPoint(reserved);
+  writeHeader(*e, record, p.id);
+  for (const Field& f : p.fields) writeField(*e, body, record, f, p.fields);
+  module_.callHelper(e->b, Helper::RingbufSubmit, e->b.getVoidTy(), {record, e->b.getInt64(0)});
+  e->b.CreateRet(e->b.getInt32(0));
+  plan(name, attach, target, group, method, binary);
+}
+
+void ProgramBuilder::writeHeader(Emitter& e, llvm::Value* record, uint32_t probe_id) {
+  llvm::IRBuilder<>& b = e.b;
+  auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), record, b.getInt64(offset)); };
+  b.CreateStore(module_.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {}), at(0));
+  b.CreateStore(b.getInt32(probe_id), at(8));
+  b.CreateStore(b.CreateTrunc(module_.callHelper(b, Helper::GetSmpProcessorId, b.getInt64Ty(), {}),
+                              b.getInt32Ty()),
+                at(12));
+  llvm::Value* pid_tgid = module_.callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
+  b.CreateStore(b.CreateTrunc(b.CreateLShr(pid_tgid, b.getInt64(32)), b.getInt32Ty()), at(16));
+  b.CreateStore(b.CreateTrunc(pid_tgid, b.getInt32Ty()), at(20));
+  module_.callHelper(b, Helper::GetCurrentComm, b.getInt64Ty(), {at(24), b.getInt64(16)});
+}
+
+void ProgramBuilder::writeField(Emitter& e, ExprLowering& lower, llvm::Value* record,
+                                const Field& f, const std::vector<Field>& all) {
+  llvm::IRBuilder<>& b = e.b;
+  llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
+  if (f.layout.hidden) return;  // written by the field it belongs to
+  switch (f.layout.kind) {
+    case FieldKind::String:
+      if (f.expr) {
+        lower.storeString(*f.expr, dst, f.layout.size);
+      } else {
+        lower.storeArgString(f.arg, f.type, dst, f.layout.size);
+      }
+      return;
+    case FieldKind::KernelStack:
+    case FieldKind::UserStack:
+      module_.callHelper(b, Helper::GetStack, b.getInt64Ty(),
+                         {e.fn->getArg(0), dst, b.getInt64(f.layout.size),
+                          b.getInt64(f.layout.kind == FieldKind::UserStack ? 256 : 0)});
+      return;
+    case FieldKind::Record: {
+      llvm::Value* address;
+      if (f.expr) {
+        address = lower.storeRecord(*f.expr, dst, f.layout.size);
+      } else {
+        Val v = lower.arg(f.arg, f.type);
+        lower.probeRead(dst, f.layout.size, v.v, v.user, false);
+        address = v.v;
+      }
+      const FieldLayout& addr = all[f.layout.address_field].layout;
+      b.CreateStore(address, b.CreateGEP(b.getInt8Ty(), record, b.getInt64(addr.offset)));
+      return;
+    }
+    default: {
+      Val v = f.expr ? lower.value(*f.expr) : lower.arg(f.arg, f.type);
+      b.CreateStore(v.v, dst);
+      return;
+    }
+  }
+}
+
+void ProgramBuilder::addForkFollower() {
+  auto task = btf_.findStruct("task_struct");
+  if (!task) return;
+  const sema::Type* task_type = checked_.types->fromBtf(*task);
+  auto tgid = checked_.types->findMember(task_type, "tgid");
+  if (!tgid || tgid->steps.size() != 1) return;
+  uint32_t group = newGroup("following forks");
+  std::string name = programName();
+  llvm::Function* fn = module_.addProgram(name, "tp_btf/sched_process_fork");
+  llvm::IRBuilder<> b(module_.context());
+  auto* entry = llvm::BasicBlock::Create(module_.context(), "entry", fn);
+  auto* follow = llvm::BasicBlock::Create(module_.context(), "follow", fn);
+  auto* done = llvm::BasicBlock::Create(module_.context(), "done", fn);
+  b.SetInsertPoint(entry);
+  b.SetCurrentDebugLocation(module_.location(fn->getSubprogram(), 0));
+  const CoreTypes::Record& rec = core_.record(tgid->steps[0].first);
+  auto [ir_index, di_index] = rec.index[tgid->steps[0].second];
+  auto tgidOf = [&](uint32_t arg) {
+    llvm::Value* slot = b.CreateGEP(b.getInt64Ty(), fn->getArg(0), b.getInt64(arg));
+    llvm::Value* task_ptr = b.CreateIntToPtr(b.CreateLoad(b.getInt64Ty(), slot), b.getPtrTy());
+    llvm::Value* field = b.CreatePreserveStructAccessIndex(rec.ir, task_ptr, ir_index, di_index, rec.di);
+    return b.CreateLoad(b.getInt32Ty(), field);
+  };
+  auto keySlot = [&](llvm::Value* v) {
+    llvm::IRBuilder<> top(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+    llvm::Value* slot = top.CreateAlloca(b.getInt32Ty());
+    b.CreateStore(v, slot);
+    return slot;
+  };
+  llvm::Value* parent = keySlot(tgidOf(0));
+  llvm::Value* found = module_.callHelper(b, Helper::MapLookupElem, b.getPtrTy(), {tracked_, parent});
+  b.CreateCondBr(b.CreateIsNotNull(found), follow, done);
+  b.SetInsertPoint(follow);
+  llvm::Value* child = keySlot(tgidOf(1));
+  llvm::IRBuilder<> top(&fn->getEntryBlock(), fn->getEntryBlock().begin());
+  llvm::Value* one = top.CreateAlloca(b.getInt8Ty());
+  b.CreateStore(b.getInt8(1), one);
+  module_.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {tracked_, child, one, b.getInt64(0)});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRet(b.getInt32(0));
+  plan(name, Attach::TpBtf, "sched_process_fork", group, 0);
+}
+
+}  // namespace kq::lower

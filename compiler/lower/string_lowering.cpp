@@ -1,0 +1,201 @@
+// Strings inside expressions: a string is a byte buffer on the stack (or a record field),
+// filled from a literal, `comm`, `func`, `probe`, str(), a char array or a char pointer;
+// `==`, `!=` and `~` compare against a literal's bytes (a trailing `*` matches a prefix), or
+// two run-time strings up to their first NUL. Also storeRecord: a struct's bytes, read into a
+// record field the same way. Part of ExprLowering (expr_lowering.h).
+#include "compiler/lower/expr_lowering.h"
+
+#include "compiler/sema/builtins/builtins.h"
+
+namespace kq::lower {
+
+using sema::TypeKind;
+
+// ---- strings ------------------------------------------------------------------------------
+
+Val ExprLowering::string(const ast::Expr& e, uint32_t max) {
+  llvm::Value* dst = slot(max);
+  storeString(e, dst, max);
+  return Val{dst, types_.string(), false, false, max};
+}
+
+void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t size) {
+  const sema::ExprInfo& ei = info(e);
+  at(e);
+  auto constant = [&](std::string_view text) {
+    for (uint32_t i = 0; i < size; ++i) {
+      char c = i < text.size() ? text[i] : 0;
+      b_.CreateStore(b_.getInt8(c), b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(i)));
+      if (i >= text.size()) break;
+    }
+  };
+  if (e.kind == ast::ExprKind::String) {
+    constant(ast::as<ast::StringLiteral>(e).value);
+    return;
+  }
+  if (e.kind == ast::ExprKind::Identifier && ei.ref == sema::Ref::Builtin) {
+    std::string_view name = sema::builtinVariables()[ei.index].name;
+    if (name == "comm") {
+      uint32_t n = std::min<uint32_t>(size, 16);
+      module_.callHelper(b_, Helper::GetCurrentComm, b_.getInt64Ty(), {dst, b_.getInt64(n)});
+    } else if (name == "func") {
+      constant(args_.func);
+    } else {
+      constant(args_.probe);
+    }
+    return;
+  }
+  if (e.kind == ast::ExprKind::Identifier &&
+      (ei.ref == sema::Ref::Property || ei.ref == sema::Ref::Fn || ei.ref == sema::Ref::Let ||
+       ei.ref == sema::Ref::Param)) {
+    if (ei.ref == sema::Ref::Param) {
+      const Val& p = params_.at(ei.index);
+      b_.CreateMemCpy(dst, llvm::MaybeAlign(1), toPtr(p.v), llvm::MaybeAlign(1),
+                      std::min(size, p.len ? p.len : size));
+      return;
+    }
+    const sema::ExprTable* saved = exprs_;
+    std::vector<Val> saved_params = params_;
+    if (ei.ref == sema::Ref::Property) params_ = {arg(ei.index, argType(ei.index))};
+    exprs_ = ei.body.get();
+    storeString(ei.ref == sema::Ref::Let ? *ei.let->value : *ei.fn->body, dst, size);
+    exprs_ = saved;
+    params_ = saved_params;
+    return;
+  }
+  if (e.kind == ast::ExprKind::Call) {
+    const auto& c = ast::as<ast::Call>(e);
+    if (ei.ref == sema::Ref::Fn) {
+      std::vector<Val> args;
+      for (const ast::ExprPtr& a : c.args) args.push_back(value(*a));
+      const sema::ExprTable* saved = exprs_;
+      std::vector<Val> saved_params = std::move(params_);
+      exprs_ = ei.body.get();
+      params_ = std::move(args);
+      storeString(*ei.fn->body, dst, size);
+      exprs_ = saved;
+      params_ = std::move(saved_params);
+      return;
+    }
+    // str(p[, n])
+    const sema::Type* p_type = info(*c.args[0]).type;
+    uint32_t n = size;
+    if (c.args.size() == 2 && c.args[1]->kind == ast::ExprKind::Integer) {
+      n = std::min<uint32_t>(size, static_cast<uint32_t>(ast::as<ast::IntegerLiteral>(*c.args[1]).value));
+    }
+    if (p_type->kind == TypeKind::Array || p_type->kind == TypeKind::String) {
+      storeString(*c.args[0], dst, n);
+      return;
+    }
+    Val p = value(*c.args[0]);
+    probeRead(dst, n, p.v, p.user, true);
+    return;
+  }
+  if (ei.ref == sema::Ref::Arg) {
+    storeArgString(ei.index, ei.type, dst, size);
+    return;
+  }
+  if (ei.type->kind == TypeKind::Array) {
+    Place p = place(e);
+    uint32_t n = std::min(size, ei.type->size);
+    probeRead(dst, n, b_.CreatePtrToInt(p.addr, b_.getInt64Ty()), p.user, false);
+    if (n < size) b_.CreateStore(b_.getInt8(0), b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(n)));
+    return;
+  }
+  // A char pointer: the string it points at.
+  Val p = value(e);
+  probeRead(dst, size, p.v, p.user, true);
+}
+
+void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst,
+                                  uint32_t size) {
+  if (args_.kind == ArgAccess::Kind::TracepointRecord && type->kind != TypeKind::Pointer) {
+    const kernel::TracepointField& f = recordField(index);
+    llvm::Value* field = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, b_.getInt64(f.offset));
+    if (f.type.rfind("__data_loc", 0) == 0) {
+      // A tracepoint's `__data_loc` string: a u32 (length << 16 | offset) in the record.
+      llvm::Value* loc = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), field), b_.getInt64Ty());
+      llvm::Value* offset = b_.CreateAnd(loc, b_.getInt64(0xffff));
+      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, offset);
+      probeRead(dst, size, b_.CreatePtrToInt(addr, b_.getInt64Ty()), false, true);
+    } else {
+      // A char array in the record.
+      probeRead(dst, std::min(size, f.size), b_.CreatePtrToInt(field, b_.getInt64Ty()), false, false);
+    }
+    return;
+  }
+  if (type->kind == TypeKind::Array) {
+    // A char array argument (tp_btf): read as bytes through its address.
+    Val p = arg(index, types_.pointerTo(type->element));
+    probeRead(dst, std::min(size, type->size), p.v, p.user, false);
+    return;
+  }
+  Val p = arg(index, type);
+  probeRead(dst, size, p.v, p.user, true);
+}
+
+Val ExprLowering::compareStrings(const ast::Binary& bin) {
+  using Op = ast::BinaryOp;
+  const ast::Expr* literal = nullptr;
+  const ast::Expr* other = nullptr;
+  if (bin.rhs->kind == ast::ExprKind::String) {
+    literal = bin.rhs.get();
+    other = bin.lhs.get();
+  } else if (bin.lhs->kind == ast::ExprKind::String) {
+    literal = bin.lhs.get();
+    other = bin.rhs.get();
+  }
+  llvm::Value* equal = b_.getTrue();
+  if (literal) {
+    std::string text = ast::as<ast::StringLiteral>(*literal).value;
+    bool prefix = false;
+    if (bin.op == Op::Match && !text.empty() && text.back() == '*') {
+      text.pop_back();
+      prefix = true;
+    }
+    // Compared: the literal's bytes, then (unless a prefix) the NUL after them. Read one
+    // byte more: a string read into exactly that many bytes would be cut to fit and match.
+    uint32_t need = static_cast<uint32_t>(text.size()) + (prefix ? 0 : 1);
+    Val s = string(*other, need + 1);
+    at(bin);
+    for (uint32_t i = 0; i < need; ++i) {
+      llvm::Value* c = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), s.v, b_.getInt64(i)));
+      char want = i < text.size() ? text[i] : 0;
+      equal = b_.CreateAnd(equal, b_.CreateICmpEQ(c, b_.getInt8(want)));
+    }
+  } else {
+    // Two strings known only at run time: equal up to the first NUL.
+    uint32_t n = string_bytes_;
+    Val a = string(*bin.lhs, n);
+    Val c = string(*bin.rhs, n);
+    at(bin);
+    llvm::Value* ended = b_.getFalse();
+    for (uint32_t i = 0; i < n; ++i) {
+      llvm::Value* x = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), a.v, b_.getInt64(i)));
+      llvm::Value* y = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), c.v, b_.getInt64(i)));
+      equal = b_.CreateAnd(equal, b_.CreateOr(ended, b_.CreateICmpEQ(x, y)));
+      ended = b_.CreateOr(ended, b_.CreateICmpEQ(x, b_.getInt8(0)));
+    }
+  }
+  if (bin.op == Op::Ne) equal = b_.CreateNot(equal);
+  return Val{b_.CreateZExt(equal, b_.getInt64Ty()), info(bin).type};
+}
+
+llvm::Value* ExprLowering::storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size) {
+  const sema::Type* type = info(e).type;
+  llvm::Value* addr;
+  bool user;
+  if (type->isPointer()) {
+    Val p = value(e);
+    addr = p.v;
+    user = p.user;
+  } else {
+    Place p = place(e);
+    addr = b_.CreatePtrToInt(p.addr, b_.getInt64Ty());
+    user = p.user;
+  }
+  probeRead(dst, size, addr, user, false);
+  return addr;
+}
+
+}  // namespace kq::lower
