@@ -57,15 +57,16 @@ std::string explain(Attach attach, int err, bool at_load) {
   err = std::abs(err);
   bool multi = attach == Attach::KprobeMulti || attach == Attach::KretprobeMulti;
   bool kprobe = attach == Attach::Kprobe || attach == Attach::Kretprobe || multi;
+  if (kprobe && !exists("/sys/bus/event_source/devices/kprobe")) {
+    return "this kernel has no kprobe support (no `kprobe` perf event source: CONFIG_KPROBES "
+           "or CONFIG_KPROBE_EVENTS is off)";
+  }
   if (multi && (err == EOPNOTSUPP || err == ENOTSUP || err == ESRCH)) {
     return fmt::format("this kernel cannot attach kprobe.multi programs ({}: it was built "
                        "without CONFIG_FPROBE)",
                        std::strerror(err));
   }
-  if (kprobe && !exists("/sys/bus/event_source/devices/kprobe")) {
-    return "this kernel has no kprobe support (no `kprobe` perf event source: CONFIG_KPROBES "
-           "or CONFIG_KPROBE_EVENTS is off)";
-  }
+
   bool tracing = attach == Attach::Fentry || attach == Attach::Fexit || attach == Attach::TpBtf;
   std::string what = at_load ? "loading" : "attaching";
   if (tracing && (err == EPERM || err == EACCES)) {
@@ -269,6 +270,31 @@ class Loader {
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
       bool forced = !forced_failure_.empty() && forced_failure_ == attachName(p->attach);
+      if (!forced && p->attach == Attach::Kprobe && !p->symbols.empty()) {
+        // One program at many kprobes (packet mode without kprobe.multi): functions that
+        // refuse a kprobe are skipped, and said with -v.
+        size_t failed = 0;
+        for (const std::string& symbol : p->symbols) {
+          bpf_link* link = bpf_program__attach_kprobe(prog, false, symbol.c_str());
+          if (link) {
+            loaded.links_.push_back(link);
+          } else {
+            ++failed;
+          }
+        }
+        if (failed == p->symbols.size()) {
+          int err = errno;
+          failed_group = static_cast<int>(p->group);
+          reasons_[p->group].push_back(fmt::format("kprobe: {}", explain(p->attach, err, false)));
+          failure = LoadFailure{"cannot attach kprobes"};
+          return false;
+        }
+        if (failed) {
+          loaded.notes_.push_back(fmt::format("{}: {} of {} functions refused a kprobe",
+                                              plan_.group_names[p->group], failed, p->symbols.size()));
+        }
+        continue;
+      }
       bpf_link* link = forced ? nullptr : attach(prog, *p);
       if (!link) {
         int err = forced ? EPERM : errno;

@@ -49,7 +49,7 @@ class LoadedObject {
   LoadedObject() = default;
   bpf_object* object_ = nullptr;
   std::vector<bpf_link*> links_;
-  std::vector<std::string> notes_;
+  std::vector<std::string> notes_;  // from the last, successful attempt
   std::vector<std::pair<std::string, std::string>> logs_;
   std::vector<std::unique_ptr<char[]>> log_buffers_;
 };

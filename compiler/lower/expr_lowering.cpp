@@ -194,7 +194,8 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
       return out;
     }
     case ArgAccess::Kind::PtRegs: {
-      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(kRegsArg[index % 6]));
+      uint32_t reg = index < args_.arg_positions.size() ? args_.arg_positions[index] : index;
+      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(kRegsArg[reg % 6]));
       Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
       out.user = args_.user_args;
       return out;
@@ -275,6 +276,9 @@ Val ExprLowering::builtin(const ast::Expr& e, uint32_t index) {
   else if (name == "time") v = call(Helper::KtimeGetNs);
   else if (name == "cgroup") v = call(Helper::GetCurrentCgroupId);
   else if (name == "netns") v = currentTaskChain({"nsproxy", "net_ns", "ns", "inum"}).v;
+  else if (name == "func" && args_.func_ip) {
+    v = module_.callHelper(b_, Helper::GetFuncIp, b_.getInt64Ty(), {args_.ctx});
+  }
   else if (name == "duration") {
     v = args_.entry_ns ? b_.CreateSub(call(Helper::KtimeGetNs), args_.entry_ns) : b_.getInt64(0);
   } else {

@@ -48,6 +48,11 @@ struct ArgAccess {
   uint32_t return_slot = 0;
   /// Arguments are user-space pointers (syscalls, uprobes).
   bool user_args = false;
+  /// PtRegs: the register of each argument, when it differs from its index (packet mode:
+  /// `skb` is wherever each function takes it).
+  std::vector<uint32_t> arg_positions;
+  /// `func` is the traced function's address (bpf_get_func_ip), not a constant name.
+  bool func_ip = false;
   /// The probe's arguments (their types), for properties.
   const std::vector<sema::ProbeArg>* probe_args = nullptr;
   /// A constant value for `func` and `probe` in this program.

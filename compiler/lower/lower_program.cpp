@@ -154,6 +154,26 @@ std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::Resolved
   const std::optional<ast::CaptureList>* captures = target.target->captures();
   bool has_list = captures && *captures;
   bool all = !has_list && clauses.select.empty();
+  bool packet = std::holds_alternative<ast::PacketTarget>(target.target->kind);
+  auto funcField = [&](std::string name) {
+    Field f;
+    f.layout.name = std::move(name);
+    f.layout.kind = FieldKind::Symbol;
+    f.layout.size = 8;
+    f.func_ip = true;
+    return f;
+  };
+  if (packet && all) {
+    // By default a packet shows where it is (the function) and which it is (the skb).
+    add(funcField("func"));
+    Field skb;
+    skb.layout.name = "skb";
+    skb.layout.kind = FieldKind::Pointer;
+    skb.layout.size = 8;
+    skb.type = target.args.front().type;
+    add(std::move(skb));
+    all = false;
+  }
   if (has_list) {
     for (const ast::Capture& c : (*captures)->items) {
       if (!c.expr) {
@@ -178,6 +198,11 @@ std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::Resolved
   for (const ast::SelectItem& item : clauses.select) {
     const sema::Type* type = probe.exprs.at(item.expr.get()).type;
     std::string name = item.alias ? *item.alias : sourceText(sources_, *item.expr);
+    const sema::ExprInfo& info = probe.exprs.at(item.expr.get());
+    if (packet && info.ref == sema::Ref::Builtin && sema::builtinVariables()[info.index].name == "func") {
+      add(funcField(name));
+      continue;
+    }
     add(Field{layoutFor(probe.exprs, item.expr.get(), type, name), item.expr.get(), 0, type});
   }
   uint32_t offset = kHeaderBytes;
@@ -212,8 +237,16 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
   }
   const sema::ResolvedTarget& target = probe.chain.back();
   const ast::Target& ast_target = *target.target;
-  if (std::holds_alternative<ast::PacketTarget>(ast_target.kind) ||
-      std::holds_alternative<ast::IntervalTarget>(ast_target.kind) ||
+  bool packet = std::holds_alternative<ast::PacketTarget>(ast_target.kind);
+  if (packet && std::get<ast::PacketTarget>(ast_target.kind).graph) {
+    unsupported(ast_target.range, "`packet graph`");
+    return;
+  }
+  if (packet && ast_query.clauses.where && usesFuncIn(probe, *ast_query.clauses.where)) {
+    unsupported(ast_query.clauses.where->range, "`func` in the `where` of a `packet` query");
+    return;
+  }
+  if (std::holds_alternative<ast::IntervalTarget>(ast_target.kind) ||
       std::holds_alternative<ast::ProfileTarget>(ast_target.kind)) {
     unsupported(ast_target.range, "this kind of probe");
     return;
@@ -256,6 +289,8 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
     lowerTracepoint(p);
   } else if (std::holds_alternative<ast::SyscallTarget>(ast_target.kind)) {
     lowerSyscall(p);
+  } else if (packet) {
+    lowerPacket(p);
   } else if (const auto* u = std::get_if<ast::UprobeTarget>(&ast_target.kind)) {
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
   }

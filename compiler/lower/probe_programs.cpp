@@ -2,6 +2,10 @@
 // kprobe.multi for globs), tp_btf or tracepoint for tracepoints and syscalls, uprobes, and the
 // entry and exit programs that track a call context; at exit, an entry program that stashes
 // the arguments. Part of ProgramBuilder (program_builder.h).
+#include <bpf/btf.h>
+
+#include <map>
+
 #include <fmt/format.h>
 
 #include "compiler/lower/program_builder.h"
@@ -241,6 +245,54 @@ void ProgramBuilder::lowerUprobe(const Probe& p, const ast::UprobeTarget& u,
   exit.ret = ArgAccess::Ret::Regs;
   emitMain(p, programName(), "uretprobe", Attach::Uretprobe, symbol, group, 0, exit, symbol,
            stash, u.binary);
+}
+
+}  // namespace kq::lower
+
+namespace kq::lower {
+
+bool ProgramBuilder::usesFuncIn(const sema::ResolvedProbe& probe, const ast::Expr& root) {
+  // Any `func` inside `root`'s source range.
+  for (const auto& [expr, info] : probe.exprs) {
+    if (info.ref == sema::Ref::Builtin && sema::builtinVariables()[info.index].name == "func" &&
+        expr->range.file == root.range.file && expr->range.begin >= root.range.begin &&
+        expr->range.end <= root.range.end) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void ProgramBuilder::lowerPacket(const Probe& p) {
+  uint32_t group = newGroup(p.target.description);
+  // Functions by the position of their `struct sk_buff *`: a program reads it from there.
+  std::map<uint32_t, std::vector<std::string>> by_position;
+  for (const btf::Function& fn : p.target.functions) {
+    for (uint32_t i = 0; i < fn.params.size() && i < 6; ++i) {
+      btf::BtfType t = fn.params[i].type.resolved();
+      if (t.id == 0 || !btf_is_ptr(t.get())) continue;
+      btf::BtfType pointee = btf::BtfType{t.file, t.get()->type}.resolved();
+      if (pointee.id != 0 && btf_is_struct(pointee.get()) && pointee.name() == "sk_buff") {
+        by_position[i].push_back(fn.name);
+        break;
+      }
+    }
+  }
+  for (uint32_t method = 0; method < 2; ++method) {
+    for (const auto& [position, symbols] : by_position) {
+      ArgAccess regs{ArgAccess::Kind::PtRegs};
+      regs.arg_positions = {position};
+      regs.func_ip = true;
+      size_t first = plan_.programs.size();
+      if (method == 0) {
+        emitMain(p, programName(), "kprobe.multi", Attach::KprobeMulti, "", group, 0, regs, "");
+      } else {
+        emitMain(p, programName(), "kprobe", Attach::Kprobe, "", group, 1, regs, "");
+      }
+      plan_.programs[first].symbols = symbols;
+      plan_.programs[first].target = fmt::format("{} functions", symbols.size());
+    }
+  }
 }
 
 }  // namespace kq::lower

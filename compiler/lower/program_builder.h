@@ -36,6 +36,7 @@ class ProgramBuilder {
     const ast::Expr* expr = nullptr;  // null for an argument captured by `*`
     uint32_t arg = 0;                 // the argument, for `*`
     const sema::Type* type = nullptr;
+    bool func_ip = false;  // the traced function's address (packet mode's `func`)
   };
 
   struct Probe {
@@ -109,6 +110,11 @@ class ProgramBuilder {
 
   void lowerSyscall(const Probe& p);
 
+  /// `packet`: every traceable function taking a `struct sk_buff *`, one kprobe.multi
+  /// program per position of that argument, else one kprobe program attached to each.
+  void lowerPacket(const Probe& p);
+  /// Whether `func` appears inside `root`.
+  static bool usesFuncIn(const sema::ResolvedProbe& probe, const ast::Expr& root);
   void lowerUprobe(const Probe& p, const ast::UprobeTarget& u, const std::string& symbol);
 
   // ---- programs (program_emitter.cpp) -------------------------------------------------------

@@ -167,6 +167,10 @@ void ProgramBuilder::writeField(Emitter& e, ExprLowering& lower, llvm::Value* re
   llvm::IRBuilder<>& b = e.b;
   llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
   if (f.layout.hidden) return;  // written by the field it belongs to
+  if (f.func_ip) {
+    b.CreateStore(module_.callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {e.fn->getArg(0)}), dst);
+    return;
+  }
   switch (f.layout.kind) {
     case FieldKind::String:
       if (f.expr) {

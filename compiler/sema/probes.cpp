@@ -287,12 +287,14 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   }
   const Type* skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
   for (std::string_view name : ctx.btf.functionNames()) {
+    // Tracepoint handlers are not traced; functions ftrace cannot attach to would make the
+    // whole attachment fail.
+    if (name.rfind("__bpf_trace_", 0) == 0) continue;
     auto f = ctx.btf.findFunction(name);
-    for (const btf::FunctionParam& p : f->params) {
-      if (ctx.types.fromBtf(p.type.resolved()) == skb_ptr) {
-        out.functions.push_back(*f);
-        break;
-      }
+    for (size_t i = 0; i < f->params.size() && i < 6; ++i) {
+      if (ctx.types.fromBtf(f->params[i].type.resolved()) != skb_ptr) continue;
+      if (ctx.kernel.inFilterFunctions(f->name) != kernel::Known::No) out.functions.push_back(*f);
+      break;
     }
   }
   out.args.push_back({"skb", skb_ptr, 0});

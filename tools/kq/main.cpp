@@ -1,3 +1,4 @@
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -6,6 +7,13 @@
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);
+  // Each attached kprobe holds a file descriptor; packet tracing without kprobe.multi
+  // attaches a thousand or more.
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   kq::cli::Io io{std::cout, std::cerr, kq::cli::readFileFromDisk, isatty(STDERR_FILENO) == 1,
                  kq::cli::loadKernelEnvironment};
   int status = 1;
