@@ -2,7 +2,10 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +33,7 @@ const char* attachName(Attach attach) {
     case Attach::Tracepoint: return "tracepoint";
     case Attach::Uprobe: return "uprobe";
     case Attach::Uretprobe: return "uretprobe";
+    case Attach::PerfEvent: return "perf_event";
   }
   return "?";
 }
@@ -270,6 +274,10 @@ class Loader {
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
       bool forced = !forced_failure_.empty() && forced_failure_ == attachName(p->attach);
+      if (p->attach == Attach::PerfEvent) {
+        if (!attachPerfEvents(loaded, prog, *p, failure)) return false;
+        continue;
+      }
       if (!forced && p->attach == Attach::Kprobe && !p->symbols.empty()) {
         // One program at many kprobes (packet mode without kprobe.multi): functions that
         // refuse a kprobe are skipped, and said with -v.
@@ -313,6 +321,47 @@ class Loader {
         return false;
       }
       loaded.links_.push_back(link);
+    }
+    return true;
+  }
+
+  /// A CPU-clock perf event (on CPU 0 for `interval`, on every CPU for `profile`), each with
+  /// the program attached; the link owns the event.
+  static bool attachPerfEvents(LoadedObject& loaded, bpf_program* prog, const PlannedProgram& p,
+                               std::optional<LoadFailure>& failure) {
+    int cpus = p.frequency_hz ? libbpf_num_possible_cpus() : 1;
+    int attached = 0;
+    for (int cpu = 0; cpu < cpus; ++cpu) {
+      perf_event_attr attr{};
+      attr.type = PERF_TYPE_SOFTWARE;
+      attr.size = sizeof attr;
+      attr.config = PERF_COUNT_SW_CPU_CLOCK;
+      if (p.frequency_hz) {
+        attr.freq = 1;
+        attr.sample_freq = p.frequency_hz;
+      } else {
+        attr.sample_period = p.period_ns;
+      }
+      int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      if (fd < 0) {
+        if (errno == ENODEV) continue;  // a possible CPU that is not online
+        failure = LoadFailure{fmt::format("cannot open a CPU clock perf event on CPU {}: {}", cpu,
+                                          std::strerror(errno))};
+        return false;
+      }
+      bpf_link* link = bpf_program__attach_perf_event(prog, fd);
+      if (!link) {
+        int err = errno;
+        close(fd);
+        failure = LoadFailure{fmt::format("cannot attach to a perf event: {}", std::strerror(err))};
+        return false;
+      }
+      loaded.links_.push_back(link);
+      ++attached;
+    }
+    if (attached == 0) {
+      failure = LoadFailure{"no CPU is online to sample"};
+      return false;
     }
     return true;
   }

@@ -13,7 +13,7 @@ namespace kq::runtime {
 
 enum class Attach : uint8_t {
   Fentry, Fexit, Kprobe, Kretprobe, KprobeMulti, KretprobeMulti, TpBtf, Tracepoint, Uprobe,
-  Uretprobe,
+  Uretprobe, PerfEvent,
 };
 
 const char* attachName(Attach attach);
@@ -27,6 +27,10 @@ struct PlannedProgram {
   std::string binary;
   /// KprobeMulti: every function it attaches to.
   std::vector<std::string> symbols;
+  /// PerfEvent: a CPU clock firing every `period_ns` on CPU 0 (`interval`), or
+  /// `frequency_hz` times a second on every CPU (`profile`).
+  uint64_t period_ns = 0;
+  uint64_t frequency_hz = 0;
   /// Programs of the same group and method load together; a group's methods are tried in
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;

@@ -246,11 +246,6 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
     unsupported(ast_query.clauses.where->range, "`func` in the `where` of a `packet` query");
     return;
   }
-  if (std::holds_alternative<ast::IntervalTarget>(ast_target.kind) ||
-      std::holds_alternative<ast::ProfileTarget>(ast_target.kind)) {
-    unsupported(ast_target.range, "this kind of probe");
-    return;
-  }
 
   uint32_t probe_id = static_cast<uint32_t>(plan_.layout.probes.size());
   std::vector<Field> fields = fieldsOf(query, probe);
@@ -291,6 +286,10 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
     lowerSyscall(p);
   } else if (packet) {
     lowerPacket(p);
+  } else if (const auto* i = std::get_if<ast::IntervalTarget>(&ast_target.kind)) {
+    lowerPerfEvent(p, i->period_ns, 0);
+  } else if (const auto* pr = std::get_if<ast::ProfileTarget>(&ast_target.kind)) {
+    lowerPerfEvent(p, 0, pr->frequency_hz);
   } else if (const auto* u = std::get_if<ast::UprobeTarget>(&ast_target.kind)) {
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
   }

@@ -105,7 +105,14 @@ std::string ProgramBuilder::programName() { return fmt::format("kq_prog_{}", pro
 
 void ProgramBuilder::plan(const std::string& function, Attach attach, const std::string& target,
                           uint32_t group, uint32_t method, const std::string& binary) {
-  plan_.programs.push_back({function, attach, target, binary, {}, group, method});
+  runtime::PlannedProgram planned;
+  planned.function = function;
+  planned.attach = attach;
+  planned.target = target;
+  planned.binary = binary;
+  planned.group = group;
+  planned.method = method;
+  plan_.programs.push_back(std::move(planned));
 }
 
 llvm::GlobalVariable* ProgramBuilder::stashMap() {
@@ -250,6 +257,16 @@ void ProgramBuilder::lowerUprobe(const Probe& p, const ast::UprobeTarget& u,
 }  // namespace kq::lower
 
 namespace kq::lower {
+
+void ProgramBuilder::lowerPerfEvent(const Probe& p, uint64_t period_ns, uint64_t frequency_hz) {
+  uint32_t group = newGroup(p.target.description);
+  ArgAccess none;
+  size_t first = plan_.programs.size();
+  emitMain(p, programName(), "perf_event", Attach::PerfEvent, "", group, 0, none, "");
+  plan_.programs[first].target = p.target.description;
+  plan_.programs[first].period_ns = period_ns;
+  plan_.programs[first].frequency_hz = frequency_hz;
+}
 
 bool ProgramBuilder::usesFuncIn(const sema::ResolvedProbe& probe, const ast::Expr& root) {
   // Any `func` inside `root`'s source range.

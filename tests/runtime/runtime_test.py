@@ -226,6 +226,20 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         status, out, err = kq("-o", "json", script, "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual({json.loads(line)["query"] for line in out.splitlines()}, {1, 2})
 
+    def test_interval(self):
+        status, out, err = kq("-o", "json", "trace interval 100ms select time for 1s", timeout=30)
+        self.assertEqual(status, 0, err)
+        times = [json.loads(line)["time"] for line in out.splitlines()]
+        self.assertGreaterEqual(len(times), 5, out)  # about ten, emulation permitting
+        self.assertEqual(times, sorted(times))
+
+    def test_profile_samples_stacks(self):
+        status, out, err = kq("-o", "json", "trace profile 99hz select kstack for 1s", timeout=30)
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertGreater(len(events), 10, err)
+        self.assertTrue(any(e["kstack"] for e in events))
+
     def test_builtins(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
                               'select netns, uid, cgroup, tid, kstack limit 1', "-c", "cat /etc/hostname >/dev/null")
