@@ -35,6 +35,7 @@ enum class FieldKind : uint8_t {
   Ipv4,      // 4 bytes in network order, shown as a dotted quad
   KernelStack,  // return addresses, shown as symbols
   UserStack,    // return addresses, shown in hex
+  Format,       // fmt("...", args): `format` filled in with the fields in `args`; no bytes
 };
 
 struct FieldLayout {
@@ -47,8 +48,11 @@ struct FieldLayout {
   bool is_capture = false;  // from a capture list: shown ksnoop-style, `name = value`
   /// Record: the address the bytes were read from (a Pointer field), or -1.
   int32_t address_field = -1;
-  /// Read by other fields only (a record's address), never shown by itself.
+  /// Read by other fields only (a record's address, fmt's arguments), never shown by itself.
   bool hidden = false;
+  /// Format: the format string and the indexes of the fields that fill it.
+  std::string format;
+  std::vector<int32_t> args;
 };
 
 struct ProbeLayout {

@@ -83,9 +83,47 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf)
     case FieldKind::Ipv4: return ipv4Text(p);
     case FieldKind::Record:
     case FieldKind::KernelStack:
-    case FieldKind::UserStack: break;
+    case FieldKind::UserStack:
+    case FieldKind::Format: break;
   }
   return "";
+}
+
+/// fmt("%s:%d", a, b): each directive takes the next argument field, shown as it would be
+/// by itself (`%x` in hex); `%%` is a percent sign.
+std::string formatText(const FieldLayout& f, const ProbeLayout& probe, const uint8_t* record,
+                       const ::btf* btf) {
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < f.format.size(); ++i) {
+    char c = f.format[i];
+    if (c != '%' || i + 1 == f.format.size()) {
+      out += c;
+      continue;
+    }
+    // Skip flags and widths (`%08x`), then the conversion.
+    size_t j = i + 1;
+    while (j < f.format.size() && std::strchr("-+ #0123456789.l", f.format[j])) ++j;
+    if (j == f.format.size()) break;
+    char conversion = f.format[j];
+    i = j;
+    if (conversion == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= f.args.size()) {
+      out += "<missing>";
+      continue;
+    }
+    const FieldLayout& arg = probe.fields[f.args[next++]];
+    const uint8_t* p = record + arg.offset;
+    if (conversion == 'x' && (arg.kind == FieldKind::Signed || arg.kind == FieldKind::Unsigned)) {
+      out += fmt::format("{:x}", readU64(p));
+    } else {
+      out += scalarText(arg, p, btf);
+    }
+  }
+  return out;
 }
 
 void appendFormatted(void* ctx, const char* format, va_list args) {
@@ -255,7 +293,8 @@ class TextFormatter : public Formatter {
         blocks.push_back(stack);
         continue;
       }
-      std::string value = scalarText(f, p, btf_);
+      std::string value = f.kind == FieldKind::Format ? formatText(f, probe, record, btf_)
+                                                       : scalarText(f, p, btf_);
       if (f.is_capture) {
         blocks.push_back(fmt::format("{} = {}", f.name, value));
       } else {
@@ -335,6 +374,9 @@ class JsonFormatter : public Formatter {
           j[f.name] = frames;
           break;
         }
+        case FieldKind::Format:
+          j[f.name] = formatText(f, probe, record, btf_);
+          break;
         default:
           j[f.name] = scalarText(f, p, btf_);
           break;

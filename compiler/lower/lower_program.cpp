@@ -198,6 +198,26 @@ std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::Resolved
   for (const ast::SelectItem& item : clauses.select) {
     const sema::Type* type = probe.exprs.at(item.expr.get()).type;
     std::string name = item.alias ? *item.alias : sourceText(sources_, *item.expr);
+    if (item.expr->kind == ast::ExprKind::Call && ast::as<ast::Call>(*item.expr).callee == "fmt" &&
+        probe.exprs.at(item.expr.get()).ref == sema::Ref::BuiltinFunction) {
+      // Each argument is a hidden field; the format is applied when the event is printed.
+      const auto& call = ast::as<ast::Call>(*item.expr);
+      Field format;
+      format.layout.name = name;
+      format.layout.kind = FieldKind::Format;
+      format.layout.format = ast::as<ast::StringLiteral>(*call.args[0]).value;
+      for (size_t i = 1; i < call.args.size(); ++i) {
+        const ast::Expr& arg = *call.args[i];
+        const sema::Type* arg_type = probe.exprs.at(&arg).type;
+        Field f{layoutFor(probe.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
+        f.layout.hidden = true;
+        if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+        format.layout.args.push_back(static_cast<int32_t>(fields.size()));
+        fields.push_back(std::move(f));
+      }
+      fields.push_back(std::move(format));
+      continue;
+    }
     const sema::ExprInfo& info = probe.exprs.at(item.expr.get());
     if (packet && info.ref == sema::Ref::Builtin && sema::builtinVariables()[info.index].name == "func") {
       add(funcField(name));
@@ -229,9 +249,13 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
     }
   }
   for (const ast::SelectItem& item : ast_query.clauses.select) {
-    if (item.expr->kind == ast::ExprKind::Call &&
-        ast::as<ast::Call>(*item.expr).callee == "fmt") {
-      unsupported(item.expr->range, "`fmt`");
+    // fmt is formatted where it is printed: directly in `select`, not inside a `fn`.
+    const sema::ExprInfo& info = probe.exprs.at(item.expr.get());
+    bool wraps_fmt = (info.ref == sema::Ref::Fn || info.ref == sema::Ref::Property) && info.fn &&
+                     info.fn->body->kind == ast::ExprKind::Call &&
+                     ast::as<ast::Call>(*info.fn->body).callee == "fmt";
+    if (wraps_fmt) {
+      unsupported(item.expr->range, "`fmt` inside a `fn` (write the `fmt` in `select`)");
       return;
     }
   }

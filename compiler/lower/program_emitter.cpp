@@ -166,7 +166,8 @@ void ProgramBuilder::writeField(Emitter& e, ExprLowering& lower, llvm::Value* re
                                 const Field& f, const std::vector<Field>& all) {
   llvm::IRBuilder<>& b = e.b;
   llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
-  if (f.layout.hidden) return;  // written by the field it belongs to
+  if (f.layout.hidden && !f.expr) return;  // a record's address: written with the record
+  if (f.layout.kind == FieldKind::Format) return;  // no bytes: its arguments are fields
   if (f.func_ip) {
     b.CreateStore(module_.callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {e.fn->getArg(0)}), dst);
     return;

@@ -226,6 +226,14 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         status, out, err = kq("-o", "json", script, "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual({json.loads(line)["query"] for line in out.splitlines()}, {1, 2})
 
+    def test_fmt(self):
+        status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
+                              'select fmt("%s opened %s (flags %x, %%)", comm, str(filename), flags) as line',
+                              "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        lines = [json.loads(l)["line"] for l in out.splitlines()]
+        self.assertIn("cat opened /etc/hostname (flags 0, %)", lines)
+
     def test_interval(self):
         status, out, err = kq("-o", "json", "trace interval 100ms select time for 1s", timeout=30)
         self.assertEqual(status, 0, err)
