@@ -192,6 +192,10 @@ void ProgramBuilder::lowerTracepoint(const Probe& p) {
     emitMain(p, programName(), "tp_btf/" + t.event, Attach::TpBtf, t.event, group, 0, args, "");
     return;
   }
+  if (!t.events.empty()) {
+    lowerEventGlob(p);
+    return;
+  }
   if (!t.format) {
     unsupported(t.target->range, "a tracepoint glob");
     return;
@@ -207,8 +211,12 @@ void ProgramBuilder::lowerTracepoint(const Probe& p) {
 
 void ProgramBuilder::lowerSyscall(const Probe& p) {
   const sema::ResolvedTarget& t = p.target;
+  if (!t.events.empty() && !p.probe.at_exit) {
+    lowerEventGlob(p);
+    return;
+  }
   if (t.event.empty() || !t.format) {
-    unsupported(t.target->range, "a syscall glob");
+    unsupported(t.target->range, "a syscall glob with `return`");
     return;
   }
   std::string name = t.event.substr(std::string("sys_enter_").size());
@@ -257,6 +265,26 @@ void ProgramBuilder::lowerUprobe(const Probe& p, const ast::UprobeTarget& u,
 }  // namespace kq::lower
 
 namespace kq::lower {
+
+void ProgramBuilder::lowerEventGlob(const Probe& p) {
+  // One classic tracepoint program per match, each with its own layout so that every line
+  // names the event it came from; the glob's builtins are all its queries can use.
+  uint32_t group = newGroup(p.target.description);
+  for (const std::string& event : p.target.events) {
+    std::string category = event.substr(0, event.find(':'));
+    std::string name = event.substr(event.find(':') + 1);
+    runtime::ProbeLayout layout = plan_.layout.probes[p.id];
+    layout.name = "tracepoint:" + event;
+    if (category == "syscalls") layout.name = "syscall:" + name.substr(std::string("sys_enter_").size());
+    Probe one = p;
+    one.id = static_cast<uint32_t>(plan_.layout.probes.size());
+    plan_.layout.probes.push_back(layout);
+    ArgAccess args{ArgAccess::Kind::None};
+    args.probe = layout.name;
+    emitMain(one, programName(), "tracepoint/" + category + "/" + name, Attach::Tracepoint,
+             category + "/" + name, group, 0, args, "");
+  }
+}
 
 void ProgramBuilder::lowerPerfEvent(const Probe& p, uint64_t period_ns, uint64_t frequency_hz) {
   uint32_t group = newGroup(p.target.description);

@@ -113,6 +113,8 @@ class ProgramBuilder {
   /// `packet`: every traceable function taking a `struct sk_buff *`, one kprobe.multi
   /// program per position of that argument, else one kprobe program attached to each.
   void lowerPacket(const Probe& p);
+  /// A glob over tracepoints or syscalls: a classic tracepoint program for each match.
+  void lowerEventGlob(const Probe& p);
   /// `interval` (a period on CPU 0) and `profile` (a frequency on every CPU).
   void lowerPerfEvent(const Probe& p, uint64_t period_ns, uint64_t frequency_hz);
   /// Whether `func` appears inside `root`.

@@ -89,7 +89,7 @@ void ProgramBuilder::emitMain(const Probe& p, const std::string& name, const std
   args.ctx = e->fn->getArg(0);
   args.probe_args = &p.target.args;
   args.func = func;
-  args.probe = p.target.description;
+  if (args.probe.empty()) args.probe = p.target.description;
   ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
                      args, options_.string_bytes);
   processFilter(*e, lower);

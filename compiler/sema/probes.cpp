@@ -154,7 +154,10 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
       if (!listed) continue;
       for (const std::string& e : *listed) {
         all_events.push_back(e);
-        if (btf::globMatch(out.event, e)) events.push_back(e);
+        if (btf::globMatch(out.event, e)) {
+          events.push_back(e);
+          out.events.push_back(c + ":" + e);
+        }
       }
     }
     if (events.empty()) {
@@ -166,10 +169,13 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
     }
     if (events.size() > 1) {
       out.description += fmt::format(" ({} tracepoints)", events.size());
+      out.category.clear();
       out.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
       return out;  // a glob over events: only builtins are in scope
     }
     out.event = events.front();
+    out.category = out.events.front().substr(0, out.events.front().find(':'));
+    out.events.clear();
     if (matched_categories.size() == 1) {
       auto format = ctx.kernel.tracepointFormat(matched_categories.front(), out.event);
       if (format) out.format = std::move(*format);
@@ -234,6 +240,7 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
   }
   if (matched.size() > 1) {
     out.description += fmt::format(" ({} syscalls)", matched.size());
+    for (const std::string& m : matched) out.events.push_back("syscalls:sys_enter_" + m);
     return out;
   }
   out.event = "sys_enter_" + matched.front();

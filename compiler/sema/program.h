@@ -47,6 +47,8 @@ struct ResolvedTarget {
   std::string category;  // tracepoint
   std::string event;     // tracepoint event, or `sys_enter_<name>` for syscalls
   std::optional<kernel::TracepointFormat> format;  // classic tracepoint record
+  /// A glob over tracepoints or syscalls: each match, `category:event`.
+  std::vector<std::string> events;
   std::string binary;                              // uprobe
   std::vector<std::string> symbols;                // uprobe symbols matched
   std::vector<ProbeArg> args;

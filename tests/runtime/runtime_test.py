@@ -226,6 +226,15 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         status, out, err = kq("-o", "json", script, "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual({json.loads(line)["query"] for line in out.splitlines()}, {1, 2})
 
+    def test_tracepoint_and_syscall_globs(self):
+        status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_e* select cpu", "-c", "/bin/true")
+        self.assertEqual(status, 0, err)
+        probes = {json.loads(l)["probe"] for l in out.splitlines()}
+        self.assertEqual(probes, {"tracepoint:sched:sched_process_exec", "tracepoint:sched:sched_process_exit"})
+        status, out, err = kq("-o", "json", 'trace syscall:open* where comm == "cat"', "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        self.assertIn("syscall:openat", {json.loads(l)["probe"] for l in out.splitlines()})
+
     def test_fmt(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
                               'select fmt("%s opened %s (flags %x, %%)", comm, str(filename), flags) as line',
