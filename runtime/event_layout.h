@@ -60,10 +60,41 @@ struct ProbeLayout {
   uint32_t query = 0;  // which query of the script (for scripts with several)
   uint32_t size = 0;  // bytes in a record, header included
   std::vector<FieldLayout> fields;
+  /// A probe of an aggregate query: it writes to its query's map, never a record.
+  bool aggregate = false;
+};
+
+/// An aggregate, kept in the kernel in a map value.
+enum class AggregateKind : uint8_t { Count, Sum, Avg, Min, Max, Hist, Lhist };
+
+struct AggregateSlot {
+  std::string name;  // column header: `count()`, `hist(size)`, or the `as` name
+  AggregateKind kind = AggregateKind::Count;
+  uint32_t offset = 0;  // in the map value
+  /// Avg: a sum, then a count. Min, Max: a seen flag, then the value. Hist: 65 power-of-two
+  /// buckets (below 1, then [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of
+  /// `step`, then from `hi` up.
+  int64_t lo = 0, hi = 0, step = 0;
+  uint32_t buckets = 0;
+};
+
+/// A query with aggregates: one map, keyed by its `group by` keys, printed as a table at
+/// each `every` tick (the map is then cleared) and when the session ends.
+struct AggregateLayout {
+  uint32_t query = 0;
+  std::string map;
+  uint32_t key_size = 0;
+  uint32_t value_size = 0;
+  std::vector<FieldLayout> keys;  // offsets within the key
+  std::vector<AggregateSlot> slots;
+  /// The `select` order: (true, i) for keys[i], (false, i) for slots[i].
+  std::vector<std::pair<bool, uint32_t>> columns;
+  uint64_t every_ns = 0;
 };
 
 struct ProgramLayout {
   std::vector<ProbeLayout> probes;
+  std::vector<AggregateLayout> aggregates;
   uint32_t queries = 1;
 };
 

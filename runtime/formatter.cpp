@@ -237,6 +237,8 @@ class TextFormatter : public Formatter {
       : layout_(layout), btf_(btf), offset_(offset), out_(out) {
     // One header for all probes when they share their columns; otherwise name=value pairs.
     for (const ProbeLayout& p : layout.probes) {
+      if (p.aggregate) continue;
+      has_events_ = true;
       std::vector<std::string> names;
       for (const FieldLayout& f : p.fields) {
         if (!f.hidden && !f.is_capture) names.push_back(f.name);
@@ -257,6 +259,7 @@ class TextFormatter : public Formatter {
   }
 
   void begin() override {
+    if (!has_events_) return;  // only aggregate tables, printed apart
     out_ << fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}", "TIME", "CPU", "PID", "COMM", "PROBE",
                         probe_width_);
     if (shared_columns_) {
@@ -322,6 +325,7 @@ class TextFormatter : public Formatter {
   std::vector<std::string> columns_;
   bool columns_set_ = false;
   bool shared_columns_ = true;
+  bool has_events_ = false;
   size_t probe_width_ = 5;
 };
 
@@ -393,6 +397,11 @@ class JsonFormatter : public Formatter {
 };
 
 }  // namespace
+
+/// A field's value as text (aggregate tables show their keys with it).
+std::string fieldText(const FieldLayout& f, const uint8_t* p, const ::btf* btf) {
+  return scalarText(f, p, btf);
+}
 
 std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayout& layout,
                                          const ::btf* kernel_btf, int64_t boot_offset_ns,

@@ -1,5 +1,7 @@
 #include "runtime/session.h"
 
+#include "runtime/aggregates.h"
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
@@ -101,12 +103,31 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
     epoll_event child_event{EPOLLIN, {.u32 = 1}};
     epoll_ctl(epoll, EPOLL_CTL_ADD, pidfd, &child_event);
   }
+  // `every`: each aggregate query's next tick.
+  const auto& aggregates = plan.layout.aggregates;
+  bool several = plan.layout.queries > 1;
+  std::vector<int64_t> ticks;
+  for (const AggregateLayout& a : aggregates) {
+    ticks.push_back(a.every_ns ? nowNs(CLOCK_MONOTONIC) + static_cast<int64_t>(a.every_ns) : 0);
+  }
+  auto wall = [&] { return nowNs(CLOCK_REALTIME); };
   while (!g_stop && !reader.done) {
     int timeout_ms = 1000;
+    for (size_t i = 0; i < ticks.size(); ++i) {
+      if (!ticks[i]) continue;
+      int64_t now = nowNs(CLOCK_MONOTONIC);
+      if (now >= ticks[i]) {
+        printAggregates(object.mapFd(aggregates[i].map), aggregates[i], options.format,
+                        options.kernel_btf, wall(), several, out, /*clear=*/true,
+                        /*skip_empty=*/false);
+        ticks[i] += static_cast<int64_t>(aggregates[i].every_ns);
+      }
+      timeout_ms = std::min<int>(timeout_ms, static_cast<int>((ticks[i] - now) / 1'000'000 + 1));
+    }
     if (deadline) {
       int64_t left = deadline - nowNs(CLOCK_MONOTONIC);
       if (left <= 0) break;
-      timeout_ms = static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000));
+      timeout_ms = std::min(timeout_ms, static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000)));
     }
     if (options.child && pidfd < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
     epoll_event events[2];
@@ -131,8 +152,13 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   }
   if (pidfd >= 0) close(pidfd);
   close(epoll);
-  // Events already in the buffer when the session ends are still shown.
+  // Events already in the buffer when the session ends are still shown, then the tables.
   if (!reader.done) ring_buffer__consume(ring);
+  for (const AggregateLayout& a : aggregates) {
+    // With `every`, what is left since the last tick, if anything; otherwise the whole table.
+    printAggregates(object.mapFd(a.map), a, options.format, options.kernel_btf, wall(), several,
+                    out, /*clear=*/false, /*skip_empty=*/a.every_ns != 0);
+  }
   out.flush();
   ring_buffer__free(ring);
 

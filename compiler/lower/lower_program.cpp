@@ -3,6 +3,8 @@
 // This file: the builder's entry point, the records' layouts, and which programs each probe
 // gets; probe_programs.cpp has the programs of each kind of probe, program_emitter.cpp the
 // code they are made of.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/lower/program_builder.h"
@@ -238,9 +240,10 @@ std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::Resolved
 void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
                                 uint32_t query_number) {
   const ast::Query& ast_query = *query.query;
+  const Aggregation* aggregation = nullptr;
   if (query.aggregates) {
-    unsupported(*ast_query.clauses.select_range, "aggregates (`count()`, `group by`)");
-    return;
+    aggregation = aggregationFor(query, probe, query_number);
+    if (!aggregation) return;
   }
   for (const sema::ResolvedTarget& t : probe.chain) {
     if (probe.chain.size() > 1 && !std::holds_alternative<ast::FunctionTarget>(t.target->kind)) {
@@ -276,12 +279,14 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
   runtime::ProbeLayout layout;
   layout.name = target.description;
   layout.query = query_number;
+  layout.aggregate = aggregation != nullptr;
   for (const Field& f : fields) layout.fields.push_back(f.layout);
   layout.size = fields.empty() ? kHeaderBytes
                                : fields.back().layout.offset + (fields.back().layout.size + 7) / 8 * 8;
   plan_.layout.probes.push_back(layout);
 
   Probe p{query, probe, target, fields, probe_id, layout.size};
+  p.aggregation = aggregation;
   if (probe.chain.size() > 1) {
     // `a -> b -> c`: a per-thread count of how deep each outer function is entered;
     // the programs of the whole chain switch attach methods together.
@@ -324,6 +329,99 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             FileId main_file, const LowerOptions& options,
                                             Diagnostics& diags, std::string* error) {
   return ProgramBuilder(checked, btf, sources, options, diags, main_file).build(error);
+}
+
+}  // namespace kq::lower
+
+namespace kq::lower {
+
+const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::ResolvedQuery& query,
+                                                                  const sema::ResolvedProbe& probe,
+                                                                  uint32_t query_number) {
+  auto& slot = aggregations_[&query];
+  if (slot) return slot.get();
+  auto agg = std::make_unique<Aggregation>();
+  runtime::AggregateLayout& layout = agg->layout;
+  layout.query = query_number;
+  layout.map = fmt::format("agg_{}", query_number);
+  const ast::Clauses& clauses = query.query->clauses;
+  if (clauses.every) layout.every_ns = clauses.every->value;
+
+  // The key: the `group by` expressions, laid out like record fields.
+  uint32_t offset = 0;
+  for (const ast::ExprPtr& key : clauses.group_by) {
+    const sema::Type* type = probe.exprs.at(key.get()).type;
+    Field f{layoutFor(probe.exprs, key.get(), type, sourceText(sources_, *key)), key.get(), 0, type};
+    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+    if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
+    f.layout.offset = offset;
+    offset += (f.layout.size + 7) / 8 * 8;
+    layout.keys.push_back(f.layout);
+    agg->keys.push_back(std::move(f));
+  }
+  layout.key_size = std::max<uint32_t>(offset, 8);
+
+  // The value: each aggregate's slots; columns in `select` order.
+  uint32_t value = 0;
+  for (const ast::SelectItem& item : clauses.select) {
+    std::string name = item.alias ? *item.alias : sourceText(sources_, *item.expr);
+    const sema::ExprInfo& info = probe.exprs.at(item.expr.get());
+    bool aggregate = info.ref == sema::Ref::BuiltinFunction &&
+                     sema::builtinFunctions()[info.index].aggregate;
+    if (!aggregate) {
+      // A key (query_shape checked it is one): find which.
+      std::string text = sourceText(sources_, *item.expr);
+      for (uint32_t k = 0; k < layout.keys.size(); ++k) {
+        std::string key_text = layout.keys[k].name;
+        auto compact = [](std::string t) {
+          t.erase(std::remove_if(t.begin(), t.end(), ::isspace), t.end());
+          return t;
+        };
+        if (compact(key_text) == compact(text)) {
+          layout.columns.emplace_back(true, k);
+          if (item.alias) layout.keys[k].name = *item.alias;
+          break;
+        }
+      }
+      continue;
+    }
+    const auto& call = ast::as<ast::Call>(*item.expr);
+    runtime::AggregateSlot s;
+    s.name = name;
+    s.offset = value;
+    std::string_view fn = call.callee;
+    if (fn == "count") s.kind = runtime::AggregateKind::Count, value += 8;
+    else if (fn == "sum") s.kind = runtime::AggregateKind::Sum, value += 8;
+    else if (fn == "avg") s.kind = runtime::AggregateKind::Avg, value += 16;
+    else if (fn == "min") s.kind = runtime::AggregateKind::Min, value += 16;
+    else if (fn == "max") s.kind = runtime::AggregateKind::Max, value += 16;
+    else if (fn == "hist") s.kind = runtime::AggregateKind::Hist, s.buckets = 65, value += 8 * 65;
+    else if (fn == "lhist") {
+      s.kind = runtime::AggregateKind::Lhist;
+      s.lo = static_cast<int64_t>(ast::as<ast::IntegerLiteral>(*call.args[1]).value);
+      s.hi = static_cast<int64_t>(ast::as<ast::IntegerLiteral>(*call.args[2]).value);
+      s.step = static_cast<int64_t>(ast::as<ast::IntegerLiteral>(*call.args[3]).value);
+      if (s.step <= 0 || s.hi <= s.lo || (s.hi - s.lo) / s.step > 1000) {
+        diags_.report(DiagKind::ValueOutOfRange, item.expr->range,
+                      "`lhist` needs lo < hi and a step giving at most 1000 buckets");
+        return nullptr;
+      }
+      s.buckets = static_cast<uint32_t>((s.hi - s.lo + s.step - 1) / s.step) + 2;
+      value += 8 * s.buckets;
+    } else {
+      unsupported(item.expr->range, fmt::format("`{}`", fn));
+      return nullptr;
+    }
+    layout.columns.emplace_back(false, static_cast<uint32_t>(layout.slots.size()));
+    layout.slots.push_back(s);
+    agg->arguments.push_back(call.args.empty() ? nullptr : call.args[0].get());
+  }
+  layout.value_size = std::max<uint32_t>(value, 8);
+  agg->map = module_.addMap({layout.map, MapType::Hash, 10240, layout.key_size, layout.value_size});
+  zeros_size_ = std::max(zeros_size_, layout.value_size);
+  plan_.layout.aggregates.push_back(layout);
+  slot = std::move(agg);
+  return slot.get();
 }
 
 }  // namespace kq::lower

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,8 @@ class ProgramBuilder {
     bool func_ip = false;  // the traced function's address (packet mode's `func`)
   };
 
+  struct Aggregation;
+
   struct Probe {
     const sema::ResolvedQuery& query;
     const sema::ResolvedProbe& probe;
@@ -51,6 +54,16 @@ class ProgramBuilder {
     std::optional<uint32_t> group;
     llvm::GlobalVariable* context = nullptr;
     uint32_t context_levels = 0;
+    /// A query with aggregates: its map and what goes where; null for event queries.
+    const Aggregation* aggregation = nullptr;
+  };
+
+  /// How a probe of an aggregate query updates its query's map.
+  struct Aggregation {
+    runtime::AggregateLayout layout;
+    std::vector<Field> keys;                     // computed into the key, like record fields
+    std::vector<const ast::Expr*> arguments;     // each slot's argument (null for count())
+    llvm::GlobalVariable* map = nullptr;
   };
 
   /// A program being generated: its function, a builder, and the block that returns 0.
@@ -115,6 +128,12 @@ class ProgramBuilder {
   void lowerPacket(const Probe& p);
   /// A glob over tracepoints or syscalls: a classic tracepoint program for each match.
   void lowerEventGlob(const Probe& p);
+  /// The aggregation of a query (built by its first probe).
+  const Aggregation* aggregationFor(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+                                    uint32_t query_number);
+  /// In a program of an aggregate query: compute the key, find or add the map entry, update
+  /// every slot.
+  void emitAggregate(Emitter& e, ExprLowering& lower, const Probe& p);
   /// `interval` (a period on CPU 0) and `profile` (a frequency on every CPU).
   void lowerPerfEvent(const Probe& p, uint64_t period_ns, uint64_t frequency_hz);
   /// Whether `func` appears inside `root`.
@@ -156,6 +175,9 @@ class ProgramBuilder {
 
   const sema::CheckedProgram& checked_;
   const btf::Btf& btf_;
+  std::map<const sema::ResolvedQuery*, std::unique_ptr<Aggregation>> aggregations_;
+  llvm::GlobalVariable* zeros_ = nullptr;  // an all-zero value for new aggregate entries
+  uint32_t zeros_size_ = 0;
   const SourceManager& sources_;
   const LowerOptions& options_;
   Diagnostics& diags_;

@@ -122,6 +122,12 @@ void ProgramBuilder::emitMain(const Probe& p, const std::string& name, const std
     e->b.SetInsertPoint(pass);
   }
   e->b.SetCurrentDebugLocation(module_.location(e->fn->getSubprogram(), p.target.target->range.begin));
+  if (p.aggregation) {
+    emitAggregate(*e, body, p);
+    e->b.CreateRet(e->b.getInt32(0));
+    plan(name, attach, target, group, method, binary);
+    return;
+  }
   llvm::Value* record = module_.callHelper(e->b, Helper::RingbufReserve, e->b.getPtrTy(),
                                            {events_, e->b.getInt64(p.record_bytes), e->b.getInt64(0)});
   auto* reserved = llvm::BasicBlock::Create(module_.context(), "reserved", e->fn);
@@ -249,6 +255,123 @@ void ProgramBuilder::addForkFollower() {
   b.SetInsertPoint(done);
   b.CreateRet(b.getInt32(0));
   plan(name, Attach::TpBtf, "sched_process_fork", group, 0);
+}
+
+}  // namespace kq::lower
+
+namespace kq::lower {
+
+void ProgramBuilder::emitAggregate(Emitter& e, ExprLowering& lower, const Probe& p) {
+  const Aggregation& agg = *p.aggregation;
+  llvm::IRBuilder<>& b = e.b;
+  if (!zeros_) {
+    // One all-zero value, never written: where new entries are copied from (an aggregate's
+    // value can be larger than the BPF stack).
+    zeros_ = module_.addMap({"agg_zeros", MapType::Array, 1, 4, 8192});
+  }
+  llvm::Value* key = lower.slot(agg.layout.key_size);
+  for (uint32_t i = 0; i < agg.layout.key_size; i += 8) {
+    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), key, b.getInt64(i)));
+  }
+  for (const Field& f : agg.keys) writeField(e, lower, key, f, agg.keys);
+
+  llvm::Value* entry = mapLookup(e, agg.map, key);
+  auto* missing = llvm::BasicBlock::Create(module_.context(), "new_entry", e.fn);
+  auto* update = llvm::BasicBlock::Create(module_.context(), "update", e.fn);
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  b.CreateCondBr(b.CreateIsNull(entry), missing, update);
+  b.SetInsertPoint(missing);
+  llvm::Value* zero_key = lower.slot(4);
+  b.CreateStore(b.getInt32(0), zero_key);
+  llvm::Value* zeros = mapLookup(e, zeros_, zero_key);
+  auto* have_zeros = llvm::BasicBlock::Create(module_.context(), "zeros", e.fn);
+  b.CreateCondBr(b.CreateIsNotNull(zeros), have_zeros, e.bail);
+  b.SetInsertPoint(have_zeros);
+  module_.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {agg.map, key, zeros, b.getInt64(1)});
+  llvm::Value* created = mapLookup(e, agg.map, key);
+  llvm::BasicBlock* created_end = b.GetInsertBlock();
+  auto* created_ok = llvm::BasicBlock::Create(module_.context(), "created", e.fn);
+  b.CreateCondBr(b.CreateIsNotNull(created), created_ok, e.bail);
+  b.SetInsertPoint(created_ok);
+  b.CreateBr(update);
+  b.SetInsertPoint(update);
+  llvm::PHINode* value = b.CreatePHI(b.getPtrTy(), 2);
+  value->addIncoming(entry, from);
+  value->addIncoming(created, created_ok);
+  (void)created_end;
+
+  auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), value, b.getInt64(offset)); };
+  auto add = [&](llvm::Value* ptr, llvm::Value* v) {
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, ptr, v, llvm::MaybeAlign(8),
+                      llvm::AtomicOrdering::Monotonic);
+  };
+  auto bump = [&](llvm::Value* ptr) { add(ptr, b.getInt64(1)); };
+  for (size_t i = 0; i < agg.layout.slots.size(); ++i) {
+    const runtime::AggregateSlot& s = agg.layout.slots[i];
+    const ast::Expr* arg = agg.arguments[i];
+    llvm::Value* x = arg ? lower.value(*arg).v : nullptr;
+    switch (s.kind) {
+      case runtime::AggregateKind::Count:
+        add(at(s.offset), b.getInt64(1));
+        break;
+      case runtime::AggregateKind::Sum:
+        add(at(s.offset), x);
+        break;
+      case runtime::AggregateKind::Avg:
+        add(at(s.offset), x);
+        add(at(s.offset + 8), b.getInt64(1));
+        break;
+      case runtime::AggregateKind::Min:
+      case runtime::AggregateKind::Max: {
+        // A seen flag, then the value; races between CPUs may lose an update.
+        llvm::Value* seen = b.CreateLoad(b.getInt64Ty(), at(s.offset));
+        llvm::Value* old = b.CreateLoad(b.getInt64Ty(), at(s.offset + 8));
+        llvm::Value* better = s.kind == runtime::AggregateKind::Min ? b.CreateICmpSLT(x, old)
+                                                                    : b.CreateICmpSGT(x, old);
+        llvm::Value* store = b.CreateOr(b.CreateICmpEQ(seen, b.getInt64(0)), better);
+        auto* set = llvm::BasicBlock::Create(module_.context(), "minmax", e.fn);
+        auto* next = llvm::BasicBlock::Create(module_.context(), "after_minmax", e.fn);
+        b.CreateCondBr(store, set, next);
+        b.SetInsertPoint(set);
+        b.CreateStore(x, at(s.offset + 8));
+        b.CreateStore(b.getInt64(1), at(s.offset));
+        b.CreateBr(next);
+        b.SetInsertPoint(next);
+        break;
+      }
+      case runtime::AggregateKind::Hist: {
+        // Bucket 0 below 1, then bucket n for [2^(n-1), 2^n).
+        // The bit length of x by binary search: BPF has no count-leading-zeros, and LLVM 16's
+        // expansion of llvm.ctlz crashes its BPF instruction selection.
+        llvm::Value* positive = b.CreateICmpSGT(x, b.getInt64(0));
+        llvm::Value* rest = x;
+        llvm::Value* bits = b.getInt64(0);
+        for (uint64_t shift : {32, 16, 8, 4, 2, 1}) {
+          llvm::Value* high = b.CreateICmpUGE(rest, b.getInt64(1ull << shift));
+          rest = b.CreateSelect(high, b.CreateLShr(rest, b.getInt64(shift)), rest);
+          bits = b.CreateSelect(high, b.CreateAdd(bits, b.getInt64(shift)), bits);
+        }
+        bits = b.CreateAdd(bits, b.getInt64(1));  // [2^k, 2^(k+1)) has k+1 bits
+        llvm::Value* index = b.CreateSelect(positive, bits, b.getInt64(0));
+        index = b.CreateSelect(b.CreateICmpUGT(index, b.getInt64(64)), b.getInt64(64), index);
+        bump(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(index, b.getInt64(8))));
+        break;
+      }
+      case runtime::AggregateKind::Lhist: {
+        llvm::Value* below = b.CreateICmpSLT(x, b.getInt64(s.lo));
+        llvm::Value* above = b.CreateICmpSGE(x, b.getInt64(s.hi));
+        // Unsigned division of a non-negative offset (BPF divides unsigned only).
+        llvm::Value* offset = b.CreateSelect(below, b.getInt64(0), b.CreateSub(x, b.getInt64(s.lo)));
+        llvm::Value* inside = b.CreateAdd(b.CreateUDiv(offset, b.getInt64(s.step)), b.getInt64(1));
+        llvm::Value* index = b.CreateSelect(below, b.getInt64(0),
+                                            b.CreateSelect(above, b.getInt64(s.buckets - 1), inside));
+        llvm::Value* last = b.getInt64(s.buckets - 1);
+        index = b.CreateSelect(b.CreateICmpUGT(index, last), last, index);
+        bump(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(index, b.getInt64(8))));
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace kq::lower

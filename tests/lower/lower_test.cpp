@@ -132,8 +132,21 @@ TEST_F(LowerTest, InstructionsMapBackToKqSource) {
   EXPECT_TRUE(on_line_two);
 }
 
-TEST_F(LowerTest, AggregatesAreReportedAsNotCompiledYet) {
-  Compiled c = compile("trace tcp_sendmsg(sk, size) select count()");
+TEST_F(LowerTest, AggregatesUpdateAMapInsteadOfWritingRecords) {
+  Compiled c = compile("trace tcp_sendmsg(sk, size) group by comm select comm, count(), hist(size)");
+  ASSERT_TRUE(c.program);
+  const auto& aggregates = c.program->plan.layout.aggregates;
+  ASSERT_EQ(aggregates.size(), 1u);
+  EXPECT_EQ(aggregates[0].keys.at(0).name, "comm");
+  EXPECT_EQ(aggregates[0].slots.size(), 2u);
+  EXPECT_EQ(aggregates[0].value_size, 8u + 8u * 65);
+  std::string fentry = program(c.bpf, "fentry/tcp_sendmsg");
+  EXPECT_EQ(fentry.find("call 131"), std::string::npos) << fentry;  // no ring buffer
+  EXPECT_NE(fentry.find("lock"), std::string::npos) << fentry;      // atomic adds
+}
+
+TEST_F(LowerTest, TopIsReportedAsNotCompiledYet) {
+  Compiled c = compile("trace tcp_sendmsg(sk, size) select top(size)");
   EXPECT_FALSE(c.program);
   ASSERT_FALSE(c.diags.all().empty());
   EXPECT_EQ(c.diags.all()[0].kind, DiagKind::Unsupported);

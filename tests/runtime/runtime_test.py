@@ -235,6 +235,38 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertEqual(status, 0, err)
         self.assertIn("syscall:openat", {json.loads(l)["probe"] for l in out.splitlines()})
 
+    def test_aggregates_by_key(self):
+        status, out, err = kq('trace syscall:read where comm == "cat" group by comm '
+                              'select comm, count() as reads, sum(count), hist(count)',
+                              "-c", "cat /etc/hostname /etc/os-release >/dev/null")
+        self.assertEqual(status, 0, err)
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r"^comm\s+reads\s+sum\(count\)$")
+        self.assertRegex(lines[1], r"^cat\s+\d+\s+\d+$")
+        self.assertEqual(lines[2], "  hist(count):")
+        self.assertRegex(out, r"\n  \[\d+, \d+\)\s+\d+ \|@+ *\|\n")
+
+    def test_aggregates_as_json(self):
+        status, out, err = kq("-o", "json", 'trace syscall:read where comm == "cat" '
+                              'select count(), min(count), max(count), avg(count), lhist(count, 0, 1000, 100)',
+                              "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        table = json.loads(out.splitlines()[-1])
+        row = table["rows"][0]
+        self.assertGreaterEqual(row["count()"], 2)
+        self.assertLessEqual(row["min(count)"], row["avg(count)"])
+        self.assertLessEqual(row["avg(count)"], row["max(count)"])
+        self.assertEqual(sum(b["count"] for b in row["lhist(count, 0, 1000, 100)"]), row["count()"])
+
+    def test_every_prints_and_clears(self):
+        status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_switch select count() every 300ms for 1s",
+                              timeout=30)
+        self.assertEqual(status, 0, err)
+        tables = [json.loads(line) for line in out.splitlines()]
+        self.assertGreaterEqual(len(tables), 2, out)
+        times = [t["time_ns"] for t in tables]
+        self.assertEqual(times, sorted(times))
+
     def test_fmt(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
                               'select fmt("%s opened %s (flags %x, %%)", comm, str(filename), flags) as line',

@@ -1,0 +1,237 @@
+#include "runtime/aggregates.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <optional>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kq::runtime {
+
+std::string fieldText(const FieldLayout& f, const uint8_t* p, const ::btf* btf);  // formatter.cpp
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Row {
+  std::vector<uint8_t> key;
+  std::vector<uint8_t> value;
+};
+
+int64_t read64(const uint8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+/// The value of a scalar aggregate, or nothing (min/max of no event).
+std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
+  const uint8_t* p = value + s.offset;
+  switch (s.kind) {
+    case AggregateKind::Count:
+    case AggregateKind::Sum: return read64(p);
+    case AggregateKind::Avg: {
+      int64_t n = read64(p + 8);
+      return n ? read64(p) / n : 0;
+    }
+    case AggregateKind::Min:
+    case AggregateKind::Max:
+      if (!read64(p)) return std::nullopt;
+      return read64(p + 8);
+    default: return std::nullopt;
+  }
+}
+
+bool isHistogram(const AggregateSlot& s) {
+  return s.kind == AggregateKind::Hist || s.kind == AggregateKind::Lhist;
+}
+
+/// A histogram's bucket bounds: [lo, hi); nullopt for an open end.
+std::pair<std::optional<int64_t>, std::optional<int64_t>> bucketBounds(const AggregateSlot& s, uint32_t i) {
+  if (s.kind == AggregateKind::Hist) {
+    if (i == 0) return {std::nullopt, 1};
+    int64_t lo = int64_t{1} << (i - 1);
+    return {lo, i >= 63 ? std::nullopt : std::optional<int64_t>(int64_t{1} << i)};
+  }
+  if (i == 0) return {std::nullopt, s.lo};
+  if (i == s.buckets - 1) return {s.hi, std::nullopt};
+  int64_t lo = s.lo + (i - 1) * s.step;
+  return {lo, std::min(lo + s.step, s.hi)};
+}
+
+std::string bucketLabel(const AggregateSlot& s, uint32_t i) {
+  auto [lo, hi] = bucketBounds(s, i);
+  if (!lo) return fmt::format("(..., {})", *hi);
+  if (!hi) return fmt::format("[{}, ...)", *lo);
+  if (s.kind == AggregateKind::Hist && *hi - *lo == 1) return fmt::format("[{}]", *lo);
+  return fmt::format("[{}, {})", *lo, *hi);
+}
+
+std::vector<Row> readRows(int fd, const AggregateLayout& layout) {
+  std::vector<Row> rows;
+  std::vector<uint8_t> key(layout.key_size), next(layout.key_size);
+  void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+    Row row{next, std::vector<uint8_t>(layout.value_size)};
+    if (bpf_map_lookup_elem(fd, next.data(), row.value.data()) == 0) rows.push_back(row);
+    key = next;
+    prev = key.data();
+  }
+  // Largest first, by the first scalar aggregate.
+  const AggregateSlot* order = nullptr;
+  for (const AggregateSlot& s : layout.slots) {
+    if (!isHistogram(s)) {
+      order = &s;
+      break;
+    }
+  }
+  if (order) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      return scalar(*order, a.value.data()).value_or(0) > scalar(*order, b.value.data()).value_or(0);
+    });
+  }
+  return rows;
+}
+
+std::string clock(int64_t wall_ns) {
+  time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
+  struct tm tm;
+  localtime_r(&seconds, &tm);
+  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+void printText(const std::vector<Row>& rows, const AggregateLayout& layout, const ::btf* btf,
+               int64_t wall_ns, bool several_queries, std::ostream& out) {
+  std::string title = layout.every_ns ? clock(wall_ns) : "";
+  if (several_queries) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
+  if (!title.empty()) out << "@ " << title << "\n";
+  // Scalar columns in `select` order; histograms beneath each row.
+  std::vector<std::string> headers;
+  std::vector<bool> numeric;
+  for (const auto& [is_key, i] : layout.columns) {
+    if (!is_key && isHistogram(layout.slots[i])) continue;
+    headers.push_back(is_key ? layout.keys[i].name : layout.slots[i].name);
+    numeric.push_back(!is_key || layout.keys[i].kind == FieldKind::Signed ||
+                      layout.keys[i].kind == FieldKind::Unsigned);
+  }
+  std::vector<std::vector<std::string>> cells;
+  for (const Row& row : rows) {
+    std::vector<std::string> line;
+    for (const auto& [is_key, i] : layout.columns) {
+      if (is_key) {
+        line.push_back(fieldText(layout.keys[i], row.key.data() + layout.keys[i].offset, btf));
+      } else if (!isHistogram(layout.slots[i])) {
+        auto v = scalar(layout.slots[i], row.value.data());
+        line.push_back(v ? std::to_string(*v) : "-");
+      }
+    }
+    cells.push_back(line);
+  }
+  std::vector<size_t> widths(headers.size());
+  for (size_t c = 0; c < headers.size(); ++c) {
+    widths[c] = headers[c].size();
+    for (const auto& line : cells) widths[c] = std::max(widths[c], line[c].size());
+  }
+  auto emit = [&](const std::vector<std::string>& line) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      if (c) text += "  ";
+      text += numeric[c] ? fmt::format("{:>{}}", line[c], widths[c]) : fmt::format("{:<{}}", line[c], widths[c]);
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out << text << "\n";
+  };
+  if (!headers.empty()) emit(headers);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (!headers.empty()) emit(cells[r]);
+    for (const AggregateSlot& s : layout.slots) {
+      if (!isHistogram(s)) continue;
+      const uint8_t* buckets = rows[r].value.data() + s.offset;
+      uint32_t first = s.buckets, last = 0;
+      uint64_t peak = 0;
+      for (uint32_t i = 0; i < s.buckets; ++i) {
+        uint64_t n = static_cast<uint64_t>(read64(buckets + 8 * i));
+        if (!n) continue;
+        first = std::min(first, i);
+        last = i;
+        peak = std::max(peak, n);
+      }
+      out << "  " << s.name << ":\n";
+      for (uint32_t i = first; i <= last && first < s.buckets; ++i) {
+        uint64_t n = static_cast<uint64_t>(read64(buckets + 8 * i));
+        size_t bar = peak ? static_cast<size_t>((n * 40 + peak - 1) / peak) : 0;
+        out << fmt::format("  {:<20} {:>10} |{:<40}|\n", bucketLabel(s, i), n, std::string(bar, '@'));
+      }
+    }
+  }
+  out << "\n";
+}
+
+void printJson(const std::vector<Row>& rows, const AggregateLayout& layout, const ::btf* btf,
+               int64_t wall_ns, std::ostream& out) {
+  Json table;
+  table["time_ns"] = wall_ns;
+  table["query"] = layout.query + 1;
+  Json list = Json::array();
+  for (const Row& row : rows) {
+    Json j;
+    for (const auto& [is_key, i] : layout.columns) {
+      if (is_key) {
+        const FieldLayout& k = layout.keys[i];
+        std::string text = fieldText(k, row.key.data() + k.offset, btf);
+        if (k.kind == FieldKind::Signed) j[k.name] = read64(row.key.data() + k.offset);
+        else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(read64(row.key.data() + k.offset));
+        else j[k.name] = text;
+        continue;
+      }
+      const AggregateSlot& s = layout.slots[i];
+      if (!isHistogram(s)) {
+        auto v = scalar(s, row.value.data());
+        j[s.name] = v ? Json(*v) : Json(nullptr);
+        continue;
+      }
+      Json buckets = Json::array();
+      for (uint32_t b = 0; b < s.buckets; ++b) {
+        int64_t n = read64(row.value.data() + s.offset + 8 * b);
+        if (!n) continue;
+        auto [lo, hi] = bucketBounds(s, b);
+        Json bucket;
+        bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
+        bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
+        bucket["count"] = n;
+        buckets.push_back(bucket);
+      }
+      j[s.name] = buckets;
+    }
+    list.push_back(j);
+  }
+  table["rows"] = list;
+  out << table.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace
+
+void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
+                     const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out,
+                     bool clear, bool skip_empty) {
+  if (fd < 0) return;
+  std::vector<Row> rows = readRows(fd, layout);
+  if (rows.empty() && skip_empty) return;
+  if (format == OutputFormat::Json) {
+    printJson(rows, layout, btf, wall_ns, out);
+  } else {
+    printText(rows, layout, btf, wall_ns, several_queries, out);
+  }
+  if (clear) {
+    for (const Row& row : rows) bpf_map_delete_elem(fd, row.key.data());
+  }
+  out.flush();
+}
+
+}  // namespace kq::runtime

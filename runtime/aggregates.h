@@ -1,0 +1,21 @@
+// Aggregate queries' results: their maps read back and printed as tables (columns for keys
+// and scalar aggregates, histograms beneath their row), as text or one JSON object a table.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include "runtime/event_layout.h"
+#include "runtime/formatter.h"
+
+struct btf;
+
+namespace kq::runtime {
+
+/// Prints the table of `layout` from the map `fd`; with `clear`, empties the map after;
+/// with `skip_empty`, prints nothing for an empty map.
+void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
+                     const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out,
+                     bool clear, bool skip_empty);
+
+}  // namespace kq::runtime
