@@ -136,6 +136,16 @@ class KernelFunctions(unittest.TestCase):
         self.check_call_context("--attach", "kprobe")
 
 
+    def test_aggregates_through_fentry_and_kprobes(self):
+        for method in ["fentry", "kprobe"]:
+            with self.subTest(method=method):
+                status, out, err = kq("--attach", method, "-o", "json",
+                                      'trace tcp_sendmsg(sk, size) where comm == "python3" '
+                                      "group by comm select comm, count(), sum(size)", "-c", SEND_TCP)
+                self.assertEqual(status, 0, err)
+                rows = json.loads(out.splitlines()[-1])["rows"]
+                self.assertEqual(rows, [{"comm": "python3", "count()": 1, "sum(size)": 1000}])
+
     def test_packet_tracing(self):
         # Every function a marked packet goes through, as pwru and ipftrace2 show it: one
         # kprobe.multi program per position of the skb argument.
