@@ -96,6 +96,11 @@ class Btf {
   /// Functions whose names match a glob (`tcp_*`), in name order.
   std::vector<Function> matchFunctions(std::string_view glob, bool with_modules = true) const;
 
+  /// Every function (modules included, tracepoint handlers not) with a pointer to
+  /// `struct <name>` among its first `max_position` parameters, and where the first is.
+  std::vector<std::pair<Function, uint32_t>> functionsTaking(std::string_view name,
+                                                              uint32_t max_position) const;
+
   std::optional<BtfType> findStruct(std::string_view name) const;
   std::optional<BtfType> findUnion(std::string_view name) const;
   std::optional<BtfType> findEnum(std::string_view name) const;

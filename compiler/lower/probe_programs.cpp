@@ -312,16 +312,8 @@ void ProgramBuilder::lowerPacket(const Probe& p) {
   uint32_t group = newGroup(p.target.description);
   // Functions by the position of their `struct sk_buff *`: a program reads it from there.
   std::map<uint32_t, std::vector<std::string>> by_position;
-  for (const btf::Function& fn : p.target.functions) {
-    for (uint32_t i = 0; i < fn.params.size() && i < 6; ++i) {
-      btf::BtfType t = fn.params[i].type.resolved();
-      if (t.id == 0 || !btf_is_ptr(t.get())) continue;
-      btf::BtfType pointee = btf::BtfType{t.file, t.get()->type}.resolved();
-      if (pointee.id != 0 && btf_is_struct(pointee.get()) && pointee.name() == "sk_buff") {
-        by_position[i].push_back(fn.name);
-        break;
-      }
-    }
+  for (size_t i = 0; i < p.target.functions.size(); ++i) {
+    by_position[p.target.packet_positions[i]].push_back(p.target.functions[i].name);
   }
   for (uint32_t method = 0; method < 2; ++method) {
     for (const auto& [position, symbols] : by_position) {

@@ -293,16 +293,12 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     return std::nullopt;
   }
   const Type* skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
-  for (std::string_view name : ctx.btf.functionNames()) {
-    // Tracepoint handlers are not traced; functions ftrace cannot attach to would make the
-    // whole attachment fail.
-    if (name.rfind("__bpf_trace_", 0) == 0) continue;
-    auto f = ctx.btf.findFunction(name);
-    for (size_t i = 0; i < f->params.size() && i < 6; ++i) {
-      if (ctx.types.fromBtf(f->params[i].type.resolved()) != skb_ptr) continue;
-      if (ctx.kernel.inFilterFunctions(f->name) != kernel::Known::No) out.functions.push_back(*f);
-      break;
-    }
+  // Functions ftrace cannot attach to would make the whole attachment fail; kprobes reach
+  // the first six arguments.
+  for (auto& [f, position] : ctx.btf.functionsTaking("sk_buff", 6)) {
+    if (ctx.kernel.inFilterFunctions(f.name) == kernel::Known::No) continue;
+    out.functions.push_back(std::move(f));
+    out.packet_positions.push_back(position);
   }
   out.args.push_back({"skb", skb_ptr, 0});
   out.attach = functionAttachMethods(ctx.kernel, {});

@@ -47,6 +47,8 @@ struct ResolvedTarget {
   std::string category;  // tracepoint
   std::string event;     // tracepoint event, or `sys_enter_<name>` for syscalls
   std::optional<kernel::TracepointFormat> format;  // classic tracepoint record
+  /// `packet`: for each of `functions`, the position of its `struct sk_buff *`.
+  std::vector<uint32_t> packet_positions;
   /// A glob over tracepoints or syscalls: each match, `category:event`.
   std::vector<std::string> events;
   std::string binary;                              // uprobe

@@ -105,19 +105,9 @@ int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io)
     return 1;
   }
   noteTraceability(kernel, io);
-  for (std::string_view name : btf.functionNames(true)) {
-    if (name.rfind("__bpf_trace_", 0) == 0) continue;  // tracepoint handlers, not traceable
-    auto f = btf.findFunction(name);
-    for (size_t i = 0; i < f->params.size(); ++i) {
-      btf::BtfType t = f->params[i].type.resolved();
-      if (!btf_is_ptr(t.get())) continue;
-      btf::BtfType pointee = btf::BtfType{t.file, t.get()->type}.resolved();
-      if (pointee.id == 0 || !btf_is_struct(pointee.get()) || pointee.name() != "sk_buff") continue;
-      if (!traceable(kernel, f->name)) break;
-      io.out << fmt::format("{} ({}: arg{})\n", f->name,
-                            f->params[i].name.empty() ? "skb" : f->params[i].name, i);
-      break;
-    }
+  for (const auto& [f, i] : btf.functionsTaking("sk_buff", 6)) {
+    if (!traceable(kernel, f.name)) continue;
+    io.out << fmt::format("{} ({}: arg{})\n", f.name, f.params[i].name.empty() ? "skb" : f.params[i].name, i);
   }
   return 0;
 }
