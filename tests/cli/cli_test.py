@@ -153,6 +153,24 @@ class CommandLine(unittest.TestCase):
             os.unlink(path)
 
 
+class Repl(unittest.TestCase):
+    def test_declarations_checks_and_errors(self):
+        lines = "\n".join(["help", "let big = 100", "fn twice(x) = x * 2", "decls",
+                           "check trace ip_send_skb(skb) where skb->len > twice(big)",
+                           "check trace ip_send_skb(skb) where skb->lenn > big",
+                           "let = 3", "decls", "quit", "trace never_reached"]) + "\n"
+        if not os.path.exists("/sys/kernel/btf/vmlinux"):
+            self.skipTest("this kernel has no BTF")
+        status, out, err = kq("--repl", input_bytes=lines.encode())
+        self.assertIn("Type a query to run it", out)
+        # Declarations are kept (the one with an error is not), in order.
+        self.assertEqual(out.count("let big = 100\nfn twice(x) = x * 2\n"), 2)
+        self.assertIn("`struct sk_buff` has no member `lenn` [NoSuchMember]", err)
+        self.assertIn("note: did you mean `len`?", err)
+        self.assertIn("[ExpectedName]", err)
+        self.assertNotIn("never_reached", err)
+
+
 class HostileInput(unittest.TestCase):
     def check_file(self, data: bytes, kind: str):
         path = write_temp(data)

@@ -267,6 +267,21 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         times = [t["time_ns"] for t in tables]
         self.assertEqual(times, sorted(times))
 
+    def test_repl_runs_queries(self):
+        cat = os.path.join(WORKDIR, "kqreplcat")
+        shutil.copy("/bin/cat", cat)
+        proc = subprocess.Popen([KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdin.write(b'let name = "kqreplcat"\n'
+                         b'trace syscall:openat where comm == name select str(filename) limit 1\n')
+        proc.stdin.flush()
+        time.sleep(1.5)  # attached by now
+        subprocess.run([cat, "/etc/hostname"], stdout=subprocess.DEVNULL)
+        out, err = proc.communicate(b"quit\n", timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("kqreplcat", out.decode())
+        self.assertIn("kq: 1 event", err.decode())
+
     def test_fmt(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
                               'select fmt("%s opened %s (flags %x, %%)", comm, str(filename), flags) as line',

@@ -1,6 +1,7 @@
 #include "tools/kq/cli.h"
 
 #include <cerrno>
+#include <unistd.h>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "compiler/sema/sema.h"
 #include "kq_version.h"
 #include "tools/kq/commands.h"
+#include "tools/kq/compile.h"
 #include "tools/kq/request.h"
 #include "tools/kq/run.h"
 
@@ -47,14 +49,6 @@ void addInputOptions(CLI::App& app, Request& request) {
   app.add_option("input", request.input, "a query, or a .kq script file")->type_name("QUERY|FILE");
 }
 
-bool wantColor(const Request& request, const Io& io) {
-  if (request.color == "always") return true;
-  if (request.color == "never") return false;
-  const char* term = std::getenv("TERM");
-  return io.err_is_terminal && std::getenv("NO_COLOR") == nullptr &&
-         !(term && std::strcmp(term, "dumb") == 0);
-}
-
 bool isRegularFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -78,39 +72,11 @@ std::optional<std::pair<std::string, std::string>> readInput(const Request& requ
   return std::pair{arg, std::move(*text)};
 }
 
-/// Parses and checks the input against the kernel. Returns the exit status.
+/// Reads the input, then checks it and (unless `check`) runs it.
 int compile(const Request& request, bool run_after, Io& io) {
   auto input = readInput(request, io);
   if (!input) return 1;
-
-  SourceManager sources;
-  FileId file = sources.add(input->first, std::move(input->second));
-  Diagnostics diags;
-  RenderOptions render{wantColor(request, io)};
-  std::optional<ast::Script> script = parse::parseScript(sources, file, diags);
-  if (!script || request.dump == "ast") {
-    renderDiagnostics(diags, sources, io.err, render);
-    if (script) ast::dumpScript(*script, io.out);
-    return script ? 0 : 1;
-  }
-
-  auto env = io.load_kernel(request.btf);
-  if (!env) {
-    io.err << "kq: error: " << env.error().message << "\n";
-    return 1;
-  }
-  std::optional<sema::CheckedProgram> checked =
-      sema::analyze(*script, sources, *env->btf, *env->kernel, diags);
-  if (!checked || !run_after || request.dump == "types") {
-    renderDiagnostics(diags, sources, io.err, render);
-  }
-  if (!checked) return 1;
-  if (request.dump == "types") {
-    sema::dumpTypes(*checked, sources, io.out);
-    return 0;
-  }
-  if (!run_after) return 0;
-  return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
+  return checkAndRun(request, input->first, std::move(input->second), run_after, nullptr, io);
 }
 
 }  // namespace
@@ -159,6 +125,9 @@ int run(const std::vector<std::string>& args, Io& io) {
                  "fentry, falling back to kprobe)")
       ->check(CLI::IsMember({"fentry", "kprobe"}))
       ->type_name("METHOD");
+  app.add_flag("--repl", request.repl,
+               "an interactive session, reading lines from standard input (the default when "
+               "kq has no query and standard input is a terminal)");
   app.add_option("--buffer-size", request.buffer_kib,
                  "the event ring buffer's size in KiB (a power of two, at least 4)")
       ->type_name("KIB")
@@ -196,6 +165,8 @@ int run(const std::vector<std::string>& args, Io& io) {
   if (info->parsed()) return runInfo(request.what, request.btf, io);
   if (list->parsed()) return runList(request.what, request.btf, io);
   if (!request.expression && request.input.empty()) {
+    // No query: at a terminal (or with --repl), an interactive session.
+    if (request.repl || isatty(STDIN_FILENO) == 1) return runRepl(request, io);
     io.err << app.help();
     return 2;
   }

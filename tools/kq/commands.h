@@ -4,6 +4,7 @@
 #include <string>
 
 #include "tools/kq/cli.h"
+#include "tools/kq/request.h"
 
 namespace kq::cli {
 
@@ -14,5 +15,8 @@ int runInfo(const std::string& what, const std::string& btf_path, Io& io);
 /// `kq list PATTERN`: matching functions, tracepoints or syscalls, one per line;
 /// `kq list packet`: functions that take a `struct sk_buff *`.
 int runList(const std::string& pattern, const std::string& btf_path, Io& io);
+
+/// The interactive session: queries, declarations and commands, a line at a time.
+int runRepl(const Request& request, Io& io);
 
 }  // namespace kq::cli

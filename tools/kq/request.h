@@ -22,6 +22,7 @@ struct Request {
   bool verbose = false;         // -v
   uint32_t buffer_kib = 4096;   // --buffer-size
   std::string attach;           // --attach fentry|kprobe
+  bool repl = false;            // --repl
 };
 
 }  // namespace kq::cli

@@ -1,0 +1,59 @@
+#include "tools/kq/compile.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "compiler/ast/dump.h"
+#include "compiler/diag/render.h"
+#include "compiler/parse/parse.h"
+#include "compiler/sema/sema.h"
+#include "tools/kq/run.h"
+
+namespace kq::cli {
+
+bool wantColor(const Request& request, const Io& io) {
+  if (request.color == "always") return true;
+  if (request.color == "never") return false;
+  const char* term = std::getenv("TERM");
+  return io.err_is_terminal && std::getenv("NO_COLOR") == nullptr &&
+         !(term && std::strcmp(term, "dumb") == 0);
+}
+
+
+int checkAndRun(const Request& request, const std::string& name, std::string text,
+                bool run_after, const KernelEnvironment* env, Io& io) {
+  SourceManager sources;
+  FileId file = sources.add(name, std::move(text));
+  Diagnostics diags;
+  RenderOptions render{wantColor(request, io)};
+  std::optional<ast::Script> script = parse::parseScript(sources, file, diags);
+  if (!script || request.dump == "ast") {
+    renderDiagnostics(diags, sources, io.err, render);
+    if (script) ast::dumpScript(*script, io.out);
+    return script ? 0 : 1;
+  }
+
+  Result<KernelEnvironment> loaded = Error{""};
+  if (!env) {
+    loaded = io.load_kernel(request.btf);
+    if (!loaded) {
+      io.err << "kq: error: " << loaded.error().message << "\n";
+      return 1;
+    }
+    env = &*loaded;
+  }
+  std::optional<sema::CheckedProgram> checked =
+      sema::analyze(*script, sources, *env->btf, *env->kernel, diags);
+  if (!checked || !run_after || request.dump == "types") {
+    renderDiagnostics(diags, sources, io.err, render);
+  }
+  if (!checked) return 1;
+  if (request.dump == "types") {
+    sema::dumpTypes(*checked, sources, io.out);
+    return 0;
+  }
+  if (!run_after) return 0;
+  return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
+}
+
+}  // namespace kq::cli
