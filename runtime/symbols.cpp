@@ -1,7 +1,8 @@
 #include "runtime/symbols.h"
 
+#include "runtime/kallsyms.h"
+
 #include <algorithm>
-#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,17 +18,9 @@ struct Symbol {
 const std::vector<Symbol>& kallsyms() {
   static const std::vector<Symbol> symbols = [] {
     std::vector<Symbol> out;
-    std::ifstream in("/proc/kallsyms");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.size() < 20) continue;
-      char kind = line[17];
-      if (kind != 'T' && kind != 't') continue;
-      uint64_t address = std::stoull(line.substr(0, 16), nullptr, 16);
-      if (address == 0) continue;
-      size_t end = line.find_first_of("\t ", 19);
-      out.push_back({address, line.substr(19, end == std::string::npos ? end : end - 19)});
-    }
+    forEachKernelTextSymbol([&](uint64_t address, std::string_view name) {
+      if (address != 0) out.push_back({address, std::string(name)});
+    });
     std::sort(out.begin(), out.end(), [](const Symbol& a, const Symbol& b) { return a.address < b.address; });
     return out;
   }();

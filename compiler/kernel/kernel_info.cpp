@@ -1,5 +1,7 @@
 #include "compiler/kernel/kernel_info.h"
 
+#include "runtime/kallsyms.h"
+
 #include <dirent.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -80,16 +82,8 @@ class SystemKernel : public KernelInfo {
   Known inKallsyms(const std::string& function) override {
     if (!kallsyms_loaded_) {
       kallsyms_loaded_ = true;
-      std::ifstream in("/proc/kallsyms");
-      std::string line;
-      while (std::getline(in, line)) {
-        // "ffffffff8205dbd0 T ip_send_skb" or "... t name\t[module]"
-        if (line.size() < 20) continue;
-        char kind = line[17];
-        if (kind != 'T' && kind != 't') continue;
-        size_t end = line.find_first_of("\t ", 19);
-        kallsyms_.insert(line.substr(19, end == std::string::npos ? end : end - 19));
-      }
+      runtime::forEachKernelTextSymbol(
+          [&](uint64_t, std::string_view name) { kallsyms_.emplace(name); });
     }
     if (kallsyms_.empty()) return Known::Unknown;
     return kallsyms_.count(function) ? Known::Yes : Known::No;

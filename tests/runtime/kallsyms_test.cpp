@@ -1,0 +1,52 @@
+#include "runtime/kallsyms.h"
+
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kq::runtime {
+namespace {
+
+std::vector<std::pair<uint64_t, std::string>> textSymbols(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::pair<uint64_t, std::string>> out;
+  forEachTextSymbol(in, [&](uint64_t address, std::string_view name) {
+    out.emplace_back(address, std::string(name));
+  });
+  return out;
+}
+
+TEST(Kallsyms, KeepsTextSymbolsWithAndWithoutModules) {
+  auto symbols = textSymbols(
+      "ffffffff8205dbd0 T ip_send_skb\n"
+      "ffffffff8205dc00 D some_data\n"
+      "ffffffffc0a01000 t nf_hook_slow\t[nf_tables]\n"
+      "ffffffff81000000 W weak_symbol\n");
+  ASSERT_EQ(symbols.size(), 2u);
+  EXPECT_EQ(symbols[0], std::make_pair(uint64_t{0xffffffff8205dbd0}, std::string("ip_send_skb")));
+  EXPECT_EQ(symbols[1], std::make_pair(uint64_t{0xffffffffc0a01000}, std::string("nf_hook_slow")));
+}
+
+TEST(Kallsyms, HiddenAddressesAreZero) {
+  auto symbols = textSymbols("0000000000000000 T ip_send_skb\n");
+  ASSERT_EQ(symbols.size(), 1u);
+  EXPECT_EQ(symbols[0].first, 0u);
+}
+
+TEST(Kallsyms, MalformedLinesAreSkipped) {
+  auto symbols = textSymbols(
+      "\n"
+      "garbage\n"
+      "ffffffff8205dbd0 T\n"
+      "zzzz T not_hex\n"
+      "ffffffff8205dbd0 TT two_letter_kind\n"
+      "ffff T short_address_is_fine\n");
+  ASSERT_EQ(symbols.size(), 1u);
+  EXPECT_EQ(symbols[0].second, "short_address_is_fine");
+}
+
+}  // namespace
+}  // namespace kq::runtime
