@@ -35,6 +35,7 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
   const uint8_t* p = value + s.offset;
   switch (s.kind) {
     case AggregateKind::Count:
+    case AggregateKind::Top:
     case AggregateKind::Sum: return read64(p);
     case AggregateKind::Avg: {
       int64_t n = read64(p + 8);
@@ -73,6 +74,13 @@ std::string bucketLabel(const AggregateSlot& s, uint32_t i) {
   return fmt::format("[{}, {})", *lo, *hi);
 }
 
+const AggregateSlot* topSlot(const AggregateLayout& layout) {
+  for (const AggregateSlot& s : layout.slots) {
+    if (s.kind == AggregateKind::Top) return &s;
+  }
+  return nullptr;
+}
+
 std::vector<Row> readRows(int fd, const AggregateLayout& layout) {
   std::vector<Row> rows;
   std::vector<uint8_t> key(layout.key_size), next(layout.key_size);
@@ -83,9 +91,10 @@ std::vector<Row> readRows(int fd, const AggregateLayout& layout) {
     key = next;
     prev = key.data();
   }
-  // Largest first, by the first scalar aggregate.
-  const AggregateSlot* order = nullptr;
+  // Largest first, by `top` or else the first scalar aggregate.
+  const AggregateSlot* order = topSlot(layout);
   for (const AggregateSlot& s : layout.slots) {
+    if (order) break;
     if (!isHistogram(s)) {
       order = &s;
       break;
@@ -106,8 +115,8 @@ std::string clock(int64_t wall_ns) {
   return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-void printText(const std::vector<Row>& rows, const AggregateLayout& layout, const ::btf* btf,
-               int64_t wall_ns, bool several_queries, std::ostream& out) {
+void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLayout& layout,
+               const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out) {
   std::string title = layout.every_ns ? clock(wall_ns) : "";
   if (several_queries) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
   if (!title.empty()) out << "@ " << title << "\n";
@@ -170,11 +179,12 @@ void printText(const std::vector<Row>& rows, const AggregateLayout& layout, cons
       }
     }
   }
+  if (left_out) out << fmt::format("({} more {})\n", left_out, left_out == 1 ? "group" : "groups");
   out << "\n";
 }
 
-void printJson(const std::vector<Row>& rows, const AggregateLayout& layout, const ::btf* btf,
-               int64_t wall_ns, std::ostream& out) {
+void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLayout& layout,
+               const ::btf* btf, int64_t wall_ns, std::ostream& out) {
   Json table;
   table["time_ns"] = wall_ns;
   table["query"] = layout.query + 1;
@@ -212,6 +222,7 @@ void printJson(const std::vector<Row>& rows, const AggregateLayout& layout, cons
     list.push_back(j);
   }
   table["rows"] = list;
+  if (topSlot(layout)) table["more"] = left_out;
   out << table.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
@@ -223,10 +234,14 @@ void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
   if (fd < 0) return;
   std::vector<Row> rows = readRows(fd, layout);
   if (rows.empty() && skip_empty) return;
+  // `top(n)` shows the n largest groups and says how many it left out.
+  const AggregateSlot* top = topSlot(layout);
+  size_t shown = top ? std::min<size_t>(rows.size(), top->limit) : rows.size();
+  std::vector<Row> kept(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(shown));
   if (format == OutputFormat::Json) {
-    printJson(rows, layout, btf, wall_ns, out);
+    printJson(kept, rows.size() - shown, layout, btf, wall_ns, out);
   } else {
-    printText(rows, layout, btf, wall_ns, several_queries, out);
+    printText(kept, rows.size() - shown, layout, btf, wall_ns, several_queries, out);
   }
   if (clear) {
     for (const Row& row : rows) bpf_map_delete_elem(fd, row.key.data());

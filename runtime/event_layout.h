@@ -65,7 +65,8 @@ struct ProbeLayout {
 };
 
 /// An aggregate, kept in the kernel in a map value.
-enum class AggregateKind : uint8_t { Count, Sum, Avg, Min, Max, Hist, Lhist };
+/// Top: a count, with the table cut to the `limit` groups with the most events.
+enum class AggregateKind : uint8_t { Count, Sum, Avg, Min, Max, Hist, Lhist, Top };
 
 struct AggregateSlot {
   std::string name;  // column header: `count()`, `hist(size)`, or the `as` name
@@ -76,6 +77,7 @@ struct AggregateSlot {
   /// `step`, then from `hi` up.
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;
+  uint32_t limit = 0;  // Top: how many groups the table keeps
 };
 
 /// A query with aggregates: one map, keyed by its `group by` keys, printed as a table at

@@ -408,13 +408,26 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
       }
       s.buckets = static_cast<uint32_t>((s.hi - s.lo + s.step - 1) / s.step) + 2;
       value += 8 * s.buckets;
+    } else if (fn == "top") {
+      s.kind = runtime::AggregateKind::Top, value += 8;
+      uint64_t n = ast::as<ast::IntegerLiteral>(*call.args[0]).value;
+      bool another = std::any_of(layout.slots.begin(), layout.slots.end(), [](const auto& o) {
+        return o.kind == runtime::AggregateKind::Top;
+      });
+      if (another) {
+        diags_.report(DiagKind::Unsupported, item.expr->range,
+                      "a query keeps one `top`: it decides which groups the table shows");
+        return nullptr;
+      }
+      s.limit = static_cast<uint32_t>(n);
     } else {
       unsupported(item.expr->range, fmt::format("`{}`", fn));
       return nullptr;
     }
     layout.columns.emplace_back(false, static_cast<uint32_t>(layout.slots.size()));
     layout.slots.push_back(s);
-    agg->arguments.push_back(call.args.empty() ? nullptr : call.args[0].get());
+    bool counts = s.kind == runtime::AggregateKind::Count || s.kind == runtime::AggregateKind::Top;
+    agg->arguments.push_back(counts ? nullptr : call.args[0].get());
   }
   layout.value_size = std::max<uint32_t>(value, 8);
   agg->map = module_.addMap({layout.map, MapType::Hash, 10240, layout.key_size, layout.value_size});

@@ -312,6 +312,7 @@ void ProgramBuilder::emitAggregate(Emitter& e, ExprLowering& lower, const Probe&
     llvm::Value* x = arg ? lower.value(*arg).v : nullptr;
     switch (s.kind) {
       case runtime::AggregateKind::Count:
+      case runtime::AggregateKind::Top:
         add(at(s.offset), b.getInt64(1));
         break;
       case runtime::AggregateKind::Sum:

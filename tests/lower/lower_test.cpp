@@ -145,8 +145,17 @@ TEST_F(LowerTest, AggregatesUpdateAMapInsteadOfWritingRecords) {
   EXPECT_NE(fentry.find("lock"), std::string::npos) << fentry;      // atomic adds
 }
 
-TEST_F(LowerTest, TopIsReportedAsNotCompiledYet) {
-  Compiled c = compile("trace tcp_sendmsg(sk, size) select top(size)");
+TEST_F(LowerTest, TopCountsAndKeepsItsLimit) {
+  Compiled c = compile("trace tcp_sendmsg(sk, size) group by comm select comm, top(5)");
+  ASSERT_TRUE(c.program) << c.diags.all().size();
+  const auto& slots = c.program->plan.layout.aggregates.at(0).slots;
+  ASSERT_EQ(slots.size(), 1u);
+  EXPECT_EQ(slots[0].kind, runtime::AggregateKind::Top);
+  EXPECT_EQ(slots[0].limit, 5u);
+}
+
+TEST_F(LowerTest, OneTopPerQuery) {
+  Compiled c = compile("trace tcp_sendmsg(sk, size) group by comm select comm, top(5), top(2)");
   EXPECT_FALSE(c.program);
   ASSERT_FALSE(c.diags.all().empty());
   EXPECT_EQ(c.diags.all()[0].kind, DiagKind::Unsupported);

@@ -258,6 +258,22 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertLessEqual(row["avg(count)"], row["max(count)"])
         self.assertEqual(sum(b["count"] for b in row["lhist(count, 0, 1000, 100)"]), row["count()"])
 
+    def test_top_keeps_the_busiest_groups(self):
+        # Three processes read: `cat` most, then `head`; top(2) keeps those and counts the rest.
+        command = ("cat /etc/os-release /etc/hostname /etc/passwd /etc/group >/dev/null; "
+                   "head -c1 /etc/hostname >/dev/null; true")
+        status, out, err = kq("-o", "json", 'trace syscall:read where comm == "cat" or comm == "head" '
+                              'or comm == "sh" group by comm select comm, top(2) as reads', "-c", command)
+        self.assertEqual(status, 0, err)
+        table = json.loads(out.splitlines()[-1])
+        self.assertEqual(len(table["rows"]), 2, table)
+        reads = [row["reads"] for row in table["rows"]]
+        self.assertEqual(reads, sorted(reads, reverse=True))
+        self.assertIn("cat", [row["comm"] for row in table["rows"]])
+        status, out, err = kq('trace syscall:read group by comm select comm, top(1)', "-c", command)
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"^comm\s+top\(1\)\n\S+\s+\d+\n\(\d+ more groups?\)\n")
+
     def test_every_prints_and_clears(self):
         status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_switch select count() every 300ms for 1s",
                               timeout=30)

@@ -28,6 +28,23 @@ const Type* checkLhist(BuiltinCall& c) {
   return c.types.s64();
 }
 
+/// `top(n)`: n is how many groups to keep, a literal from 1 to 10000.
+const Type* checkTop(BuiltinCall& c) {
+  const ast::Expr& n = *c.call.args[0];
+  if (n.kind != ast::ExprKind::Integer) {
+    c.diags.report(DiagKind::TypeMismatch, n.range,
+                   "`top` needs how many groups to keep as an integer literal, as in `top(10)`");
+    return c.types.error();
+  }
+  uint64_t value = ast::as<ast::IntegerLiteral>(n).value;
+  if (value < 1 || value > 10000) {
+    c.diags.report(DiagKind::ValueOutOfRange, n.range,
+                   "`top` keeps from 1 to 10000 groups");
+    return c.types.error();
+  }
+  return c.types.u64();
+}
+
 }  // namespace
 
 void addAggregateFunctions(std::vector<BuiltinFunction>& out) {
@@ -39,7 +56,7 @@ void addAggregateFunctions(std::vector<BuiltinFunction>& out) {
       {"max", 1, 1, true, checkNumeric, "max(x)"},
       {"hist", 1, 1, true, checkNumeric, "hist(x)"},
       {"lhist", 4, 4, true, checkLhist, "lhist(x, lo, hi, step)"},
-      {"top", 1, 1, true, checkNumeric, "top(n)"},
+      {"top", 1, 1, true, checkTop, "top(n)"},
   });
 }
 
