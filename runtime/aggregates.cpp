@@ -13,7 +13,8 @@
 
 namespace kq::runtime {
 
-std::string fieldText(const FieldLayout& f, const uint8_t* p, const ::btf* btf);  // formatter.cpp
+std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
+                      const uint8_t* record, const ::btf* btf);  // formatter.cpp
 
 namespace {
 
@@ -134,7 +135,7 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
     std::vector<std::string> line;
     for (const auto& [is_key, i] : layout.columns) {
       if (is_key) {
-        line.push_back(fieldText(layout.keys[i], row.key.data() + layout.keys[i].offset, btf));
+        line.push_back(fieldText(layout.keys[i], layout.keys, row.key.data(), btf));
       } else if (!isHistogram(layout.slots[i])) {
         auto v = scalar(layout.slots[i], row.value.data());
         line.push_back(v ? std::to_string(*v) : "-");
@@ -194,7 +195,7 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
     for (const auto& [is_key, i] : layout.columns) {
       if (is_key) {
         const FieldLayout& k = layout.keys[i];
-        std::string text = fieldText(k, row.key.data() + k.offset, btf);
+        std::string text = fieldText(k, layout.keys, row.key.data(), btf);
         if (k.kind == FieldKind::Signed) j[k.name] = read64(row.key.data() + k.offset);
         else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(read64(row.key.data() + k.offset));
         else j[k.name] = text;

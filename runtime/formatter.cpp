@@ -91,8 +91,8 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf)
 
 /// fmt("%s:%d", a, b): each directive takes the next argument field, shown as it would be
 /// by itself (`%x` in hex); `%%` is a percent sign.
-std::string formatText(const FieldLayout& f, const ProbeLayout& probe, const uint8_t* record,
-                       const ::btf* btf) {
+std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
+                       const uint8_t* record, const ::btf* btf) {
   std::string out;
   size_t next = 0;
   for (size_t i = 0; i < f.format.size(); ++i) {
@@ -115,7 +115,7 @@ std::string formatText(const FieldLayout& f, const ProbeLayout& probe, const uin
       out += "<missing>";
       continue;
     }
-    const FieldLayout& arg = probe.fields[f.args[next++]];
+    const FieldLayout& arg = fields[f.args[next++]];
     const uint8_t* p = record + arg.offset;
     if (conversion == 'x' && (arg.kind == FieldKind::Signed || arg.kind == FieldKind::Unsigned)) {
       out += fmt::format("{:x}", readU64(p));
@@ -296,7 +296,7 @@ class TextFormatter : public Formatter {
         blocks.push_back(stack);
         continue;
       }
-      std::string value = f.kind == FieldKind::Format ? formatText(f, probe, record, btf_)
+      std::string value = f.kind == FieldKind::Format ? formatText(f, probe.fields, record, btf_)
                                                        : scalarText(f, p, btf_);
       if (f.is_capture) {
         blocks.push_back(fmt::format("{} = {}", f.name, value));
@@ -379,7 +379,7 @@ class JsonFormatter : public Formatter {
           break;
         }
         case FieldKind::Format:
-          j[f.name] = formatText(f, probe, record, btf_);
+          j[f.name] = formatText(f, probe.fields, record, btf_);
           break;
         default:
           j[f.name] = scalarText(f, p, btf_);
@@ -398,9 +398,12 @@ class JsonFormatter : public Formatter {
 
 }  // namespace
 
-/// A field's value as text (aggregate tables show their keys with it).
-std::string fieldText(const FieldLayout& f, const uint8_t* p, const ::btf* btf) {
-  return scalarText(f, p, btf);
+/// A field's value as text (aggregate tables show their keys with it); `fields` and `record`
+/// are the whole key, which a `fmt` draws its arguments from.
+std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
+                      const uint8_t* record, const ::btf* btf) {
+  if (f.kind == FieldKind::Format) return formatText(f, fields, record, btf);
+  return scalarText(f, record + f.offset, btf);
 }
 
 std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayout& layout,

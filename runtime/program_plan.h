@@ -37,11 +37,20 @@ struct PlannedProgram {
   uint32_t method = 0;
 };
 
+/// Why an event was lost: the slots of the lost-event map.
+enum class Lost : uint32_t {
+  RingBufferFull = 0,  // no room for its record
+  TableFull = 1,       // a new group of an aggregate table past `kAggregateGroups`
+};
+constexpr uint32_t kLostReasons = 2;
+/// How many groups an aggregate table holds.
+constexpr uint32_t kAggregateGroups = 10240;
+
 struct ProgramPlan {
   std::vector<PlannedProgram> programs;
   ProgramLayout layout;
-  /// Names of maps the runtime reads: the event ring buffer, the lost-event counter, and
-  /// the set of followed processes (empty when not used).
+  /// Names of maps the runtime reads: the event ring buffer, the lost-event counters (per
+  /// CPU, indexed by `Lost`), and the set of followed processes (empty when not used).
   std::string events_map = "events";
   std::string lost_map = "lost";
   std::string tracked_map;

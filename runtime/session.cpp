@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -54,16 +55,38 @@ int onEvent(void* ctx, void* data, size_t size) {
   return 0;
 }
 
-uint64_t lostEvents(int fd) {
+uint64_t lostEvents(int fd, Lost why) {
   if (fd < 0) return 0;
   int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return 0;
   std::vector<uint64_t> values(static_cast<size_t>(cpus), 0);
-  uint32_t key = 0;
+  uint32_t key = static_cast<uint32_t>(why);
   if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) return 0;
   uint64_t total = 0;
   for (uint64_t v : values) total += v;
   return total;
+}
+
+/// `kq: 12 events, 0 lost`, and for aggregates what did not fit in their tables.
+std::string summary(const SessionResult& result, const ProgramPlan& plan) {
+  bool records = std::any_of(plan.layout.probes.begin(), plan.layout.probes.end(),
+                             [](const ProbeLayout& p) { return !p.aggregate; });
+  std::string text = "kq: ";
+  if (records) {
+    text += fmt::format("{} event{}, {} lost", result.events, result.events == 1 ? "" : "s",
+                        result.lost);
+    if (result.lost) text += " (the ring buffer was full; --buffer-size makes it larger)";
+  }
+  if (!plan.layout.aggregates.empty()) {
+    if (records) text += "; ";
+    text += fmt::format("{} event{} not counted", result.not_counted,
+                        result.not_counted == 1 ? "" : "s");
+    if (result.not_counted) {
+      text += fmt::format(" (a table reached {} groups; group by fewer or coarser keys)",
+                          kAggregateGroups);
+    }
+  }
+  return text;
 }
 
 }  // namespace
@@ -163,11 +186,9 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   ring_buffer__free(ring);
 
   result.events = reader.events;
-  result.lost = lostEvents(object.mapFd(plan.lost_map));
-  std::string summary = fmt::format("kq: {} event{}, {} lost", result.events,
-                                    result.events == 1 ? "" : "s", result.lost);
-  if (result.lost) summary += " (the ring buffer was full; --buffer-size makes it larger)";
-  err << summary << "\n";
+  result.lost = lostEvents(object.mapFd(plan.lost_map), Lost::RingBufferFull);
+  result.not_counted = lostEvents(object.mapFd(plan.lost_map), Lost::TableFull);
+  err << summary(result, plan) << "\n";
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   return result;

@@ -23,7 +23,8 @@ struct SessionOptions {
 
 struct SessionResult {
   uint64_t events = 0;
-  uint64_t lost = 0;
+  uint64_t lost = 0;          // records the ring buffer had no room for
+  uint64_t not_counted = 0;   // events an aggregate table had no room for
   int child_status = 0;
 };
 

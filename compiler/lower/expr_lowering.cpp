@@ -419,6 +419,25 @@ Val ExprLowering::expand(const sema::ExprInfo& ei, const ast::Expr& use, std::ve
   return v;
 }
 
+void ExprLowering::enterBody(const ast::Expr& use) {
+  const sema::ExprInfo& ei = info(use);
+  std::vector<Val> args;
+  if (ei.ref == sema::Ref::Property) {
+    args.push_back(arg(ei.index, argType(ei.index)));
+  } else {
+    for (const ast::ExprPtr& a : ast::as<ast::Call>(use).args) args.push_back(value(*a));
+  }
+  outer_scopes_.emplace_back(exprs_, std::move(params_));
+  exprs_ = ei.body.get();
+  params_ = std::move(args);
+}
+
+void ExprLowering::leaveBody() {
+  exprs_ = outer_scopes_.back().first;
+  params_ = std::move(outer_scopes_.back().second);
+  outer_scopes_.pop_back();
+}
+
 Val ExprLowering::call(const ast::Call& c) {
   const sema::ExprInfo& ei = info(c);
   if (ei.ref == sema::Ref::Fn) {

@@ -81,6 +81,11 @@ class ExprLowering {
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
 
   const sema::ExprInfo& info(const ast::Expr& e) const;
+  /// Until `leaveBody`, lowers expressions of the body of the `fn` (or property) that `use`
+  /// calls, with its parameters bound as at `use`: a `fmt` in a `fn` is printed from its
+  /// arguments, each a field of its own.
+  void enterBody(const ast::Expr& use);
+  void leaveBody();
   /// The kernel's BTF, for builtins that read kernel structs (`netns`).
   void setKernelBtf(const btf::Btf* btf) { btf_ = btf; }
   /// Argument `index` of the probe, as a value of `type`.
@@ -120,6 +125,8 @@ class ExprLowering {
   uint32_t string_bytes_;
   /// Values of a function's parameters while its body is lowered.
   std::vector<Val> params_;
+  /// What `enterBody` replaced.
+  std::vector<std::pair<const sema::ExprTable*, std::vector<Val>>> outer_scopes_;
   const btf::Btf* btf_ = nullptr;
 };
 

@@ -22,6 +22,32 @@ std::string sourceText(const SourceManager& sources, const ast::Expr& e) {
   return text.substr(e.range.begin, e.range.end - e.range.begin);
 }
 
+bool isFmtCall(const sema::ExprTable& exprs, const ast::Expr& e) {
+  return e.kind == ast::ExprKind::Call && ast::as<ast::Call>(e).callee == "fmt" &&
+         exprs.at(&e).ref == sema::Ref::BuiltinFunction;
+}
+
+/// A `select` item that prints through `fmt`: `fmt(...)` itself, or a `fn` (or property)
+/// whose body is one, like the stdlib's `tuple(skb)`.
+struct FmtUse {
+  const ast::Call* call = nullptr;
+  const sema::ExprTable* exprs = nullptr;  // where `call`'s arguments are typed
+  const ast::Expr* within = nullptr;       // the `fn` use, when `call` is its body
+  bool nested = false;                     // a `fmt` more than one `fn` down: not compiled
+};
+
+FmtUse fmtIn(const sema::ExprTable& exprs, const ast::Expr& item) {
+  if (isFmtCall(exprs, item)) return {&ast::as<ast::Call>(item), &exprs, nullptr, false};
+  const sema::ExprInfo& info = exprs.at(&item);
+  if (!(info.ref == sema::Ref::Fn || info.ref == sema::Ref::Property) || !info.fn || !info.body) {
+    return {};
+  }
+  const ast::Expr& body = *info.fn->body;
+  if (isFmtCall(*info.body, body)) return {&ast::as<ast::Call>(body), info.body.get(), &item, false};
+  FmtUse deeper = fmtIn(*info.body, body);
+  return FmtUse{nullptr, nullptr, nullptr, deeper.call != nullptr || deeper.nested};
+}
+
 }  // namespace
 
 ProgramBuilder::ProgramBuilder(const sema::CheckedProgram& checked, const btf::Btf& btf,
@@ -37,7 +63,7 @@ ProgramBuilder::ProgramBuilder(const sema::CheckedProgram& checked, const btf::B
 
 std::optional<CompiledProgram> ProgramBuilder::build(std::string* error) {
   events_ = module_.addMap({"events", runtime_ringbuf(), options_.ringbuf_bytes});
-  lost_ = module_.addMap({"lost", MapType::PercpuArray, 1, 4, 8});
+  lost_ = module_.addMap({"lost", MapType::PercpuArray, runtime::kLostReasons, 4, 8});
   if (options_.follow_children) {
     tracked_ = module_.addMap({"tracked", MapType::Hash, 65536, 4, 1});
     plan_.tracked_map = "tracked";
@@ -200,19 +226,19 @@ std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::Resolved
   for (const ast::SelectItem& item : clauses.select) {
     const sema::Type* type = probe.exprs.at(item.expr.get()).type;
     std::string name = item.alias ? *item.alias : sourceText(sources_, *item.expr);
-    if (item.expr->kind == ast::ExprKind::Call && ast::as<ast::Call>(*item.expr).callee == "fmt" &&
-        probe.exprs.at(item.expr.get()).ref == sema::Ref::BuiltinFunction) {
+    if (const FmtUse use = fmtIn(probe.exprs, *item.expr); use.call) {
       // Each argument is a hidden field; the format is applied when the event is printed.
-      const auto& call = ast::as<ast::Call>(*item.expr);
+      const ast::Call& call = *use.call;
       Field format;
       format.layout.name = name;
       format.layout.kind = FieldKind::Format;
       format.layout.format = ast::as<ast::StringLiteral>(*call.args[0]).value;
       for (size_t i = 1; i < call.args.size(); ++i) {
         const ast::Expr& arg = *call.args[i];
-        const sema::Type* arg_type = probe.exprs.at(&arg).type;
-        Field f{layoutFor(probe.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
+        const sema::Type* arg_type = use.exprs->at(&arg).type;
+        Field f{layoutFor(*use.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
         f.layout.hidden = true;
+        f.within = use.within;
         if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
         format.layout.args.push_back(static_cast<int32_t>(fields.size()));
         fields.push_back(std::move(f));
@@ -252,13 +278,9 @@ void ProgramBuilder::lowerProbe(const sema::ResolvedQuery& query, const sema::Re
     }
   }
   for (const ast::SelectItem& item : ast_query.clauses.select) {
-    // fmt is formatted where it is printed: directly in `select`, not inside a `fn`.
-    const sema::ExprInfo& info = probe.exprs.at(item.expr.get());
-    bool wraps_fmt = (info.ref == sema::Ref::Fn || info.ref == sema::Ref::Property) && info.fn &&
-                     info.fn->body->kind == ast::ExprKind::Call &&
-                     ast::as<ast::Call>(*info.fn->body).callee == "fmt";
-    if (wraps_fmt) {
-      unsupported(item.expr->range, "`fmt` inside a `fn` (write the `fmt` in `select`)");
+    // fmt is formatted where it is printed: in `select`, or as the body of a `fn` used there.
+    if (fmtIn(probe.exprs, *item.expr).nested) {
+      unsupported(item.expr->range, "`fmt` deeper than one `fn` below `select`");
       return;
     }
   }
@@ -349,15 +371,44 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
 
   // The key: the `group by` expressions, laid out like record fields.
   uint32_t offset = 0;
-  for (const ast::ExprPtr& key : clauses.group_by) {
-    const sema::Type* type = probe.exprs.at(key.get()).type;
-    Field f{layoutFor(probe.exprs, key.get(), type, sourceText(sources_, *key)), key.get(), 0, type};
-    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
-    if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
+  auto place = [&](Field f) {
     f.layout.offset = offset;
     offset += (f.layout.size + 7) / 8 * 8;
     layout.keys.push_back(f.layout);
     agg->keys.push_back(std::move(f));
+  };
+  for (const ast::ExprPtr& key : clauses.group_by) {
+    if (const FmtUse use = fmtIn(probe.exprs, *key); use.call || use.nested) {
+      // Grouped by a `fmt`: by its arguments, formatted when the table prints.
+      if (use.nested) {
+        unsupported(key->range, "`fmt` deeper than one `fn` below `group by`");
+        return nullptr;
+      }
+      Field format;
+      format.layout.name = sourceText(sources_, *key);
+      format.layout.kind = FieldKind::Format;
+      format.layout.format = ast::as<ast::StringLiteral>(*use.call->args[0]).value;
+      for (size_t i = 1; i < use.call->args.size(); ++i) {
+        const ast::Expr& arg = *use.call->args[i];
+        const sema::Type* arg_type = use.exprs->at(&arg).type;
+        Field f{layoutFor(*use.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
+        f.layout.hidden = true;
+        f.within = use.within;
+        if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+        if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
+        format.layout.args.push_back(static_cast<int32_t>(layout.keys.size()));
+        place(std::move(f));
+      }
+      format.layout.offset = offset;
+      layout.keys.push_back(format.layout);
+      agg->keys.push_back(std::move(format));
+      continue;
+    }
+    const sema::Type* type = probe.exprs.at(key.get()).type;
+    Field f{layoutFor(probe.exprs, key.get(), type, sourceText(sources_, *key)), key.get(), 0, type};
+    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+    if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
+    place(std::move(f));
   }
   layout.key_size = std::max<uint32_t>(offset, 8);
 
@@ -372,6 +423,7 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
       // A key (query_shape checked it is one): find which.
       std::string text = sourceText(sources_, *item.expr);
       for (uint32_t k = 0; k < layout.keys.size(); ++k) {
+        if (layout.keys[k].hidden) continue;
         std::string key_text = layout.keys[k].name;
         auto compact = [](std::string t) {
           t.erase(std::remove_if(t.begin(), t.end(), ::isspace), t.end());
@@ -430,7 +482,7 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
     agg->arguments.push_back(counts ? nullptr : call.args[0].get());
   }
   layout.value_size = std::max<uint32_t>(value, 8);
-  agg->map = module_.addMap({layout.map, MapType::Hash, 10240, layout.key_size, layout.value_size});
+  agg->map = module_.addMap({layout.map, MapType::Hash, runtime::kAggregateGroups, layout.key_size, layout.value_size});
   zeros_size_ = std::max(zeros_size_, layout.value_size);
   plan_.layout.aggregates.push_back(layout);
   slot = std::move(agg);

@@ -38,6 +38,8 @@ class ProgramBuilder {
     uint32_t arg = 0;                 // the argument, for `*`
     const sema::Type* type = nullptr;
     bool func_ip = false;  // the traced function's address (packet mode's `func`)
+    /// A `fmt` argument inside a `fn`: the `fn` use whose body `expr` belongs to.
+    const ast::Expr* within = nullptr;
   };
 
   struct Aggregation;
@@ -169,6 +171,10 @@ class ProgramBuilder {
 
   void writeField(Emitter& e, ExprLowering& lower, llvm::Value* record, const Field& f,
                   const std::vector<Field>& all);
+  /// Counts an event lost for `why` and ends the program.
+  void countLost(Emitter& e, ExprLowering& lower, runtime::Lost why);
+  void writeFieldBytes(Emitter& e, ExprLowering& lower, llvm::Value* record, const Field& f,
+                       const std::vector<Field>& all);
 
   /// With `-c`: a child of a followed process is followed too.
   void addForkFollower();

@@ -134,17 +134,8 @@ void ProgramBuilder::emitMain(const Probe& p, const std::string& name, const std
   auto* full = llvm::BasicBlock::Create(module_.context(), "full", e->fn);
   e->b.CreateCondBr(e->b.CreateIsNotNull(record), reserved, full);
 
-  // The ring buffer is full: count the lost event.
   e->b.SetInsertPoint(full);
-  llvm::Value* zero = body.slot(4);
-  e->b.CreateStore(e->b.getInt32(0), zero);
-  llvm::Value* counter = mapLookup(*e, lost_, zero);
-  auto* count = llvm::BasicBlock::Create(module_.context(), "count", e->fn);
-  e->b.CreateCondBr(e->b.CreateIsNotNull(counter), count, e->bail);
-  e->b.SetInsertPoint(count);
-  e->b.CreateStore(e->b.CreateAdd(e->b.CreateLoad(e->b.getInt64Ty(), counter), e->b.getInt64(1)),
-                   counter);
-  e->b.CreateBr(e->bail);
+  countLost(*e, body, runtime::Lost::RingBufferFull);
 
   e->b.SetInsertPoint(reserved);
   writeHeader(*e, record, p.id);
@@ -170,6 +161,14 @@ void ProgramBuilder::writeHeader(Emitter& e, llvm::Value* record, uint32_t probe
 
 void ProgramBuilder::writeField(Emitter& e, ExprLowering& lower, llvm::Value* record,
                                 const Field& f, const std::vector<Field>& all) {
+  if (!f.within) return writeFieldBytes(e, lower, record, f, all);
+  lower.enterBody(*f.within);
+  writeFieldBytes(e, lower, record, f, all);
+  lower.leaveBody();
+}
+
+void ProgramBuilder::writeFieldBytes(Emitter& e, ExprLowering& lower, llvm::Value* record,
+                                     const Field& f, const std::vector<Field>& all) {
   llvm::IRBuilder<>& b = e.b;
   llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
   if (f.layout.hidden && !f.expr) return;  // a record's address: written with the record
@@ -261,6 +260,19 @@ void ProgramBuilder::addForkFollower() {
 
 namespace kq::lower {
 
+void ProgramBuilder::countLost(Emitter& e, ExprLowering& lower, runtime::Lost why) {
+  // A per-CPU counter, so a plain add; then the program ends.
+  llvm::IRBuilder<>& b = e.b;
+  llvm::Value* index = lower.slot(4);
+  b.CreateStore(b.getInt32(static_cast<uint32_t>(why)), index);
+  llvm::Value* counter = mapLookup(e, lost_, index);
+  auto* count = llvm::BasicBlock::Create(module_.context(), "count_lost", e.fn);
+  b.CreateCondBr(b.CreateIsNotNull(counter), count, e.bail);
+  b.SetInsertPoint(count);
+  b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
+  b.CreateBr(e.bail);
+}
+
 void ProgramBuilder::emitAggregate(Emitter& e, ExprLowering& lower, const Probe& p) {
   const Aggregation& agg = *p.aggregation;
   llvm::IRBuilder<>& b = e.b;
@@ -291,7 +303,10 @@ void ProgramBuilder::emitAggregate(Emitter& e, ExprLowering& lower, const Probe&
   llvm::Value* created = mapLookup(e, agg.map, key);
   llvm::BasicBlock* created_end = b.GetInsertBlock();
   auto* created_ok = llvm::BasicBlock::Create(module_.context(), "created", e.fn);
-  b.CreateCondBr(b.CreateIsNotNull(created), created_ok, e.bail);
+  auto* table_full = llvm::BasicBlock::Create(module_.context(), "table_full", e.fn);
+  b.CreateCondBr(b.CreateIsNotNull(created), created_ok, table_full);
+  b.SetInsertPoint(table_full);
+  countLost(e, lower, runtime::Lost::TableFull);
   b.SetInsertPoint(created_ok);
   b.CreateBr(update);
   b.SetInsertPoint(update);

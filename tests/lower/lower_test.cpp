@@ -145,6 +145,20 @@ TEST_F(LowerTest, AggregatesUpdateAMapInsteadOfWritingRecords) {
   EXPECT_NE(fentry.find("lock"), std::string::npos) << fentry;      // atomic adds
 }
 
+TEST_F(LowerTest, FmtInAFnIsFormattedFromItsArguments) {
+  Compiled c = compile("use net\ntrace ip_send_skb(skb) select tuple(skb) as flow");
+  ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
+  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  const runtime::FieldLayout& flow = layout.fields.back();
+  EXPECT_EQ(flow.name, "flow");
+  EXPECT_EQ(flow.kind, runtime::FieldKind::Format);
+  EXPECT_EQ(flow.format, "%s:%d -> %s:%d");
+  ASSERT_EQ(flow.args.size(), 4u);
+  EXPECT_EQ(layout.fields.at(flow.args[0]).kind, runtime::FieldKind::Ipv4);
+  EXPECT_TRUE(layout.fields.at(flow.args[0]).hidden);
+  EXPECT_EQ(layout.fields.at(flow.args[1]).name, "sport(skb)");
+}
+
 TEST_F(LowerTest, TopCountsAndKeepsItsLimit) {
   Compiled c = compile("trace tcp_sendmsg(sk, size) group by comm select comm, top(5)");
   ASSERT_TRUE(c.program) << c.diags.all().size();

@@ -203,6 +203,17 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertGreater(int(m.group(2)), 0, err)
         self.assertIn("ring buffer was full", err)
 
+    def test_events_past_a_full_table_are_counted(self):
+        # Every event its own group: past 10240 groups the table is full, and kq says so.
+        status, out, err = kq("trace tracepoint:raw_syscalls:sys_enter group by time select time, top(1)",
+                              "-c", f"{sys.executable} -c 'import os\nfor i in range(30000): os.getppid()'",
+                              timeout=120)
+        self.assertEqual(status, 0, err)
+        self.assertIn("(10239 more groups)", out)
+        m = re.search(r"kq: (\d+) events? not counted \(a table reached 10240 groups", err)
+        self.assertTrue(m, err)
+        self.assertGreater(int(m.group(1)), 10000, err)
+
     def test_kernel_function_fallback_is_explained(self):
         status, out, err = kq("trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef",
                               "-c", f"{sys.executable} {SENDER}")
@@ -305,6 +316,17 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertEqual(status, 0, err)
         lines = [json.loads(l)["line"] for l in out.splitlines()]
         self.assertIn("cat opened /etc/hostname (flags 0, %)", lines)
+
+    def test_fmt_in_a_fn(self):
+        # The stdlib's `tuple(skb)` is a `fmt` in a `fn`: each datagram's addresses and ports.
+        status, out, err = kq("-o", "json", "use net\ntrace tracepoint:net:net_dev_xmit(skb) "
+                              "where l4proto == 17 and mark == 0xdeadbeef select tuple(skb) as flow, len",
+                              "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(l) for l in out.splitlines()]
+        self.assertEqual(len(events), 3, out)
+        for event in events:
+            self.assertRegex(event["flow"], r"^127\.0\.0\.1:\d+ -> 127\.0\.0\.1:9$")
 
     def test_interval(self):
         status, out, err = kq("-o", "json", "trace interval 100ms select time for 1s", timeout=30)
