@@ -350,46 +350,58 @@ class JsonFormatter : public Formatter {
     if (layout_.queries > 1) j["query"] = probe.query + 1;
     for (const FieldLayout& f : probe.fields) {
       if (f.hidden || f.offset + f.size > size) continue;
-      const uint8_t* p = record + f.offset;
-      switch (f.kind) {
-        case FieldKind::Signed: j[f.name] = readSigned(p); break;
-        case FieldKind::Unsigned: j[f.name] = readU64(p); break;
-        case FieldKind::Bool: j[f.name] = readU64(p) != 0; break;
-        case FieldKind::Record: {
-          Json value = btf_ ? jsonOf(btf_, f.btf_id, p, f.size, 0) : Json(nullptr);
-          if (value.is_object() && f.address_field >= 0) {
-            Json with_address;
-            with_address["address"] =
-                fmt::format("0x{:x}", readU64(record + probe.fields[f.address_field].offset));
-            with_address.update(value);
-            value = with_address;
-          }
-          j[f.name] = value;
-          break;
-        }
-        case FieldKind::KernelStack:
-        case FieldKind::UserStack: {
-          Json frames = Json::array();
-          for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
-            uint64_t a = readU64(p + i);
-            if (!a) break;
-            frames.push_back(f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a));
-          }
-          j[f.name] = frames;
-          break;
-        }
-        case FieldKind::Format:
-          j[f.name] = formatText(f, probe.fields, record, btf_);
-          break;
-        default:
-          j[f.name] = scalarText(f, p, btf_);
-          break;
-      }
+      put(j, f.name, value(f, probe, record));
     }
     out_ << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
   }
 
  private:
+  /// One field as JSON: numbers, strings, structs as objects, stacks as arrays.
+  Json value(const FieldLayout& f, const ProbeLayout& probe, const uint8_t* record) const {
+    const uint8_t* p = record + f.offset;
+    switch (f.kind) {
+      case FieldKind::Signed: return readSigned(p);
+      case FieldKind::Unsigned: return readU64(p);
+      case FieldKind::Bool: return readU64(p) != 0;
+      case FieldKind::Record: {
+        Json value = btf_ ? jsonOf(btf_, f.btf_id, p, f.size, 0) : Json(nullptr);
+        if (value.is_object() && f.address_field >= 0) {
+          Json with_address;
+          with_address["address"] =
+              fmt::format("0x{:x}", readU64(record + probe.fields[f.address_field].offset));
+          with_address.update(value);
+          value = with_address;
+        }
+        return value;
+      }
+      case FieldKind::KernelStack:
+      case FieldKind::UserStack: {
+        Json frames = Json::array();
+        for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
+          uint64_t a = readU64(p + i);
+          if (!a) break;
+          frames.push_back(f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a));
+        }
+        return frames;
+      }
+      case FieldKind::Format:
+        return formatText(f, probe.fields, record, btf_);
+      default:
+        return scalarText(f, p, btf_);
+    }
+  }
+
+  /// Keys are unique: a field named like the header (`select time`) or like an earlier field
+  /// is written as `time_2`, unless its value is the same (`select comm`).
+  static void put(Json& j, const std::string& name, Json value) {
+    std::string key = name;
+    for (int n = 2; j.contains(key); ++n) {
+      if (j[key] == value) return;
+      key = fmt::format("{}_{}", name, n);
+    }
+    j[key] = std::move(value);
+  }
+
   const ProgramLayout& layout_;
   const ::btf* btf_;
   int64_t offset_;

@@ -317,6 +317,18 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         lines = [json.loads(l)["line"] for l in out.splitlines()]
         self.assertIn("cat opened /etc/hostname (flags 0, %)", lines)
 
+    def test_json_keys_are_unique(self):
+        status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_exec "
+                              "select time, comm, cpu as c, cpu as c, pid as c", "-c", "/bin/true")
+        self.assertEqual(status, 0, err)
+        event = json.loads(out.splitlines()[-1])
+        self.assertRegex(event["time"], r"^\d\d:\d\d:\d\d\.\d{6}$")  # the header's clock time
+        self.assertIsInstance(event["time_2"], int)                  # the selected `time`
+        self.assertEqual(event["comm"], "true")
+        self.assertNotIn("comm_2", event)
+        self.assertEqual(event["c_2"], event["pid"])  # a different value: kept, renamed
+        self.assertNotIn("c_3", event)
+
     def test_fmt_in_a_fn(self):
         # The stdlib's `tuple(skb)` is a `fmt` in a `fn`: each datagram's addresses and ports.
         status, out, err = kq("-o", "json", "use net\ntrace tracepoint:net:net_dev_xmit(skb) "
