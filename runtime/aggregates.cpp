@@ -158,6 +158,7 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
     out << text << "\n";
   };
   if (!headers.empty()) emit(headers);
+  if (rows.empty()) out << "(no events)\n";
   for (size_t r = 0; r < rows.size(); ++r) {
     if (!headers.empty()) emit(cells[r]);
     for (const AggregateSlot& s : layout.slots) {

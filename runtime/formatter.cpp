@@ -89,6 +89,11 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf)
   return "";
 }
 
+std::string withoutTrailingSpaces(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
 /// fmt("%s:%d", a, b): each directive takes the next argument field, shown as it would be
 /// by itself (`%x` in hex); `%%` is a percent sign.
 std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
@@ -260,12 +265,12 @@ class TextFormatter : public Formatter {
 
   void begin() override {
     if (!has_events_) return;  // only aggregate tables, printed apart
-    out_ << fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}", "TIME", "CPU", "PID", "COMM", "PROBE",
-                        probe_width_);
+    std::string header = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}", "TIME", "CPU", "PID",
+                                     "COMM", "PROBE", probe_width_);
     if (shared_columns_) {
-      for (size_t i = 0; i < columns_.size(); ++i) out_ << "  " << columns_[i];
+      for (size_t i = 0; i < columns_.size(); ++i) header += "  " + columns_[i];
     }
-    out_ << "\n";
+    out_ << withoutTrailingSpaces(std::move(header)) << "\n";
   }
 
   void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
@@ -304,7 +309,7 @@ class TextFormatter : public Formatter {
         line += shared_columns_ ? "  " + value : fmt::format("  {}={}", f.name, value);
       }
     }
-    out_ << line << "\n";
+    out_ << withoutTrailingSpaces(std::move(line)) << "\n";
     for (const std::string& block : blocks) {
       // Indented beneath the event, as ksnoop prints arguments.
       size_t at = 0;
