@@ -115,13 +115,14 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   formatter->begin();
   out.flush();
 
-  // Wait on the ring buffer and, with -c, on the command's exit (a pidfd), so that neither
-  // new events nor the end of the command waits for a timeout.
+  // Wait on the ring buffer and, with -c or -p, on the process's exit (a pidfd), so that
+  // neither new events nor the end of the process waits for a timeout.
   int64_t deadline = options.duration_ns ? nowNs(CLOCK_MONOTONIC) + options.duration_ns : 0;
   int epoll = epoll_create1(EPOLL_CLOEXEC);
   epoll_event ring_event{EPOLLIN, {.u32 = 0}};
   epoll_ctl(epoll, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring), &ring_event);
-  int pidfd = options.child ? static_cast<int>(syscall(SYS_pidfd_open, options.child, 0)) : -1;
+  pid_t watched = options.child ? options.child : options.traced;
+  int pidfd = watched ? static_cast<int>(syscall(SYS_pidfd_open, watched, 0)) : -1;
   if (pidfd >= 0) {
     epoll_event child_event{EPOLLIN, {.u32 = 1}};
     epoll_ctl(epoll, EPOLL_CTL_ADD, pidfd, &child_event);
@@ -152,7 +153,7 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
       if (left <= 0) break;
       timeout_ms = std::min(timeout_ms, static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000)));
     }
-    if (options.child && pidfd < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
+    if (watched && pidfd < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
     epoll_event events[2];
     int n = epoll_wait(epoll, events, 2, timeout_ms);
     if (n < 0 && errno != EINTR) {
@@ -169,6 +170,14 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
       int status = 0;
       if (waitpid(options.child, &status, WNOHANG) == options.child) {
         result.child_status = status;
+        break;
+      }
+    } else if (options.traced) {
+      bool exited = pidfd >= 0 ? std::any_of(events, events + std::max(n, 0),
+                                             [](const epoll_event& e) { return e.data.u32 == 1; })
+                               : kill(options.traced, 0) != 0 && errno == ESRCH;
+      if (exited) {
+        result.traced_exited = true;
         break;
       }
     }
@@ -188,6 +197,7 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   result.events = reader.events;
   result.lost = lostEvents(object.mapFd(plan.lost_map), Lost::RingBufferFull);
   result.not_counted = lostEvents(object.mapFd(plan.lost_map), Lost::TableFull);
+  if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
   err << summary(result, plan) << "\n";
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);

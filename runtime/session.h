@@ -18,6 +18,7 @@ struct SessionOptions {
   uint64_t limit = 0;        // events to print; 0: no limit
   uint64_t duration_ns = 0;  // 0: until stopped
   pid_t child = 0;           // -c: stop when it exits
+  pid_t traced = 0;          // -p: stop when it exits (not our child: watched with a pidfd)
   const ::btf* kernel_btf = nullptr;
 };
 
@@ -26,6 +27,7 @@ struct SessionResult {
   uint64_t lost = 0;          // records the ring buffer had no room for
   uint64_t not_counted = 0;   // events an aggregate table had no room for
   int child_status = 0;
+  bool traced_exited = false;  // -p: the process ended the session
 };
 
 SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,

@@ -317,6 +317,20 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         lines = [json.loads(l)["line"] for l in out.splitlines()]
         self.assertIn("cat opened /etc/hostname (flags 0, %)", lines)
 
+    def test_pid_ends_with_its_process(self):
+        sleeper = subprocess.Popen(["sleep", "1"])
+        try:
+            status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_exit",
+                                  "-p", str(sleeper.pid), timeout=30)
+        finally:
+            sleeper.wait()
+        self.assertEqual(status, 0, err)
+        self.assertIn(f"kq: process {sleeper.pid} exited", err)
+        self.assertEqual([json.loads(l)["pid"] for l in out.splitlines()], [sleeper.pid])
+        status, out, err = kq("trace tracepoint:sched:sched_switch", "-p", "4999999")  # above PID_MAX_LIMIT
+        self.assertEqual(status, 1)
+        self.assertIn("no process has PID 4999999", err)
+
     def test_json_keys_are_unique(self):
         status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_exec "
                               "select time, comm, cpu as c, cpu as c, pid as c", "-c", "/bin/true")

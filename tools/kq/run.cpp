@@ -1,9 +1,11 @@
 #include "tools/kq/run.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -103,6 +105,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     return 1;
   }
 
+  if (request.pid && !dump_only && kill(static_cast<pid_t>(request.pid), 0) != 0 && errno == ESRCH) {
+    io.err << "kq: error: no process has PID " << request.pid << "\n";
+    return 1;
+  }
+
   std::unique_ptr<runtime::ChildCommand> child;
   if (!request.command.empty() && !dump_only) {
     child = runtime::ChildCommand::start(request.command);
@@ -183,6 +190,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   session.limit = smallest(checked, &ast::Clauses::limit);
   session.duration_ns = duration;
   session.child = child ? child->pid() : 0;
+  session.traced = static_cast<pid_t>(request.pid);
   session.kernel_btf = env.btf->vmlinux().btf;
   runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
   return 0;
