@@ -4,12 +4,7 @@
 # while running `true` (-c), so the time is startup + attach + one tiny workload + teardown.
 #
 #   bench/startup.sh            (as root; installs bpftrace and hyperfine if missing)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-for p in bpftrace hyperfine time; do
-  dpkg -s "$p" >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
-done
-[ -x build/kq ] || scripts/build
+source "$(dirname "$0")/setup.sh"
 
 kq_cmd="build/kq 'trace tracepoint:sched:sched_process_exec select comm' -c /bin/true"
 bt_cmd="bpftrace -e 'tracepoint:sched:sched_process_exec { printf(\"%s\\n\", comm); }' -c /bin/true"

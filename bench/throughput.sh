@@ -6,13 +6,8 @@
 # each tool kept up.
 #
 #   bench/throughput.sh [N]     (as root; installs bpftrace and hyperfine if missing)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/setup.sh"
 N=${1:-200000}
-for p in bpftrace hyperfine time; do
-  dpkg -s "$p" >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
-done
-[ -x build/kq ] || scripts/build
 
 work="/bin/dd if=/dev/zero of=/dev/null bs=1 count=$N status=none"
 kq_print="build/kq 'trace syscall:read where comm == \"dd\" select count' -c '$work'"

@@ -27,27 +27,6 @@ bool isFmtCall(const sema::ExprTable& exprs, const ast::Expr& e) {
          exprs.at(&e).ref == sema::Ref::BuiltinFunction;
 }
 
-/// A `select` item that prints through `fmt`: `fmt(...)` itself, or a `fn` (or property)
-/// whose body is one, like the stdlib's `tuple(skb)`.
-struct FmtUse {
-  const ast::Call* call = nullptr;
-  const sema::ExprTable* exprs = nullptr;  // where `call`'s arguments are typed
-  const ast::Expr* within = nullptr;       // the `fn` use, when `call` is its body
-  bool nested = false;                     // a `fmt` more than one `fn` down: not compiled
-};
-
-FmtUse fmtIn(const sema::ExprTable& exprs, const ast::Expr& item) {
-  if (isFmtCall(exprs, item)) return {&ast::as<ast::Call>(item), &exprs, nullptr, false};
-  const sema::ExprInfo& info = exprs.at(&item);
-  if (!(info.ref == sema::Ref::Fn || info.ref == sema::Ref::Property) || !info.fn || !info.body) {
-    return {};
-  }
-  const ast::Expr& body = *info.fn->body;
-  if (isFmtCall(*info.body, body)) return {&ast::as<ast::Call>(body), info.body.get(), &item, false};
-  FmtUse deeper = fmtIn(*info.body, body);
-  return FmtUse{nullptr, nullptr, nullptr, deeper.call != nullptr || deeper.nested};
-}
-
 }  // namespace
 
 ProgramBuilder::ProgramBuilder(const sema::CheckedProgram& checked, const btf::Btf& btf,
@@ -159,6 +138,38 @@ FieldLayout ProgramBuilder::layoutFor(const sema::ExprTable& exprs, const ast::E
   return f;
 }
 
+ProgramBuilder::FmtUse ProgramBuilder::fmtIn(const sema::ExprTable& exprs, const ast::Expr& item) {
+  if (isFmtCall(exprs, item)) return {&ast::as<ast::Call>(item), &exprs, nullptr, false};
+  const sema::ExprInfo& info = exprs.at(&item);
+  if (!(info.ref == sema::Ref::Fn || info.ref == sema::Ref::Property) || !info.fn || !info.body) {
+    return {};
+  }
+  const ast::Expr& body = *info.fn->body;
+  if (isFmtCall(*info.body, body)) return {&ast::as<ast::Call>(body), info.body.get(), &item, false};
+  FmtUse deeper = fmtIn(*info.body, body);
+  return FmtUse{nullptr, nullptr, nullptr, deeper.call != nullptr || deeper.nested};
+}
+
+ProgramBuilder::Field ProgramBuilder::formatField(const FmtUse& use, std::string name,
+                                                  size_t first_index, std::vector<Field>& args) {
+  const ast::Call& call = *use.call;
+  Field format;
+  format.layout.name = std::move(name);
+  format.layout.kind = FieldKind::Format;
+  format.layout.format = ast::as<ast::StringLiteral>(*call.args[0]).value;
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    const ast::Expr& arg = *call.args[i];
+    const sema::Type* arg_type = use.exprs->at(&arg).type;
+    Field f{layoutFor(*use.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
+    f.layout.hidden = true;
+    f.within = use.within;
+    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+    format.layout.args.push_back(static_cast<int32_t>(first_index + args.size()));
+    args.push_back(std::move(f));
+  }
+  return format;
+}
+
 std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::ResolvedQuery& query,
                                                             const sema::ResolvedProbe& probe) {
   std::vector<Field> fields;
@@ -228,21 +239,9 @@ std::vector<ProgramBuilder::Field> ProgramBuilder::fieldsOf(const sema::Resolved
     std::string name = item.alias ? *item.alias : sourceText(sources_, *item.expr);
     if (const FmtUse use = fmtIn(probe.exprs, *item.expr); use.call) {
       // Each argument is a hidden field; the format is applied when the event is printed.
-      const ast::Call& call = *use.call;
-      Field format;
-      format.layout.name = name;
-      format.layout.kind = FieldKind::Format;
-      format.layout.format = ast::as<ast::StringLiteral>(*call.args[0]).value;
-      for (size_t i = 1; i < call.args.size(); ++i) {
-        const ast::Expr& arg = *call.args[i];
-        const sema::Type* arg_type = use.exprs->at(&arg).type;
-        Field f{layoutFor(*use.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
-        f.layout.hidden = true;
-        f.within = use.within;
-        if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
-        format.layout.args.push_back(static_cast<int32_t>(fields.size()));
-        fields.push_back(std::move(f));
-      }
+      std::vector<Field> args;
+      Field format = formatField(use, name, fields.size(), args);
+      for (Field& f : args) fields.push_back(std::move(f));
       fields.push_back(std::move(format));
       continue;
     }
@@ -384,19 +383,10 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
         unsupported(key->range, "`fmt` deeper than one `fn` below `group by`");
         return nullptr;
       }
-      Field format;
-      format.layout.name = sourceText(sources_, *key);
-      format.layout.kind = FieldKind::Format;
-      format.layout.format = ast::as<ast::StringLiteral>(*use.call->args[0]).value;
-      for (size_t i = 1; i < use.call->args.size(); ++i) {
-        const ast::Expr& arg = *use.call->args[i];
-        const sema::Type* arg_type = use.exprs->at(&arg).type;
-        Field f{layoutFor(*use.exprs, &arg, arg_type, sourceText(sources_, arg)), &arg, 0, arg_type};
-        f.layout.hidden = true;
-        f.within = use.within;
-        if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+      std::vector<Field> args;
+      Field format = formatField(use, sourceText(sources_, *key), layout.keys.size(), args);
+      for (Field& f : args) {
         if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
-        format.layout.args.push_back(static_cast<int32_t>(layout.keys.size()));
         place(std::move(f));
       }
       format.layout.offset = offset;

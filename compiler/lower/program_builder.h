@@ -86,6 +86,20 @@ class ProgramBuilder {
   runtime::FieldLayout layoutFor(const sema::ExprTable& exprs, const ast::Expr* e,
                                  const sema::Type* type, std::string name);
 
+  /// A `select` item or `group by` key that prints through `fmt`: `fmt(...)` itself, or a
+  /// `fn` (or property) whose body is one, like the stdlib's `tuple(skb)`.
+  struct FmtUse {
+    const ast::Call* call = nullptr;
+    const sema::ExprTable* exprs = nullptr;  // where `call`'s arguments are typed
+    const ast::Expr* within = nullptr;       // the `fn` use, when `call` is its body
+    bool nested = false;                     // a `fmt` more than one `fn` down: not compiled
+  };
+  static FmtUse fmtIn(const sema::ExprTable& exprs, const ast::Expr& e);
+  /// The Format field of `use`, printed as `name`; its arguments become hidden fields
+  /// appended to `args`, which it names by index from `first_index`.
+  Field formatField(const FmtUse& use, std::string name, size_t first_index,
+                    std::vector<Field>& args);
+
   /// The record's fields: captures (ksnoop-style), then `select` items.
   std::vector<Field> fieldsOf(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe);
 
