@@ -368,9 +368,12 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
   const ast::Clauses& clauses = query.query->clauses;
   if (clauses.every) layout.every_ns = clauses.every->value;
 
-  // The key: the `group by` expressions, laid out like record fields.
+  // The key: the `group by` expressions, laid out like record fields, but small: a struct
+  // by its address, a string by its first 32 bytes.
   uint32_t offset = 0;
   auto place = [&](Field f) {
+    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
+    if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
     f.layout.offset = offset;
     offset += (f.layout.size + 7) / 8 * 8;
     layout.keys.push_back(f.layout);
@@ -385,20 +388,12 @@ const ProgramBuilder::Aggregation* ProgramBuilder::aggregationFor(const sema::Re
       }
       std::vector<Field> args;
       Field format = formatField(use, sourceText(sources_, *key), layout.keys.size(), args);
-      for (Field& f : args) {
-        if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
-        place(std::move(f));
-      }
-      format.layout.offset = offset;
-      layout.keys.push_back(format.layout);
-      agg->keys.push_back(std::move(format));
+      for (Field& f : args) place(std::move(f));
+      place(std::move(format));  // no bytes of its own
       continue;
     }
     const sema::Type* type = probe.exprs.at(key.get()).type;
-    Field f{layoutFor(probe.exprs, key.get(), type, sourceText(sources_, *key)), key.get(), 0, type};
-    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer;
-    if (f.layout.kind == FieldKind::String) f.layout.size = std::min<uint32_t>(f.layout.size, 32);
-    place(std::move(f));
+    place(Field{layoutFor(probe.exprs, key.get(), type, sourceText(sources_, *key)), key.get(), 0, type});
   }
   layout.key_size = std::max<uint32_t>(offset, 8);
 
