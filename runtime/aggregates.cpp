@@ -4,17 +4,13 @@
 
 #include <algorithm>
 #include <optional>
-#include <cstring>
-#include <ctime>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace kq::runtime {
-
-std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
-                      const uint8_t* record, const ::btf* btf);  // formatter.cpp
 
 namespace {
 
@@ -25,11 +21,6 @@ struct Row {
   std::vector<uint8_t> value;
 };
 
-int64_t read64(const uint8_t* p) {
-  int64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
 
 /// The value of a scalar aggregate, or nothing (min/max of no event).
 std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
@@ -37,15 +28,15 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
   switch (s.kind) {
     case AggregateKind::Count:
     case AggregateKind::Top:
-    case AggregateKind::Sum: return read64(p);
+    case AggregateKind::Sum: return readSigned(p);
     case AggregateKind::Avg: {
-      int64_t n = read64(p + 8);
-      return n ? read64(p) / n : 0;
+      int64_t n = readSigned(p + 8);
+      return n ? readSigned(p) / n : 0;
     }
     case AggregateKind::Min:
     case AggregateKind::Max:
-      if (!read64(p)) return std::nullopt;
-      return read64(p + 8);
+      if (!readSigned(p)) return std::nullopt;
+      return readSigned(p + 8);
     default: return std::nullopt;
   }
 }
@@ -109,16 +100,9 @@ std::vector<Row> readRows(int fd, const AggregateLayout& layout) {
   return rows;
 }
 
-std::string clock(int64_t wall_ns) {
-  time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
-  struct tm tm;
-  localtime_r(&seconds, &tm);
-  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLayout& layout,
                const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out) {
-  std::string title = layout.every_ns ? clock(wall_ns) : "";
+  std::string title = layout.every_ns ? clockText(wall_ns, ClockPrecision::Seconds) : "";
   if (several_queries) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
   if (!title.empty()) out << "@ " << title << "\n";
   // Scalar columns in `select` order; histograms beneath each row.
@@ -167,7 +151,7 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
       uint32_t first = s.buckets, last = 0;
       uint64_t peak = 0;
       for (uint32_t i = 0; i < s.buckets; ++i) {
-        uint64_t n = static_cast<uint64_t>(read64(buckets + 8 * i));
+        uint64_t n = static_cast<uint64_t>(readSigned(buckets + 8 * i));
         if (!n) continue;
         first = std::min(first, i);
         last = i;
@@ -175,7 +159,7 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
       }
       out << "  " << s.name << ":\n";
       for (uint32_t i = first; i <= last && first < s.buckets; ++i) {
-        uint64_t n = static_cast<uint64_t>(read64(buckets + 8 * i));
+        uint64_t n = static_cast<uint64_t>(readSigned(buckets + 8 * i));
         size_t bar = peak ? static_cast<size_t>((n * 40 + peak - 1) / peak) : 0;
         out << fmt::format("  {:<20} {:>10} |{:<40}|\n", bucketLabel(s, i), n, std::string(bar, '@'));
       }
@@ -197,8 +181,8 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
       if (is_key) {
         const FieldLayout& k = layout.keys[i];
         std::string text = fieldText(k, layout.keys, row.key.data(), btf);
-        if (k.kind == FieldKind::Signed) j[k.name] = read64(row.key.data() + k.offset);
-        else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(read64(row.key.data() + k.offset));
+        if (k.kind == FieldKind::Signed) j[k.name] = readSigned(row.key.data() + k.offset);
+        else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(readSigned(row.key.data() + k.offset));
         else j[k.name] = text;
         continue;
       }
@@ -210,7 +194,7 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
       }
       Json buckets = Json::array();
       for (uint32_t b = 0; b < s.buckets; ++b) {
-        int64_t n = read64(row.value.data() + s.offset + 8 * b);
+        int64_t n = readSigned(row.value.data() + s.offset + 8 * b);
         if (!n) continue;
         auto [lo, hi] = bucketBounds(s, b);
         Json bucket;

@@ -13,9 +13,6 @@
 #include "runtime/symbols.h"
 
 namespace kq::runtime {
-namespace {
-
-using Json = nlohmann::ordered_json;
 
 uint64_t readU64(const uint8_t* p) {
   uint64_t v;
@@ -25,14 +22,25 @@ uint64_t readU64(const uint8_t* p) {
 
 int64_t readSigned(const uint8_t* p) { return static_cast<int64_t>(readU64(p)); }
 
-std::string clockText(int64_t wall_ns, bool micro) {
+std::string clockText(int64_t wall_ns, ClockPrecision precision) {
   time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
   struct tm tm;
   localtime_r(&seconds, &tm);
   int64_t frac = wall_ns % 1'000'000'000;
-  return micro ? fmt::format("{:02}:{:02}:{:02}.{:06}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1000)
-               : fmt::format("{:02}:{:02}:{:02}.{:03}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1'000'000);
+  switch (precision) {
+    case ClockPrecision::Seconds:
+      return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+    case ClockPrecision::Milliseconds:
+      return fmt::format("{:02}:{:02}:{:02}.{:03}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1'000'000);
+    case ClockPrecision::Microseconds:
+      return fmt::format("{:02}:{:02}:{:02}.{:06}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1000);
+  }
+  return "";
 }
+
+namespace {
+
+using Json = nlohmann::ordered_json;
 
 /// Printable text of a NUL-terminated string of at most `size` bytes.
 std::string stringText(const uint8_t* p, size_t size) {
@@ -254,7 +262,10 @@ class TextFormatter : public Formatter {
       } else if (names != columns_) {
         shared_columns_ = false;
       }
-      probe_width_ = std::max(probe_width_, std::min<size_t>(p.name.size() + (layout.queries > 1 ? 2 : 0), 32));
+      // Wide enough for tracepoint names; longer names (globs of long functions) overflow.
+      constexpr size_t kMaxProbeWidth = 48;
+      size_t width = p.name.size() + (layout.queries > 1 ? 2 : 0);
+      probe_width_ = std::max(probe_width_, std::min(width, kMaxProbeWidth));
     }
   }
 
@@ -277,7 +288,7 @@ class TextFormatter : public Formatter {
              size_t size) override {
     std::string comm = stringText(reinterpret_cast<const uint8_t*>(h.comm), sizeof h.comm);
     std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
-                                   clockText(static_cast<int64_t>(h.time_ns) + offset_, false), h.cpu,
+                                   clockText(static_cast<int64_t>(h.time_ns) + offset_, ClockPrecision::Milliseconds), h.cpu,
                                    h.pid, comm, probeName(probe), probe_width_);
     std::vector<std::string> blocks;
     for (const FieldLayout& f : probe.fields) {
@@ -345,7 +356,7 @@ class JsonFormatter : public Formatter {
              size_t size) override {
     Json j;
     int64_t wall = static_cast<int64_t>(h.time_ns) + offset_;
-    j["time"] = clockText(wall, true);
+    j["time"] = clockText(wall, ClockPrecision::Microseconds);
     j["time_ns"] = wall;
     j["cpu"] = h.cpu;
     j["pid"] = h.pid;
@@ -415,8 +426,6 @@ class JsonFormatter : public Formatter {
 
 }  // namespace
 
-/// A field's value as text (aggregate tables show their keys with it); `fields` and `record`
-/// are the whole key, which a `fmt` draws its arguments from.
 std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
                       const uint8_t* record, const ::btf* btf) {
   if (f.kind == FieldKind::Format) return formatText(f, fields, record, btf);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "runtime/event_layout.h"
 
@@ -30,5 +31,20 @@ class Formatter {
 std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayout& layout,
                                          const ::btf* kernel_btf, int64_t boot_offset_ns,
                                          std::ostream& out);
+
+// Values as the output shows them; aggregate tables (aggregates.cpp) use them too.
+
+/// An 8-byte record slot (records are 8-byte aligned only by layout, so copied out).
+uint64_t readU64(const uint8_t* p);
+int64_t readSigned(const uint8_t* p);
+
+enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
+/// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.
+std::string clockText(int64_t wall_ns, ClockPrecision precision);
+
+/// A field's value as text; `fields` and `record` are the whole record (or key), which a
+/// `fmt` draws its arguments from.
+std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
+                      const uint8_t* record, const ::btf* btf);
 
 }  // namespace kq::runtime
