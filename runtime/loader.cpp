@@ -38,6 +38,23 @@ const char* attachName(Attach attach) {
   return "?";
 }
 
+Feature featureOf(Attach attach) {
+  switch (attach) {
+    case Attach::Fentry:
+    case Attach::Fexit: return Feature::Trampoline;
+    case Attach::Kprobe:
+    case Attach::Kretprobe: return Feature::Kprobe;
+    case Attach::KprobeMulti:
+    case Attach::KretprobeMulti: return Feature::KprobeMulti;
+    case Attach::TpBtf: return Feature::TpBtf;
+    case Attach::Tracepoint: return Feature::Tracepoint;
+    case Attach::Uprobe:
+    case Attach::Uretprobe: return Feature::Uprobe;
+    case Attach::PerfEvent: return Feature::PerfEvent;
+  }
+  return Feature::Tracepoint;
+}
+
 LoadedObject::~LoadedObject() {
   for (bpf_link* link : links_) bpf_link__destroy(link);
   if (object_) bpf_object__close(object_);

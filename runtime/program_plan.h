@@ -1,6 +1,18 @@
 // What the runtime needs to load and attach a compiled object: each BPF program's role,
 // attach method and target, grouped so that one method (fentry) can fall back to another
-// (kprobe), and the event layouts. Written by compiler/lower, read by runtime/.
+// (kprobe), the maps with their sizes, and the event layouts. Written by compiler/lower,
+// read by runtime/.
+//
+// The method protocol. Every program belongs to one group (what one probe target traces:
+// a function, a glob, a tracepoint) and has one method number in it. A group's methods are
+// numbered 0, 1, ... in the order kq prefers them; all programs of one (group, method) pair
+// are loaded and attached together, and only one method of a group is ever loaded. Which
+// kernel facilities a method needs follows from its programs' attach kinds (`featureOf`):
+// the runtime probes those once per run and loads, for each group, the first method whose
+// programs it can load here. Example, `trace tcp_* select return` (a glob at exit):
+//   method 0: fentry + fexit for every function;
+//   method 1: kprobe.multi + kretprobe.multi over every function;
+//   method 2: kprobe + kretprobe for every function.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +29,18 @@ enum class Attach : uint8_t {
 };
 
 const char* attachName(Attach attach);
+
+/// A kernel facility that some attach kinds need; the runtime probes each once per run.
+enum class Feature : uint8_t {
+  Trampoline,      // fentry and fexit (BPF trampolines)
+  TpBtf,           // BTF-typed raw tracepoints
+  Kprobe,          // kprobes and kretprobes through perf events
+  KprobeMulti,     // kprobe.multi links (CONFIG_FPROBE)
+  Tracepoint,      // classic tracepoints through perf events
+  Uprobe,
+  PerfEvent,       // CPU-clock perf events
+};
+Feature featureOf(Attach attach);
 
 struct PlannedProgram {
   std::string function;  // the BPF program's name in the object
@@ -35,19 +59,39 @@ struct PlannedProgram {
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;
   uint32_t method = 0;
+  /// Which query of the script it belongs to (`for` and `limit` end one query).
+  uint32_t query = 0;
+  /// Bytes of BPF stack the program uses, as planned before LLVM ran.
+  uint32_t stack_bytes = 0;
+};
+
+/// A map of the object, with what it costs (for `--dump plan`).
+struct PlannedMap {
+  std::string name;
+  std::string type;  // "hash", "percpu_array", "ringbuf", ...
+  uint32_t key_size = 0;
+  uint32_t value_size = 0;
+  uint32_t max_entries = 0;
+  bool preallocated = false;
+  /// An estimate of the kernel memory it takes at its fullest (what bpftool calls
+  /// bytes_memlock for a preallocated map).
+  uint64_t bytes = 0;
 };
 
 /// Why an event was lost: the slots of the lost-event map.
 enum class Lost : uint32_t {
   RingBufferFull = 0,  // no room for its record
   TableFull = 1,       // a new group of an aggregate table past `kAggregateGroups`
+  StashFull = 2,       // a function entry whose arguments could not be kept for its exit
+  StashMissing = 3,    // a function exit whose entry was not seen (or was overwritten)
 };
-constexpr uint32_t kLostReasons = 2;
+constexpr uint32_t kLostReasons = 4;
 /// How many groups an aggregate table holds.
 constexpr uint32_t kAggregateGroups = 10240;
 
 struct ProgramPlan {
   std::vector<PlannedProgram> programs;
+  std::vector<PlannedMap> maps;
   ProgramLayout layout;
   /// Names of maps the runtime reads: the event ring buffer, the lost-event counters (per
   /// CPU, indexed by `Lost`), and the set of followed processes (empty when not used).

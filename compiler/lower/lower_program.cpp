@@ -49,6 +49,7 @@ std::optional<CompiledProgram> ProgramBuilder::build(std::string* error) {
   }
   uint32_t query_number = 0;
   for (const sema::ResolvedQuery& query : checked_.program.queries) {
+    current_query_ = query_number;
     for (const sema::ResolvedProbe& probe : query.probes) lowerProbe(query, probe, query_number);
     ++query_number;
   }

@@ -112,6 +112,7 @@ void ProgramBuilder::plan(const std::string& function, Attach attach, const std:
   planned.binary = binary;
   planned.group = group;
   planned.method = method;
+  planned.query = current_query_;
   plan_.programs.push_back(std::move(planned));
 }
 

@@ -209,6 +209,7 @@ class ProgramBuilder {
   llvm::GlobalVariable* tracked_ = nullptr;
   uint32_t program_count_ = 0;
   uint32_t stash_count_ = 0;
+  uint32_t current_query_ = 0;
 };
 
 }  // namespace kq::lower
