@@ -33,6 +33,7 @@ enum class FieldKind : uint8_t {
   Symbol,    // a kernel address shown as its symbol (ksym)
   Errno,     // a negative errno shown by name
   Ipv4,      // 4 bytes in network order, shown as a dotted quad
+  Ipv6,      // 16 bytes in network order, shown as RFC 5952 text (`::1`, `fe80::1`)
   KernelStack,  // return addresses, shown as symbols
   UserStack,    // return addresses, shown in hex
   Format,       // fmt("...", args): `format` filled in with the fields in `args`; no bytes

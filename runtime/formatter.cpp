@@ -1,5 +1,7 @@
 #include "runtime/formatter.h"
 
+#include <arpa/inet.h>
+
 #include <bpf/btf.h>
 
 #include <cstdarg>
@@ -76,6 +78,11 @@ std::string enumName(const ::btf* btf, uint32_t id, int64_t value) {
 
 std::string ipv4Text(const uint8_t* p) { return fmt::format("{}.{}.{}.{}", p[0], p[1], p[2], p[3]); }
 
+std::string ipv6Text(const uint8_t* p) {
+  char text[INET6_ADDRSTRLEN] = {};
+  return inet_ntop(AF_INET6, p, text, sizeof text) ? text : "?";
+}
+
 /// A scalar field as text (stacks and records are shown apart).
 std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf) {
   switch (f.kind) {
@@ -89,6 +96,7 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf)
     case FieldKind::Symbol: return kernelSymbol(readU64(p));
     case FieldKind::Errno: return errnoName(readSigned(p));
     case FieldKind::Ipv4: return ipv4Text(p);
+    case FieldKind::Ipv6: return ipv6Text(p);
     case FieldKind::Record:
     case FieldKind::KernelStack:
     case FieldKind::UserStack:

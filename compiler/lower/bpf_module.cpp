@@ -4,6 +4,8 @@
 
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -54,6 +56,24 @@ Result<std::string> codegen(llvm::TargetMachine& tm, llvm::Module& module,
   return std::string(buffer.begin(), buffer.end());
 }
 
+/// Keeps LLVM's errors (which would otherwise end the process) as problems of the module.
+void keepProblem(const llvm::DiagnosticInfo& info, void* context) {
+  if (info.getSeverity() != llvm::DS_Error) return;
+  auto* problems = static_cast<std::vector<CodegenProblem>*>(context);
+  CodegenProblem problem;
+  llvm::raw_string_ostream text(problem.message);
+  llvm::DiagnosticPrinterRawOStream printer(text);
+  info.print(printer);
+  text.flush();
+  if (const auto* located = llvm::dyn_cast<llvm::DiagnosticInfoUnsupported>(&info)) {
+    if (located->isLocationAvailable()) {
+      problem.line = located->getLocation().getLine();
+      problem.column = located->getLocation().getColumn();
+    }
+  }
+  problems->push_back(std::move(problem));
+}
+
 }  // namespace
 
 BpfModule::BpfModule(const std::string& name, const SourceFile& source)
@@ -61,6 +81,7 @@ BpfModule::BpfModule(const std::string& name, const SourceFile& source)
       module_(std::make_unique<llvm::Module>(name, *context_)),
       di_(std::make_unique<llvm::DIBuilder>(*module_)),
       source_(source) {
+  context_->setDiagnosticHandlerCallBack(keepProblem, &problems_);
   module_->setTargetTriple("bpfel");
   module_->setDataLayout("e-m:e-p:64:64-i64:64-i128:128-n32:64-S128");
   module_->addModuleFlag(llvm::Module::Warning, "Debug Info Version",
@@ -94,19 +115,39 @@ llvm::DIType* BpfModule::arrayOfIntsDi(uint32_t count) {
 }
 
 llvm::GlobalVariable* BpfModule::addMap(const MapSpec& spec) {
+  return describeMap(declareMap(spec.name), spec);
+}
+
+llvm::GlobalVariable* BpfModule::declareMap(const std::string& name) {
+  auto* ptr = llvm::PointerType::get(*context_, 0);
+  // Every map definition has at most six members, each a pointer (see describeMap).
+  auto* type = llvm::StructType::get(*context_, std::vector<llvm::Type*>(6, ptr));
+  auto* global = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage,
+                                          llvm::Constant::getNullValue(type), name);
+  global->setSection(".maps");
+  global->setAlignment(llvm::Align(8));
+  return global;
+}
+
+llvm::GlobalVariable* BpfModule::describeMap(llvm::GlobalVariable* global, const MapSpec& spec) {
   // libbpf's BTF map definition: each `__uint(name, N)` is a member `int (*name)[N]`.
   std::vector<std::pair<std::string, uint32_t>> members = {
       {"type", static_cast<uint32_t>(spec.type)}, {"max_entries", spec.max_entries}};
   if (spec.key_size) members.emplace_back("key_size", spec.key_size);
   if (spec.value_size) members.emplace_back("value_size", spec.value_size);
-
+  if (spec.flags) members.emplace_back("map_flags", spec.flags);
+  // The IR type declared six pointers; BTF describes the members used, and the size of the
+  // section's variable is what its BTF type says.
   auto* ptr = llvm::PointerType::get(*context_, 0);
-  std::vector<llvm::Type*> fields(members.size(), ptr);
-  auto* type = llvm::StructType::get(*context_, fields);
-  auto* global = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage,
-                                          llvm::Constant::getNullValue(type), spec.name);
-  global->setSection(".maps");
-  global->setAlignment(llvm::Align(8));
+  auto* type = llvm::StructType::get(*context_, std::vector<llvm::Type*>(members.size(), ptr));
+  auto* fitted = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage,
+                                          llvm::Constant::getNullValue(type), "");
+  fitted->setSection(".maps");
+  fitted->setAlignment(llvm::Align(8));
+  fitted->takeName(global);
+  global->replaceAllUsesWith(fitted);
+  global->eraseFromParent();
+  global = fitted;
 
   std::vector<llvm::Metadata*> di_members;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -190,10 +231,12 @@ Result<EmittedObject> BpfModule::emit(bool want_ir, bool want_asm) {
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*module_);
     auto text = codegen(**tm, *copy, llvm::CGFT_AssemblyFile);
     if (!text) return text.error();
+    if (!problems_.empty()) return Error{problems_.front().message};
     out.asm_text = text.take();
   }
   auto elf = codegen(**tm, *module_, llvm::CGFT_ObjectFile);
   if (!elf) return elf.error();
+  if (!problems_.empty()) return Error{problems_.front().message};
   out.elf.assign(elf->begin(), elf->end());
   return out;
 }

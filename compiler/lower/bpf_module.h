@@ -42,7 +42,10 @@ enum class Helper : int {
 };
 
 /// BPF map types (the subset kq uses).
-enum class MapType : int { Hash = 1, Array = 2, PercpuArray = 6, Ringbuf = 27 };
+enum class MapType : int { Hash = 1, Array = 2, PercpuHash = 5, PercpuArray = 6, Ringbuf = 27 };
+
+/// BPF_F_NO_PREALLOC: a hash map's entries are allocated when added, not when it is made.
+inline constexpr uint32_t kMapNoPrealloc = 1;
 
 struct MapSpec {
   std::string name;
@@ -50,6 +53,15 @@ struct MapSpec {
   uint32_t max_entries;
   uint32_t key_size = 0;    // 0 for a ring buffer
   uint32_t value_size = 0;
+  uint32_t flags = 0;
+};
+
+/// An error LLVM reported while compiling (the BPF stack limit, an unsupported operation),
+/// at the kq source position its instruction's debug location names (0: unknown).
+struct CodegenProblem {
+  std::string message;
+  uint32_t line = 0;
+  uint32_t column = 0;
 };
 
 /// Compiled output: the ELF object, and on request its IR and assembly.
@@ -73,6 +85,10 @@ class BpfModule {
 
   /// Declares a BTF-defined map and returns its global.
   llvm::GlobalVariable* addMap(const MapSpec& spec);
+  /// A map's global whose definition (`describeMap`) comes once its size is known.
+  llvm::GlobalVariable* declareMap(const std::string& name);
+  /// Gives a declared map its definition; returns the global that replaces `global`.
+  llvm::GlobalVariable* describeMap(llvm::GlobalVariable* global, const MapSpec& spec);
 
   /// Starts a program: `int name(void *ctx)` in ELF section `section`, declared at byte
   /// `offset` of the kq source (its probe).
@@ -87,7 +103,10 @@ class BpfModule {
   llvm::DebugLoc location(llvm::DISubprogram* scope, uint32_t offset);
 
   /// Optimizes (-O2) and emits the object; `want_ir` and `want_asm` add the text forms.
+  /// LLVM's own errors never end the process: they fail the emit, and `problems()` says
+  /// what they were and where.
   Result<EmittedObject> emit(bool want_ir, bool want_asm);
+  const std::vector<CodegenProblem>& problems() const { return problems_; }
 
  private:
   llvm::DIType* intDi(uint32_t bytes);
@@ -100,6 +119,7 @@ class BpfModule {
   llvm::DICompileUnit* unit_ = nullptr;
   const SourceFile& source_;
   std::map<uint32_t, llvm::DIType*> int_di_;
+  std::vector<CodegenProblem> problems_;
 };
 
 }  // namespace kq::lower

@@ -43,6 +43,7 @@ llvm::Value* ExprLowering::toPtr(llvm::Value* v) {
 }
 
 llvm::Value* ExprLowering::slot(uint32_t bytes) {
+  if (frame_) return frame_->allocate(bytes, b_.getCurrentDebugLocation());
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
   auto* alloca = entry.CreateAlloca(llvm::ArrayType::get(b_.getInt8Ty(), bytes));
@@ -263,31 +264,6 @@ Val ExprLowering::returnValue(const sema::Type* type) {
   return out;
 }
 
-Val ExprLowering::builtin(const ast::Expr& e, uint32_t index) {
-  std::string_view name = sema::builtinVariables()[index].name;
-  const sema::Type* type = info(e).type;
-  auto call = [&](Helper h) { return module_.callHelper(b_, h, b_.getInt64Ty(), {}); };
-  llvm::Value* v = nullptr;
-  if (name == "pid") v = b_.CreateLShr(call(Helper::GetCurrentPidTgid), b_.getInt64(32));
-  else if (name == "tid") v = b_.CreateAnd(call(Helper::GetCurrentPidTgid), b_.getInt64(0xffffffff));
-  else if (name == "uid") v = b_.CreateAnd(call(Helper::GetCurrentUidGid), b_.getInt64(0xffffffff));
-  else if (name == "gid") v = b_.CreateLShr(call(Helper::GetCurrentUidGid), b_.getInt64(32));
-  else if (name == "cpu") v = call(Helper::GetSmpProcessorId);
-  else if (name == "time") v = call(Helper::KtimeGetNs);
-  else if (name == "cgroup") v = call(Helper::GetCurrentCgroupId);
-  else if (name == "netns") v = currentTaskChain({"nsproxy", "net_ns", "ns", "inum"}).v;
-  else if (name == "func" && args_.func_ip) {
-    v = module_.callHelper(b_, Helper::GetFuncIp, b_.getInt64Ty(), {args_.ctx});
-  }
-  else if (name == "duration") {
-    v = args_.entry_ns ? b_.CreateSub(call(Helper::KtimeGetNs), args_.entry_ns) : b_.getInt64(0);
-  } else {
-    // Strings (comm, func, probe) and stacks are read where they are stored or compared.
-    v = b_.getInt64(0);
-  }
-  return extend(v, type);
-}
-
 Val ExprLowering::currentTaskChain(const std::vector<std::string>& members) {
   std::optional<btf::BtfType> task = btf_ ? btf_->findStruct("task_struct") : std::nullopt;
   if (!task) return Val{b_.getInt64(0), types_.u64()};
@@ -334,7 +310,7 @@ Val ExprLowering::value(const ast::Expr& e) {
         case sema::Ref::Param: return params_.at(ei.index);
         case sema::Ref::Builtin:
           if (ei.type->kind == TypeKind::String) return string(e, string_bytes_);
-          return builtin(e, ei.index);
+          return builtin(e, *ei.variable);
         case sema::Ref::Enumerator: return Val{b_.getInt64(ei.value), ei.type};
         case sema::Ref::Return: return returnValue(ei.type);
         case sema::Ref::Let: {
@@ -445,18 +421,7 @@ Val ExprLowering::call(const ast::Call& c) {
     for (const ast::ExprPtr& a : c.args) args.push_back(value(*a));
     return expand(ei, c, std::move(args));
   }
-  std::string_view name = sema::builtinFunctions()[ei.index].name;
-  if (name == "str") return string(c, string_bytes_);
-  Val x = c.args.empty() ? Val{b_.getInt64(0), ei.type} : value(*c.args[0]);
-  at(c);
-  if (name == "ntohs" || name == "htons" || name == "ntohl" || name == "htonl") {
-    unsigned bits = name.back() == 's' ? 16 : 32;
-    llvm::Value* narrow = b_.CreateTrunc(x.v, b_.getIntNTy(bits));
-    llvm::Value* swapped = b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, narrow);
-    return Val{b_.CreateZExt(swapped, b_.getInt64Ty()), ei.type};
-  }
-  // hex, errno, ntop, ksym, usym: the value itself; the field's kind formats it.
-  return Val{x.v, x.type, x.btf, x.user};
+  return builtinCall(c, ei);
 }
 
 Val ExprLowering::binary(const ast::Binary& bin) {

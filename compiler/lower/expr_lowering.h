@@ -9,7 +9,12 @@
 #include "compiler/lower/bpf_module.h"
 #include "compiler/btf/btf.h"
 #include "compiler/lower/core_types.h"
+#include "compiler/lower/frame.h"
 #include "compiler/sema/program.h"
+
+namespace kq::sema {
+struct BuiltinVariable;
+}
 
 namespace kq::lower {
 
@@ -88,6 +93,8 @@ class ExprLowering {
   void leaveBody();
   /// The kernel's BTF, for builtins that read kernel structs (`netns`).
   void setKernelBtf(const btf::Btf* btf) { btf_ = btf; }
+  /// Where slots come from (the stack up to a budget, then scratch); without one, the stack.
+  void setFrame(Frame* frame) { frame_ = frame; }
   /// Argument `index` of the probe, as a value of `type`.
   Val arg(uint32_t index, const sema::Type* type);
   llvm::Value* i64(uint64_t v) { return b_.getInt64(v); }
@@ -101,12 +108,18 @@ class ExprLowering {
   const sema::Type* argType(uint32_t index) const;
   const kernel::TracepointField& recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
-  Val builtin(const ast::Expr& e, uint32_t index);
+  Val builtin(const ast::Expr& e, const sema::BuiltinVariable& variable);
+  /// A builtin variable that is text (`comm`, `func`, `probe`), written as a string.
+  void storeBuiltinString(const sema::BuiltinVariable& variable, llvm::Value* dst, uint32_t size);
+  void storeConstant(std::string_view text, llvm::Value* dst, uint32_t size);
+  Val builtinCall(const ast::Call& c, const sema::ExprInfo& info);
   /// Follows `members` from the current task (probe reads, CO-RE); 0 if BTF lacks a step.
   Val currentTaskChain(const std::vector<std::string>& members);
   Val call(const ast::Call& c);
   Val binary(const ast::Binary& b);
   Val compareStrings(const ast::Binary& b);
+  /// Whether the strings in two buffers of `n` bytes are equal (up to the first NUL), as i1.
+  llvm::Value* compareBuffers(llvm::Value* a, llvm::Value* c, uint32_t n);
   Val cast(const ast::Cast& c);
   Val expand(const sema::ExprInfo& info, const ast::Expr& use, std::vector<Val> args);
   Place member(const ast::Member& m);
@@ -128,6 +141,7 @@ class ExprLowering {
   /// What `enterBody` replaced.
   std::vector<std::pair<const sema::ExprTable*, std::vector<Val>>> outer_scopes_;
   const btf::Btf* btf_ = nullptr;
+  Frame* frame_ = nullptr;
 };
 
 }  // namespace kq::lower

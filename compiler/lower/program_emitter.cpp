@@ -1,8 +1,8 @@
-// The code every program is made of: its entry and bail-out blocks, the process and thread
-// filters, the entry program that stashes arguments, the main program that evaluates `where`
-// and writes a record to the ring buffer, and the fork follower of `-c`. Part of
-// ProgramBuilder (program_builder.h).
-#include "compiler/lower/program_builder.h"
+#include "compiler/lower/program_emitter.h"
+
+#include <bpf/btf.h>
+
+#include <fmt/format.h>
 
 namespace kq::lower {
 
@@ -10,187 +10,271 @@ using runtime::Attach;
 using runtime::FieldKind;
 using runtime::FieldLayout;
 
-std::unique_ptr<ProgramBuilder::Emitter> ProgramBuilder::begin(const std::string& name,
-                                                               const std::string& section,
-                                                               const ast::Target& target) {
-  llvm::Function* fn = module_.addProgram(name, section,
-                                          target.range.file == 0 ? target.range.begin : 0);
-  auto e = std::make_unique<Emitter>(fn, module_.context());
-  auto* entry = llvm::BasicBlock::Create(module_.context(), "entry", fn);
-  e->bail = llvm::BasicBlock::Create(module_.context(), "bail", fn);
-  e->b.SetInsertPoint(e->bail);
-  e->b.SetCurrentDebugLocation(module_.location(fn->getSubprogram(), target.range.begin));
-  e->b.CreateRet(e->b.getInt32(0));
-  e->b.SetInsertPoint(entry);
-  e->b.SetCurrentDebugLocation(module_.location(fn->getSubprogram(), target.range.begin));
-  return e;
+std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const std::string& section,
+                                               SourceRange at) {
+  BpfModule& module = object_.module();
+  llvm::Function* fn = module.addProgram(name, section, at.file == 0 ? at.begin : 0);
+  llvm::LLVMContext& ctx = module.context();
+  // entry: stack slots; setup: what every later block needs (the scratch entry); body: code.
+  auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
+  auto* setup = llvm::BasicBlock::Create(ctx, "setup", fn);
+  auto* body = llvm::BasicBlock::Create(ctx, "body", fn);
+  auto* bail = llvm::BasicBlock::Create(ctx, "bail", fn);
+  auto p = std::make_unique<Program>(object_, fn, setup, bail);
+  llvm::DebugLoc loc = module.location(fn->getSubprogram(), at.file == 0 ? at.begin : 0);
+  p->b.SetCurrentDebugLocation(loc);
+  p->b.SetInsertPoint(bail);
+  p->b.CreateRet(p->b.getInt32(0));
+  p->b.SetInsertPoint(entry);
+  p->b.CreateBr(setup);
+  p->b.SetInsertPoint(setup);
+  p->b.CreateBr(body);
+  p->b.SetInsertPoint(body);
+  return p;
 }
 
-llvm::Value* ProgramBuilder::mapLookup(Emitter& e, llvm::GlobalVariable* map,
-                                       llvm::Value* key_slot) {
-  return module_.callHelper(e.b, Helper::MapLookupElem, e.b.getPtrTy(), {map, key_slot});
+void ProgramEmitter::finish(Program& program, const std::string& name, const ProgramSite& site) {
+  program.b.CreateRet(program.b.getInt32(0));
+  if (program.frame.overflowed()) {
+    const llvm::DebugLoc& at = program.frame.overflowAt();
+    uint32_t offset = at ? object_.offsetOf(at.getLine(), at.getCol()) : 0;
+    object_.diags()
+        .report(DiagKind::ResourceLimit, SourceRange{object_.mainFile(), offset, offset},
+                fmt::format("this query needs {} bytes of scratch memory for its temporaries; a "
+                            "BPF program has {}", program.frame.scratchBytes(), Frame::kScratchLimit))
+        .note("the temporaries are mostly strings being compared: compare fewer at once, or "
+              "split the query");
+  }
+  runtime::PlannedProgram planned;
+  planned.function = name;
+  planned.attach = site.attach;
+  planned.target = site.target;
+  planned.binary = site.binary;
+  planned.symbols = site.symbols;
+  planned.group = site.group;
+  planned.method = site.method;
+  planned.period_ns = site.period_ns;
+  planned.frequency_hz = site.frequency_hz;
+  planned.stack_bytes = program.frame.stackBytes();
+  object_.addProgram(std::move(planned));
 }
 
-llvm::Value* ProgramBuilder::tidKey(Emitter& e, ExprLowering& lower) {
-  llvm::Value* key = lower.slot(4);
-  llvm::Value* pid_tgid = module_.callHelper(e.b, Helper::GetCurrentPidTgid, e.b.getInt64Ty(), {});
-  e.b.CreateStore(e.b.CreateTrunc(pid_tgid, e.b.getInt32Ty()), key);
+ExprLowering ProgramEmitter::lowering(Program& program, const sema::ExprTable& exprs,
+                                      const ArgAccess& args) {
+  ExprLowering lower(object_.module(), object_.core(), *object_.checked().types, program.b,
+                     program.fn->getSubprogram(), exprs, args, object_.options().string_bytes);
+  lower.setFrame(&program.frame);
+  lower.setKernelBtf(&object_.btf());
+  return lower;
+}
+
+llvm::Value* ProgramEmitter::mapLookup(Program& program, llvm::GlobalVariable* map,
+                                       llvm::Value* key) {
+  return object_.module().callHelper(program.b, Helper::MapLookupElem, program.b.getPtrTy(),
+                                     {map, key});
+}
+
+llvm::Value* ProgramEmitter::tidKey(Program& program) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = program.frame.allocate(4);
+  llvm::Value* pid_tgid = object_.module().callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
+  b.CreateStore(b.CreateTrunc(pid_tgid, b.getInt32Ty()), key);
   return key;
 }
 
-void ProgramBuilder::processFilter(Emitter& e, ExprLowering& lower) {
-  if (!options_.pid && !tracked_) return;
-  llvm::Value* pid_tgid = module_.callHelper(e.b, Helper::GetCurrentPidTgid, e.b.getInt64Ty(), {});
-  llvm::Value* tgid = e.b.CreateLShr(pid_tgid, e.b.getInt64(32));
+void ProgramEmitter::processFilter(Program& program) {
+  const LowerOptions& options = object_.options();
+  if (!options.pid && !object_.tracked) return;
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* pid_tgid = object_.module().callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
+  llvm::Value* tgid = b.CreateLShr(pid_tgid, b.getInt64(32));
   llvm::Value* keep;
-  if (tracked_) {
-    llvm::Value* key = lower.slot(4);
-    e.b.CreateStore(e.b.CreateTrunc(tgid, e.b.getInt32Ty()), key);
-    keep = e.b.CreateIsNotNull(mapLookup(e, tracked_, key));
+  if (object_.tracked) {
+    llvm::Value* key = program.frame.allocate(4);
+    b.CreateStore(b.CreateTrunc(tgid, b.getInt32Ty()), key);
+    keep = b.CreateIsNotNull(mapLookup(program, object_.tracked, key));
   } else {
-    keep = e.b.CreateICmpEQ(tgid, e.b.getInt64(options_.pid));
+    // The process id is a constant of the object's .rodata, set when it is loaded.
+    llvm::Value* pid = b.CreateLoad(b.getInt32Ty(), object_.targetPid(), /*isVolatile=*/true);
+    keep = b.CreateICmpEQ(tgid, b.CreateZExt(pid, b.getInt64Ty()));
   }
-  auto* next = llvm::BasicBlock::Create(module_.context(), "traced", e.fn);
-  e.b.CreateCondBr(keep, next, e.bail);
-  e.b.SetInsertPoint(next);
+  auto* next = llvm::BasicBlock::Create(b.getContext(), "traced", program.fn);
+  b.CreateCondBr(keep, next, program.bail);
+  b.SetInsertPoint(next);
 }
 
-void ProgramBuilder::emitStash(const Probe& p, const std::string& name,
-                               const std::string& section, Attach attach,
-                               const std::string& target, uint32_t group, uint32_t method,
-                               ArgAccess args, llvm::GlobalVariable* stash, uint32_t nargs,
-                               const std::string& binary) {
-  auto e = begin(name, section, *p.target.target);
-  args.ctx = e->fn->getArg(0);
+void ProgramEmitter::countLost(Program& program, runtime::Lost why) {
+  // A per-CPU counter, so a plain add; then the program ends.
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* index = program.frame.allocate(4);
+  b.CreateStore(b.getInt32(static_cast<uint32_t>(why)), index);
+  llvm::Value* counter = mapLookup(program, object_.lost, index);
+  auto* count = llvm::BasicBlock::Create(b.getContext(), "count_lost", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(counter), count, program.bail);
+  b.SetInsertPoint(count);
+  b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
+  b.CreateBr(program.bail);
+}
+
+llvm::Value* ProgramEmitter::stashKey(Program& program, const ProgramSite& site) {
+  // (thread id, site): a function's entry and exit on one thread meet; calls of two
+  // functions of a glob (one inside the other) do not overwrite each other.
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = program.frame.allocate(16);
+  llvm::Value* pid_tgid = object_.module().callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
+  b.CreateStore(b.CreateAnd(pid_tgid, b.getInt64(0xffffffff)), key);
+  llvm::Value* where = site.site_is_func_ip
+                           ? object_.module().callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {program.fn->getArg(0)})
+                           : b.getInt64(site.site);
+  b.CreateStore(where, b.CreateGEP(b.getInt8Ty(), key, b.getInt64(8)));
+  return key;
+}
+
+void ProgramEmitter::emitStash(const ProbeUnit& p, ProgramSite site) {
+  std::string name = object_.programName();
+  auto program = begin(name, site.section, p.target.target->range);
+  llvm::IRBuilder<>& b = program->b;
+  site.args.ctx = program->fn->getArg(0);
   sema::ExprTable none;
-  ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), none, args,
-                     options_.string_bytes);
-  processFilter(*e, lower);
-  contextFilter(*e, lower, p);
-  llvm::Value* value = lower.slot(kStashBytes);
-  llvm::Value* now = module_.callHelper(e->b, Helper::KtimeGetNs, e->b.getInt64Ty(), {});
-  e->b.CreateStore(now, value);
-  for (uint32_t i = 0; i < std::min(nargs, kStashArgs); ++i) {
-    Val v = lower.arg(i, checked_.types->u64());
-    e->b.CreateStore(v.v, e->b.CreateGEP(e->b.getInt64Ty(), value, e->b.getInt64(1 + i)));
+  ExprLowering lower = lowering(*program, none, site.args);
+  processFilter(*program);
+  contextFilter(*this, *program, p);
+  llvm::Value* value = program->frame.allocate(8 * (1 + p.stash_args));
+  b.CreateStore(object_.module().callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {}), value);
+  // This function's arguments; the rest of the value (sized for the query's widest
+  // function) is zeroed, since the whole value is copied into the map.
+  for (uint32_t i = 0; i < p.stash_args; ++i) {
+    llvm::Value* v = i < site.arity ? lower.arg(i, object_.checked().types->u64()).v : b.getInt64(0);
+    b.CreateStore(v, b.CreateGEP(b.getInt64Ty(), value, b.getInt64(1 + i)));
   }
-  llvm::Value* key = tidKey(*e, lower);
-  module_.callHelper(e->b, Helper::MapUpdateElem, e->b.getInt64Ty(),
-                     {stash, key, value, e->b.getInt64(0)});
-  e->b.CreateRet(e->b.getInt32(0));
-  plan(name, attach, target, group, method, binary);
+  llvm::Value* key = stashKey(*program, site);
+  llvm::Value* err = object_.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
+                                                 {p.stash, key, value, b.getInt64(0)});
+  auto* full = llvm::BasicBlock::Create(b.getContext(), "stash_full", program->fn);
+  auto* kept = llvm::BasicBlock::Create(b.getContext(), "stashed", program->fn);
+  b.CreateCondBr(b.CreateICmpEQ(err, b.getInt64(0)), kept, full);
+  b.SetInsertPoint(full);
+  countLost(*program, runtime::Lost::StashFull);
+  b.SetInsertPoint(kept);
+  finish(*program, name, site);
 }
 
-void ProgramBuilder::emitMain(const Probe& p, const std::string& name, const std::string& section,
-                              Attach attach, const std::string& target, uint32_t group,
-                              uint32_t method, ArgAccess args, const std::string& func,
-                              llvm::GlobalVariable* stash, const std::string& binary) {
-  auto e = begin(name, section, *p.target.target);
-  args.ctx = e->fn->getArg(0);
-  args.probe_args = &p.target.args;
-  args.func = func;
-  if (args.probe.empty()) args.probe = p.target.description;
-  ExprLowering lower(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
-                     args, options_.string_bytes);
-  processFilter(*e, lower);
-  contextFilter(*e, lower, p);
-
-  if (stash) {
-    llvm::Value* key = tidKey(*e, lower);
-    llvm::Value* saved = mapLookup(*e, stash, key);
-    auto* found = llvm::BasicBlock::Create(module_.context(), "stashed", e->fn);
-    e->b.CreateCondBr(e->b.CreateIsNotNull(saved), found, e->bail);
-    e->b.SetInsertPoint(found);
-    // The exit program reads what the entry program saved, then forgets it.
-    args.entry_ns = e->b.CreateLoad(e->b.getInt64Ty(), saved);
-    args.stashed.clear();
-    for (uint32_t i = 0; i < kStashArgs; ++i) {
-      args.stashed.push_back(e->b.CreateLoad(
-          e->b.getInt64Ty(), e->b.CreateGEP(e->b.getInt64Ty(), saved, e->b.getInt64(1 + i))));
-    }
-    module_.callHelper(e->b, Helper::MapDeleteElem, e->b.getInt64Ty(), {stash, key});
+void ProgramEmitter::takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site,
+                               ArgAccess& args) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = stashKey(program, site);
+  llvm::Value* saved = mapLookup(program, p.stash, key);
+  auto* found = llvm::BasicBlock::Create(b.getContext(), "stash_found", program.fn);
+  auto* missing = llvm::BasicBlock::Create(b.getContext(), "stash_missing", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(saved), found, missing);
+  b.SetInsertPoint(missing);
+  countLost(program, runtime::Lost::StashMissing);
+  b.SetInsertPoint(found);
+  // The exit program reads what the entry program saved, then forgets it.
+  args.entry_ns = b.CreateLoad(b.getInt64Ty(), saved);
+  args.stashed.clear();
+  for (uint32_t i = 0; i < p.stash_args; ++i) {
+    args.stashed.push_back(b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), saved, b.getInt64(1 + i))));
   }
-  ExprLowering body(module_, core_, *checked_.types, e->b, e->fn->getSubprogram(), p.probe.exprs,
-                    args, options_.string_bytes);
-  body.setKernelBtf(&btf_);
+  object_.module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.stash, key});
+}
+
+void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_stash) {
+  std::string name = object_.programName();
+  auto program = begin(name, site.section, p.target.target->range);
+  llvm::IRBuilder<>& b = program->b;
+  ArgAccess& args = site.args;
+  args.ctx = program->fn->getArg(0);
+  args.probe_args = &p.target.args;
+  args.func = site.func;
+  if (args.probe.empty()) args.probe = p.target.description;
+  processFilter(*program);
+  contextFilter(*this, *program, p);
+  if (from_stash) takeStash(*program, p, site, args);
+  ExprLowering body = lowering(*program, p.probe.exprs, args);
 
   const ast::Clauses& clauses = p.query.query->clauses;
   if (clauses.where) {
     llvm::Value* keep = body.condition(*clauses.where);
-    auto* pass = llvm::BasicBlock::Create(module_.context(), "kept", e->fn);
-    e->b.CreateCondBr(keep, pass, e->bail);
-    e->b.SetInsertPoint(pass);
+    auto* pass = llvm::BasicBlock::Create(b.getContext(), "kept", program->fn);
+    b.CreateCondBr(keep, pass, program->bail);
+    b.SetInsertPoint(pass);
   }
-  e->b.SetCurrentDebugLocation(module_.location(e->fn->getSubprogram(), p.target.target->range.begin));
+  b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
+                                                      p.target.target->range.begin));
   if (p.aggregation) {
-    emitAggregate(*e, body, p);
-    e->b.CreateRet(e->b.getInt32(0));
-    plan(name, attach, target, group, method, binary);
-    return;
+    emitAggregateUpdate(*this, *program, body, *p.aggregation);
+  } else {
+    writeRecord(*program, body, p);
   }
-  llvm::Value* record = module_.callHelper(e->b, Helper::RingbufReserve, e->b.getPtrTy(),
-                                           {events_, e->b.getInt64(p.record_bytes), e->b.getInt64(0)});
-  auto* reserved = llvm::BasicBlock::Create(module_.context(), "reserved", e->fn);
-  auto* full = llvm::BasicBlock::Create(module_.context(), "full", e->fn);
-  e->b.CreateCondBr(e->b.CreateIsNotNull(record), reserved, full);
-
-  e->b.SetInsertPoint(full);
-  countLost(*e, body, runtime::Lost::RingBufferFull);
-
-  e->b.SetInsertPoint(reserved);
-  writeHeader(*e, record, p.id);
-  for (const Field& f : p.fields) writeField(*e, body, record, f, p.fields);
-  module_.callHelper(e->b, Helper::RingbufSubmit, e->b.getVoidTy(), {record, e->b.getInt64(0)});
-  e->b.CreateRet(e->b.getInt32(0));
-  plan(name, attach, target, group, method, binary);
+  finish(*program, name, site);
 }
 
-void ProgramBuilder::writeHeader(Emitter& e, llvm::Value* record, uint32_t probe_id) {
-  llvm::IRBuilder<>& b = e.b;
+void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const ProbeUnit& p) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* record = object_.module().callHelper(
+      b, Helper::RingbufReserve, b.getPtrTy(), {object_.events, b.getInt64(p.record_bytes), b.getInt64(0)});
+  auto* reserved = llvm::BasicBlock::Create(b.getContext(), "reserved", program.fn);
+  auto* full = llvm::BasicBlock::Create(b.getContext(), "full", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(record), reserved, full);
+  b.SetInsertPoint(full);
+  countLost(program, runtime::Lost::RingBufferFull);
+  b.SetInsertPoint(reserved);
+  writeHeader(program, record, p.id);
+  for (const Field& f : p.fields) writeField(program, lower, record, f, p.fields);
+  object_.module().callHelper(b, Helper::RingbufSubmit, b.getVoidTy(), {record, b.getInt64(0)});
+}
+
+void ProgramEmitter::writeHeader(Program& program, llvm::Value* record, uint32_t probe_id) {
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = object_.module();
   auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), record, b.getInt64(offset)); };
-  b.CreateStore(module_.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {}), at(0));
+  b.CreateStore(module.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {}), at(0));
   b.CreateStore(b.getInt32(probe_id), at(8));
-  b.CreateStore(b.CreateTrunc(module_.callHelper(b, Helper::GetSmpProcessorId, b.getInt64Ty(), {}),
+  b.CreateStore(b.CreateTrunc(module.callHelper(b, Helper::GetSmpProcessorId, b.getInt64Ty(), {}),
                               b.getInt32Ty()),
                 at(12));
-  llvm::Value* pid_tgid = module_.callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
+  llvm::Value* pid_tgid = module.callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
   b.CreateStore(b.CreateTrunc(b.CreateLShr(pid_tgid, b.getInt64(32)), b.getInt32Ty()), at(16));
   b.CreateStore(b.CreateTrunc(pid_tgid, b.getInt32Ty()), at(20));
-  module_.callHelper(b, Helper::GetCurrentComm, b.getInt64Ty(), {at(24), b.getInt64(16)});
+  module.callHelper(b, Helper::GetCurrentComm, b.getInt64Ty(), {at(24), b.getInt64(16)});
 }
 
-void ProgramBuilder::writeField(Emitter& e, ExprLowering& lower, llvm::Value* record,
+void ProgramEmitter::writeField(Program& program, ExprLowering& lower, llvm::Value* record,
                                 const Field& f, const std::vector<Field>& all) {
-  if (!f.within) return writeFieldBytes(e, lower, record, f, all);
+  if (!f.within) return writeFieldBytes(program, lower, record, f, all);
   lower.enterBody(*f.within);
-  writeFieldBytes(e, lower, record, f, all);
+  writeFieldBytes(program, lower, record, f, all);
   lower.leaveBody();
 }
 
-void ProgramBuilder::writeFieldBytes(Emitter& e, ExprLowering& lower, llvm::Value* record,
+void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm::Value* record,
                                      const Field& f, const std::vector<Field>& all) {
-  llvm::IRBuilder<>& b = e.b;
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = object_.module();
   llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
   if (f.layout.hidden && !f.expr) return;  // a record's address: written with the record
-  if (f.layout.kind == FieldKind::Format) return;  // no bytes: its arguments are fields
   if (f.func_ip) {
-    b.CreateStore(module_.callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {e.fn->getArg(0)}), dst);
+    b.CreateStore(module.callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {program.fn->getArg(0)}), dst);
     return;
   }
   switch (f.layout.kind) {
+    case FieldKind::Format: return;  // no bytes: its arguments are fields
     case FieldKind::String:
-      if (f.expr) {
-        lower.storeString(*f.expr, dst, f.layout.size);
-      } else {
-        lower.storeArgString(f.arg, f.type, dst, f.layout.size);
-      }
-      return;
+      if (f.expr) return lower.storeString(*f.expr, dst, f.layout.size);
+      return lower.storeArgString(f.arg, f.type, dst, f.layout.size);
     case FieldKind::KernelStack:
     case FieldKind::UserStack:
-      module_.callHelper(b, Helper::GetStack, b.getInt64Ty(),
-                         {e.fn->getArg(0), dst, b.getInt64(f.layout.size),
-                          b.getInt64(f.layout.kind == FieldKind::UserStack ? 256 : 0)});
+      module.callHelper(b, Helper::GetStack, b.getInt64Ty(),
+                        {program.fn->getArg(0), dst, b.getInt64(f.layout.size),
+                         b.getInt64(f.layout.kind == FieldKind::UserStack ? 256 : 0)});
       return;
+    case FieldKind::Ipv6: {
+      // The 16 bytes of the address (an array or struct in6_addr) the operand names.
+      const auto& call = ast::as<ast::Call>(*f.expr);
+      lower.storeRecord(*call.args[0], dst, 16);
+      return;
+    }
     case FieldKind::Record: {
       llvm::Value* address;
       if (f.expr) {
@@ -200,8 +284,10 @@ void ProgramBuilder::writeFieldBytes(Emitter& e, ExprLowering& lower, llvm::Valu
         lower.probeRead(dst, f.layout.size, v.v, v.user, false);
         address = v.v;
       }
-      const FieldLayout& addr = all[f.layout.address_field].layout;
-      b.CreateStore(address, b.CreateGEP(b.getInt8Ty(), record, b.getInt64(addr.offset)));
+      if (f.layout.address_field >= 0 && static_cast<size_t>(f.layout.address_field) < all.size()) {
+        const FieldLayout& addr = all[f.layout.address_field].layout;
+        b.CreateStore(address, b.CreateGEP(b.getInt8Ty(), record, b.getInt64(addr.offset)));
+      }
       return;
     }
     default: {
@@ -212,182 +298,60 @@ void ProgramBuilder::writeFieldBytes(Emitter& e, ExprLowering& lower, llvm::Valu
   }
 }
 
-void ProgramBuilder::addForkFollower() {
-  auto task = btf_.findStruct("task_struct");
+}  // namespace kq::lower
+
+namespace kq::lower {
+namespace {
+
+/// The index of `name` among the members of the struct `type` (not through anonymous
+/// members), or -1.
+int memberIndex(const btf::BtfType& type, std::string_view name) {
+  const ::btf_type* t = type.get();
+  if (!t || !btf_is_struct(t)) return -1;
+  const ::btf_member* m = btf_members(t);
+  for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+    if (btf__name_by_offset(type.file->btf, m[i].name_off) == name) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+void ProgramEmitter::emitForkFollower() {
+  auto task = object_.btf().findStruct("task_struct");
   if (!task) return;
-  const sema::Type* task_type = checked_.types->fromBtf(*task);
-  auto tgid = checked_.types->findMember(task_type, "tgid");
-  if (!tgid || tgid->steps.size() != 1) return;
-  uint32_t group = newGroup("following forks");
-  std::string name = programName();
-  llvm::Function* fn = module_.addProgram(name, "tp_btf/sched_process_fork");
-  llvm::IRBuilder<> b(module_.context());
-  auto* entry = llvm::BasicBlock::Create(module_.context(), "entry", fn);
-  auto* follow = llvm::BasicBlock::Create(module_.context(), "follow", fn);
-  auto* done = llvm::BasicBlock::Create(module_.context(), "done", fn);
-  b.SetInsertPoint(entry);
-  b.SetCurrentDebugLocation(module_.location(fn->getSubprogram(), 0));
-  const CoreTypes::Record& rec = core_.record(tgid->steps[0].first);
-  auto [ir_index, di_index] = rec.index[tgid->steps[0].second];
+  int tgid = memberIndex(*task, "tgid");
+  if (tgid < 0) return;
+  const CoreTypes::Record& rec = object_.core().record(*task);
+  auto [ir_index, di_index] = rec.index[tgid];
+  if (ir_index < 0) return;
+  ProgramSite s;
+  s.attach = Attach::TpBtf;
+  s.target = "sched_process_fork";
+  s.group = object_.newGroup("following forks");
+  std::string name = object_.programName();
+  auto program = begin(name, "tp_btf/sched_process_fork", SourceRange{});
+  llvm::IRBuilder<>& b = program->b;
+  llvm::Function* fn = program->fn;
+  // sched_process_fork(parent, child): follow the child if the parent is followed.
   auto tgidOf = [&](uint32_t arg) {
     llvm::Value* slot = b.CreateGEP(b.getInt64Ty(), fn->getArg(0), b.getInt64(arg));
     llvm::Value* task_ptr = b.CreateIntToPtr(b.CreateLoad(b.getInt64Ty(), slot), b.getPtrTy());
     llvm::Value* field = b.CreatePreserveStructAccessIndex(rec.ir, task_ptr, ir_index, di_index, rec.di);
-    return b.CreateLoad(b.getInt32Ty(), field);
+    llvm::Value* key = program->frame.allocate(4);
+    b.CreateStore(b.CreateLoad(b.getInt32Ty(), field), key);
+    return key;
   };
-  auto keySlot = [&](llvm::Value* v) {
-    llvm::IRBuilder<> top(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-    llvm::Value* slot = top.CreateAlloca(b.getInt32Ty());
-    b.CreateStore(v, slot);
-    return slot;
-  };
-  llvm::Value* parent = keySlot(tgidOf(0));
-  llvm::Value* found = module_.callHelper(b, Helper::MapLookupElem, b.getPtrTy(), {tracked_, parent});
-  b.CreateCondBr(b.CreateIsNotNull(found), follow, done);
+  BpfModule& module = object_.module();
+  llvm::Value* found = mapLookup(*program, object_.tracked, tgidOf(0));
+  auto* follow = llvm::BasicBlock::Create(b.getContext(), "follow", fn);
+  b.CreateCondBr(b.CreateIsNotNull(found), follow, program->bail);
   b.SetInsertPoint(follow);
-  llvm::Value* child = keySlot(tgidOf(1));
-  llvm::IRBuilder<> top(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-  llvm::Value* one = top.CreateAlloca(b.getInt8Ty());
+  llvm::Value* child = tgidOf(1);
+  llvm::Value* one = program->frame.allocate(1);
   b.CreateStore(b.getInt8(1), one);
-  module_.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {tracked_, child, one, b.getInt64(0)});
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  b.CreateRet(b.getInt32(0));
-  plan(name, Attach::TpBtf, "sched_process_fork", group, 0);
-}
-
-}  // namespace kq::lower
-
-namespace kq::lower {
-
-void ProgramBuilder::countLost(Emitter& e, ExprLowering& lower, runtime::Lost why) {
-  // A per-CPU counter, so a plain add; then the program ends.
-  llvm::IRBuilder<>& b = e.b;
-  llvm::Value* index = lower.slot(4);
-  b.CreateStore(b.getInt32(static_cast<uint32_t>(why)), index);
-  llvm::Value* counter = mapLookup(e, lost_, index);
-  auto* count = llvm::BasicBlock::Create(module_.context(), "count_lost", e.fn);
-  b.CreateCondBr(b.CreateIsNotNull(counter), count, e.bail);
-  b.SetInsertPoint(count);
-  b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
-  b.CreateBr(e.bail);
-}
-
-void ProgramBuilder::emitAggregate(Emitter& e, ExprLowering& lower, const Probe& p) {
-  const Aggregation& agg = *p.aggregation;
-  llvm::IRBuilder<>& b = e.b;
-  if (!zeros_) {
-    // One all-zero value, never written: where new entries are copied from (an aggregate's
-    // value can be larger than the BPF stack).
-    zeros_ = module_.addMap({"agg_zeros", MapType::Array, 1, 4, 8192});
-  }
-  llvm::Value* key = lower.slot(agg.layout.key_size);
-  for (uint32_t i = 0; i < agg.layout.key_size; i += 8) {
-    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), key, b.getInt64(i)));
-  }
-  for (const Field& f : agg.keys) writeField(e, lower, key, f, agg.keys);
-
-  llvm::Value* entry = mapLookup(e, agg.map, key);
-  auto* missing = llvm::BasicBlock::Create(module_.context(), "new_entry", e.fn);
-  auto* update = llvm::BasicBlock::Create(module_.context(), "update", e.fn);
-  llvm::BasicBlock* from = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateIsNull(entry), missing, update);
-  b.SetInsertPoint(missing);
-  llvm::Value* zero_key = lower.slot(4);
-  b.CreateStore(b.getInt32(0), zero_key);
-  llvm::Value* zeros = mapLookup(e, zeros_, zero_key);
-  auto* have_zeros = llvm::BasicBlock::Create(module_.context(), "zeros", e.fn);
-  b.CreateCondBr(b.CreateIsNotNull(zeros), have_zeros, e.bail);
-  b.SetInsertPoint(have_zeros);
-  module_.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {agg.map, key, zeros, b.getInt64(1)});
-  llvm::Value* created = mapLookup(e, agg.map, key);
-  llvm::BasicBlock* created_end = b.GetInsertBlock();
-  auto* created_ok = llvm::BasicBlock::Create(module_.context(), "created", e.fn);
-  auto* table_full = llvm::BasicBlock::Create(module_.context(), "table_full", e.fn);
-  b.CreateCondBr(b.CreateIsNotNull(created), created_ok, table_full);
-  b.SetInsertPoint(table_full);
-  countLost(e, lower, runtime::Lost::TableFull);
-  b.SetInsertPoint(created_ok);
-  b.CreateBr(update);
-  b.SetInsertPoint(update);
-  llvm::PHINode* value = b.CreatePHI(b.getPtrTy(), 2);
-  value->addIncoming(entry, from);
-  value->addIncoming(created, created_ok);
-  (void)created_end;
-
-  auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), value, b.getInt64(offset)); };
-  auto add = [&](llvm::Value* ptr, llvm::Value* v) {
-    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, ptr, v, llvm::MaybeAlign(8),
-                      llvm::AtomicOrdering::Monotonic);
-  };
-  auto bump = [&](llvm::Value* ptr) { add(ptr, b.getInt64(1)); };
-  for (size_t i = 0; i < agg.layout.slots.size(); ++i) {
-    const runtime::AggregateSlot& s = agg.layout.slots[i];
-    const ast::Expr* arg = agg.arguments[i];
-    llvm::Value* x = arg ? lower.value(*arg).v : nullptr;
-    switch (s.kind) {
-      case runtime::AggregateKind::Count:
-      case runtime::AggregateKind::Top:
-        add(at(s.offset), b.getInt64(1));
-        break;
-      case runtime::AggregateKind::Sum:
-        add(at(s.offset), x);
-        break;
-      case runtime::AggregateKind::Avg:
-        add(at(s.offset), x);
-        add(at(s.offset + 8), b.getInt64(1));
-        break;
-      case runtime::AggregateKind::Min:
-      case runtime::AggregateKind::Max: {
-        // A seen flag, then the value; races between CPUs may lose an update.
-        llvm::Value* seen = b.CreateLoad(b.getInt64Ty(), at(s.offset));
-        llvm::Value* old = b.CreateLoad(b.getInt64Ty(), at(s.offset + 8));
-        llvm::Value* better = s.kind == runtime::AggregateKind::Min ? b.CreateICmpSLT(x, old)
-                                                                    : b.CreateICmpSGT(x, old);
-        llvm::Value* store = b.CreateOr(b.CreateICmpEQ(seen, b.getInt64(0)), better);
-        auto* set = llvm::BasicBlock::Create(module_.context(), "minmax", e.fn);
-        auto* next = llvm::BasicBlock::Create(module_.context(), "after_minmax", e.fn);
-        b.CreateCondBr(store, set, next);
-        b.SetInsertPoint(set);
-        b.CreateStore(x, at(s.offset + 8));
-        b.CreateStore(b.getInt64(1), at(s.offset));
-        b.CreateBr(next);
-        b.SetInsertPoint(next);
-        break;
-      }
-      case runtime::AggregateKind::Hist: {
-        // Bucket 0 below 1, then bucket n for [2^(n-1), 2^n).
-        // The bit length of x by binary search: BPF has no count-leading-zeros, and LLVM 16's
-        // expansion of llvm.ctlz crashes its BPF instruction selection.
-        llvm::Value* positive = b.CreateICmpSGT(x, b.getInt64(0));
-        llvm::Value* rest = x;
-        llvm::Value* bits = b.getInt64(0);
-        for (uint64_t shift : {32, 16, 8, 4, 2, 1}) {
-          llvm::Value* high = b.CreateICmpUGE(rest, b.getInt64(1ull << shift));
-          rest = b.CreateSelect(high, b.CreateLShr(rest, b.getInt64(shift)), rest);
-          bits = b.CreateSelect(high, b.CreateAdd(bits, b.getInt64(shift)), bits);
-        }
-        bits = b.CreateAdd(bits, b.getInt64(1));  // [2^k, 2^(k+1)) has k+1 bits
-        llvm::Value* index = b.CreateSelect(positive, bits, b.getInt64(0));
-        index = b.CreateSelect(b.CreateICmpUGT(index, b.getInt64(64)), b.getInt64(64), index);
-        bump(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(index, b.getInt64(8))));
-        break;
-      }
-      case runtime::AggregateKind::Lhist: {
-        llvm::Value* below = b.CreateICmpSLT(x, b.getInt64(s.lo));
-        llvm::Value* above = b.CreateICmpSGE(x, b.getInt64(s.hi));
-        // Unsigned division of a non-negative offset (BPF divides unsigned only).
-        llvm::Value* offset = b.CreateSelect(below, b.getInt64(0), b.CreateSub(x, b.getInt64(s.lo)));
-        llvm::Value* inside = b.CreateAdd(b.CreateUDiv(offset, b.getInt64(s.step)), b.getInt64(1));
-        llvm::Value* index = b.CreateSelect(below, b.getInt64(0),
-                                            b.CreateSelect(above, b.getInt64(s.buckets - 1), inside));
-        llvm::Value* last = b.getInt64(s.buckets - 1);
-        index = b.CreateSelect(b.CreateICmpUGT(index, last), last, index);
-        bump(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(index, b.getInt64(8))));
-        break;
-      }
-    }
-  }
+  module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {object_.tracked, child, one, b.getInt64(0)});
+  finish(*program, name, s);
 }
 
 }  // namespace kq::lower

@@ -33,16 +33,26 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
     constant(ast::as<ast::StringLiteral>(e).value);
     return;
   }
+  if (e.kind == ast::ExprKind::Conditional) {
+    // Each side straight into `dst`: no buffer per alternative.
+    const auto& c = ast::as<ast::Conditional>(e);
+    llvm::Value* cond = condition(*c.cond);
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    auto* then_block = llvm::BasicBlock::Create(b_.getContext(), "then", fn);
+    auto* else_block = llvm::BasicBlock::Create(b_.getContext(), "else", fn);
+    auto* done = llvm::BasicBlock::Create(b_.getContext(), "end_if", fn);
+    b_.CreateCondBr(cond, then_block, else_block);
+    b_.SetInsertPoint(then_block);
+    storeString(*c.then, dst, size);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(else_block);
+    storeString(*c.otherwise, dst, size);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    return;
+  }
   if (e.kind == ast::ExprKind::Identifier && ei.ref == sema::Ref::Builtin) {
-    std::string_view name = sema::builtinVariables()[ei.index].name;
-    if (name == "comm") {
-      uint32_t n = std::min<uint32_t>(size, 16);
-      module_.callHelper(b_, Helper::GetCurrentComm, b_.getInt64Ty(), {dst, b_.getInt64(n)});
-    } else if (name == "func") {
-      constant(args_.func);
-    } else {
-      constant(args_.probe);
-    }
+    storeBuiltinString(*ei.variable, dst, size);
     return;
   }
   if (e.kind == ast::ExprKind::Identifier &&
@@ -164,21 +174,50 @@ Val ExprLowering::compareStrings(const ast::Binary& bin) {
       equal = b_.CreateAnd(equal, b_.CreateICmpEQ(c, b_.getInt8(want)));
     }
   } else {
-    // Two strings known only at run time: equal up to the first NUL.
+    // Two strings known only at run time: equal up to the first NUL. A loop, not unrolled:
+    // 64 byte pairs compared at once would need more registers (and stack) than BPF has.
     uint32_t n = string_bytes_;
     Val a = string(*bin.lhs, n);
     Val c = string(*bin.rhs, n);
     at(bin);
-    llvm::Value* ended = b_.getFalse();
-    for (uint32_t i = 0; i < n; ++i) {
-      llvm::Value* x = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), a.v, b_.getInt64(i)));
-      llvm::Value* y = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), c.v, b_.getInt64(i)));
-      equal = b_.CreateAnd(equal, b_.CreateOr(ended, b_.CreateICmpEQ(x, y)));
-      ended = b_.CreateOr(ended, b_.CreateICmpEQ(x, b_.getInt8(0)));
-    }
+    equal = compareBuffers(a.v, c.v, n);
   }
   if (bin.op == Op::Ne) equal = b_.CreateNot(equal);
   return Val{b_.CreateZExt(equal, b_.getInt64Ty()), info(bin).type};
+}
+
+llvm::Value* ExprLowering::compareBuffers(llvm::Value* a, llvm::Value* c, uint32_t n) {
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b_.getContext();
+  llvm::BasicBlock* from = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx, "strcmp", fn);
+  auto* same = llvm::BasicBlock::Create(ctx, "strcmp_same", fn);
+  auto* next = llvm::BasicBlock::Create(ctx, "strcmp_next", fn);
+  auto* done = llvm::BasicBlock::Create(ctx, "strcmp_done", fn);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+  i->addIncoming(b_.getInt64(0), from);
+  llvm::Value* x = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), a, i));
+  llvm::Value* y = b_.CreateLoad(b_.getInt8Ty(), b_.CreateGEP(b_.getInt8Ty(), c, i));
+  b_.CreateCondBr(b_.CreateICmpEQ(x, y), same, done);
+  b_.SetInsertPoint(same);
+  b_.CreateCondBr(b_.CreateICmpEQ(x, b_.getInt8(0)), done, next);
+  b_.SetInsertPoint(next);
+  llvm::Value* i_next = b_.CreateAdd(i, b_.getInt64(1));
+  i->addIncoming(i_next, next);
+  llvm::BranchInst* back = b_.CreateCondBr(b_.CreateICmpULT(i_next, b_.getInt64(n)), loop, done);
+  // Keep it a loop: the verifier walks it (bounded by n), LLVM must not unroll it.
+  llvm::MDNode* disable = llvm::MDNode::get(ctx, llvm::MDString::get(ctx, "llvm.loop.unroll.disable"));
+  llvm::MDNode* self = llvm::MDNode::getDistinct(ctx, {nullptr, disable});
+  self->replaceOperandWith(0, self);
+  back->setMetadata(llvm::LLVMContext::MD_loop, self);
+  b_.SetInsertPoint(done);
+  llvm::PHINode* result = b_.CreatePHI(b_.getInt1Ty(), 3);
+  result->addIncoming(b_.getFalse(), loop);  // a byte differs
+  result->addIncoming(b_.getTrue(), same);   // both ended together
+  result->addIncoming(b_.getTrue(), next);   // n bytes equal
+  return result;
 }
 
 llvm::Value* ExprLowering::storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size) {

@@ -124,6 +124,7 @@ void checkQueries(Context& ctx, Program& program) {
         Scope scope;
         scope.target = &target;
         scope.at_exit = &probe.at_exit;
+        scope.func = &probe.func;
         ExprChecker checker(ctx, scope, probe.exprs);
         for (const ast::Capture& capture : (*captures)->items) {
           if (capture.expr) checker.check(*capture.expr);
@@ -132,9 +133,12 @@ void checkQueries(Context& ctx, Program& program) {
       Scope scope;
       scope.target = &probe.chain.back();
       scope.at_exit = &probe.at_exit;
+      scope.func = &probe.func;
       ExprChecker checker(ctx, scope, probe.exprs);
       if (clauses.where) {
-        const Type* t = checker.check(*clauses.where);
+        Scope where_scope = scope;
+        where_scope.in_where = true;
+        const Type* t = ExprChecker(ctx, where_scope, probe.exprs).check(*clauses.where);
         if (!isTruthy(t)) {
           ctx.diags.report(DiagKind::TypeMismatch, clauses.where->range,
                                fmt::format("`where` needs a condition, not a `{}`", t->spelling));
@@ -147,7 +151,7 @@ void checkQueries(Context& ctx, Program& program) {
       for (const ast::SelectItem& item : clauses.select) {
         select_checker.check(*item.expr);
         const ExprInfo& info = probe.exprs.at(item.expr.get());
-        if (info.ref == Ref::BuiltinFunction && builtinFunctions()[info.index].aggregate) {
+        if (info.function && info.function->aggregate) {
           query.aggregates = true;
         }
       }

@@ -59,6 +59,7 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
     if (builtins[i].name != name) continue;
     info.ref = Ref::Builtin;
     info.index = i;
+    info.variable = &builtins[i];
     info.type = builtins[i].type(ctx_.types);
     checkNeeds(builtins[i], id);
     return info;
@@ -110,6 +111,10 @@ void ExprChecker::checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at
                           (std::holds_alternative<ast::FunctionTarget>(scope_.target->target->kind) ||
                            std::holds_alternative<ast::UprobeTarget>(scope_.target->target->kind) ||
                            std::holds_alternative<ast::PacketTarget>(scope_.target->target->kind));
+  if (builtin.id == BuiltinVar::Func && scope_.func) {
+    scope_.func->anywhere = true;
+    scope_.func->in_where = scope_.func->in_where || scope_.in_where;
+  }
   if (builtin.needs == Needs::Function && !traces_functions) {
     report(DiagKind::NotAvailableHere, at.range,
            fmt::format("`{}` names a traced function, and {} traces none", builtin.name,
@@ -243,6 +248,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     if (f.name != c.callee) continue;
     info.ref = Ref::BuiltinFunction;
     info.index = i;
+    info.function = &f;
     if (f.aggregate && !scope_.aggregates_allowed) {
       report(DiagKind::AggregateMisuse, c.range,
              fmt::format("`{}` is an aggregate; it can only be a `select` item", f.signature))
@@ -263,6 +269,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
       return info;
     }
     info.type = f.check(bc);
+    info.operands = std::move(bc.operands);
     return info;
   }
   auto fn = ctx_.decls.fns.find(c.callee);
@@ -351,6 +358,8 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
   Scope inner;
   inner.target = scope_.target;
   inner.at_exit = scope_.at_exit;
+  inner.func = scope_.func;
+  inner.in_where = scope_.in_where;
   inner.calls = scope_.calls;
   inner.calls.push_back(&fn);
   for (size_t i = 0; i < fn.params.size(); ++i) {

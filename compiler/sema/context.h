@@ -66,6 +66,6 @@ void checkQueries(Context& ctx, Program& program);
 void checkDeclarations(Context& ctx);
 
 /// Rules about a query as a whole: aggregates and `group by`, `every`.
-void checkQueryShape(Context& ctx, const ResolvedQuery& query);
+void checkQueryShape(Context& ctx, ResolvedQuery& query);
 
 }  // namespace kq::sema

@@ -26,6 +26,9 @@ struct Scope {
   std::vector<const ast::FnDecl*> calls;
   /// Whether aggregates may appear here (directly in a `select` item).
   bool aggregates_allowed = false;
+  /// Where uses of `func` are recorded, and whether this is the query's `where`.
+  FuncUse* func = nullptr;
+  bool in_where = false;
 };
 
 inline constexpr size_t kMaxFnDepth = 16;

@@ -68,11 +68,19 @@ enum class Ref : uint8_t {
 
 struct ExprInfo;
 using ExprTable = std::unordered_map<const ast::Expr*, ExprInfo>;
+struct BuiltinVariable;
+struct BuiltinFunction;
 
 struct ExprInfo {
   const Type* type = nullptr;
   Ref ref = Ref::None;
-  uint32_t index = 0;  // Arg: argument index; Builtin/BuiltinFunction: table index
+  uint32_t index = 0;  // Arg, Param: argument index
+  /// Builtin: its descriptor (builtins/builtins.h).
+  const BuiltinVariable* variable = nullptr;
+  /// BuiltinFunction: its descriptor, and its literal operands, evaluated (`lhist`'s
+  /// bounds, `top`'s n, `str`'s length).
+  const BuiltinFunction* function = nullptr;
+  std::vector<int64_t> operands;
   int64_t value = 0;   // Enumerator
   const ast::LetDecl* let = nullptr;
   const ast::FnDecl* fn = nullptr;  // Fn and Property
@@ -82,18 +90,65 @@ struct ExprInfo {
   std::shared_ptr<ExprTable> body;
 };
 
+/// A `select` item or `group by` key that prints through `fmt`: the `fmt` call, the table
+/// its arguments are typed in, and the `fn` use whose body it is (null when it is the item
+/// itself). Its arguments become fields of their own; the format applies when printing.
+struct FormatUse {
+  const ast::Call* call = nullptr;
+  const ExprTable* exprs = nullptr;
+  const ast::Expr* within = nullptr;
+  /// Each argument after the format, as written (`sport(skb)`).
+  std::vector<std::string> arg_names;
+};
+
+/// What uses `func` in a probe: programs serving many functions must find it at run time.
+struct FuncUse {
+  bool anywhere = false;
+  bool in_where = false;
+};
+
+/// How many outer functions a call context (`a -> b -> c`) may have.
+inline constexpr uint32_t kMaxCallContext = 8;
+
 /// A probe of a query: its chain of targets (one unless `a -> b`) and its expressions.
 struct ResolvedProbe {
   std::vector<ResolvedTarget> chain;
   ExprTable exprs;
   /// Whether it runs at function exit (uses `return` or `duration`).
   bool at_exit = false;
+  /// The items and keys that print through `fmt` (query_shape.cpp).
+  std::unordered_map<const ast::Expr*, FormatUse> formats;
+  /// Each capture's name, as written (`skb->len`).
+  std::unordered_map<const ast::Expr*, std::string> capture_names;
+  FuncUse func;
+};
+
+/// A column of what a query prints: a `select` item, or a `group by` key.
+struct Column {
+  const ast::Expr* expr = nullptr;
+  /// Its header: the `as` name, else the expression as written.
+  std::string name;
+  /// Aggregate queries: the `group by` key it shows, or -1 for an aggregate.
+  int32_t key = -1;
+};
+
+/// What a query prints, decided once for all its probes (query_shape.cpp).
+struct QueryShape {
+  /// Event queries: the `select` items. Aggregate queries: every `group by` key not
+  /// selected (keys always print, first), then the `select` items in order.
+  std::vector<Column> columns;
+  /// Aggregate queries: each `group by` key's name (its `as` name when selected with one).
+  std::vector<std::string> key_names;
+  uint64_t every_ns = 0;
+  uint64_t for_ns = 0;
+  uint64_t limit = 0;
 };
 
 struct ResolvedQuery {
   const ast::Query* query = nullptr;
   std::vector<ResolvedProbe> probes;
   bool aggregates = false;
+  QueryShape shape;
 };
 
 struct Program {

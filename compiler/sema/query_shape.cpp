@@ -1,62 +1,190 @@
-// Rules about a whole query: what may be selected next to aggregates, and what `group by`
-// and `every` need.
-#include <algorithm>
-
+// Rules about a whole query, and what it prints: its columns and their names, which
+// `select` item shows which `group by` key, the items that print through `fmt`, and the
+// limits code generation relies on (one `top`, call-context depth, `func` in a packet
+// `where`). Everything checked here is something `kq check` promises will compile.
 #include <fmt/format.h>
 
+#include "compiler/ast/compare.h"
 #include "compiler/sema/builtins/builtins.h"
 #include "compiler/sema/context.h"
 
 namespace kq::sema {
 namespace {
 
-/// An expression's text without spaces: `a->b + 1` and `a->b+1` are the same key.
-std::string compact(const SourceManager& sources, const ast::Expr& e) {
+std::string sourceText(const SourceManager& sources, const ast::Expr& e) {
   const std::string& text = sources.file(e.range.file).text();
-  std::string out;
-  for (uint32_t i = e.range.begin; i < e.range.end; ++i) {
-    if (!isspace(static_cast<unsigned char>(text[i]))) out += text[i];
-  }
-  return out;
+  return text.substr(e.range.begin, e.range.end - e.range.begin);
 }
 
 bool isAggregate(const ResolvedProbe& probe, const ast::Expr& e) {
   auto it = probe.exprs.find(&e);
-  return it != probe.exprs.end() && it->second.ref == Ref::BuiltinFunction &&
-         builtinFunctions()[it->second.index].aggregate;
+  return it != probe.exprs.end() && it->second.function && it->second.function->aggregate;
+}
+
+const ExprInfo* infoOf(const ExprTable& exprs, const ast::Expr& e) {
+  auto it = exprs.find(&e);
+  return it == exprs.end() ? nullptr : &it->second;
+}
+
+bool isFmtCall(const ExprTable& exprs, const ast::Expr& e) {
+  const ExprInfo* info = infoOf(exprs, e);
+  return info && info->function && info->function->id == BuiltinFn::Fmt;
+}
+
+/// The `fmt` an item prints through: itself, or the body of the `fn` (or property) it
+/// uses. `nested` is set for a `fmt` more than one `fn` down, which kq cannot print.
+std::optional<FormatUse> formatOf(const ExprTable& exprs, const ast::Expr& item, bool& nested) {
+  if (isFmtCall(exprs, item)) return FormatUse{&ast::as<ast::Call>(item), &exprs, nullptr};
+  const ExprInfo* info = infoOf(exprs, item);
+  if (!info || !(info->ref == Ref::Fn || info->ref == Ref::Property) || !info->fn || !info->body) {
+    return std::nullopt;
+  }
+  const ast::Expr& body = *info->fn->body;
+  if (isFmtCall(*info->body, body)) return FormatUse{&ast::as<ast::Call>(body), info->body.get(), &item};
+  bool deeper = false;
+  if (formatOf(*info->body, body, deeper) || deeper) nested = true;
+  return std::nullopt;
+}
+
+void findFormats(Context& ctx, const ast::Clauses& clauses, ResolvedProbe& probe) {
+  auto visit = [&](const ast::Expr& e, std::string_view where) {
+    bool nested = false;
+    if (auto use = formatOf(probe.exprs, e, nested)) {
+      for (size_t i = 1; i < use->call->args.size(); ++i) {
+        use->arg_names.push_back(sourceText(ctx.sources, *use->call->args[i]));
+      }
+      probe.formats.emplace(&e, *use);
+    }
+    if (nested) {
+      ctx.diags.report(DiagKind::Unsupported, e.range,
+                       fmt::format("kq cannot print a `fmt` more than one `fn` below `{}`", where))
+          .note("call `fmt` in the `fn` that is used directly here");
+    }
+  };
+  for (const ast::SelectItem& item : clauses.select) visit(*item.expr, "select");
+  for (const ast::ExprPtr& key : clauses.group_by) visit(*key, "group by");
+}
+
+void checkEventQuery(Context& ctx, ResolvedQuery& query) {
+  const ast::Clauses& clauses = query.query->clauses;
+  if (clauses.group_by_range) {
+    ctx.diags.report(DiagKind::AggregateMisuse, *clauses.group_by_range,
+                     "`group by` needs an aggregate in `select`, such as `count()`")
+        .note("for example: group by comm select comm, count()");
+  }
+  if (clauses.every) {
+    ctx.diags.report(DiagKind::AggregateMisuse, clauses.every->range,
+                     "`every` prints aggregates, and this query selects none")
+        .note("select an aggregate such as `count()`, or drop `every`");
+  }
+  for (const ast::SelectItem& item : clauses.select) {
+    query.shape.columns.push_back(
+        {item.expr.get(), item.alias ? *item.alias : sourceText(ctx.sources, *item.expr), -1});
+  }
+}
+
+/// Aggregate queries: every key prints (unselected ones first), aggregates and selected keys
+/// in `select` order; one `top` at most.
+void checkAggregateQuery(Context& ctx, ResolvedQuery& query) {
+  const ast::Clauses& clauses = query.query->clauses;
+  const ResolvedProbe& probe = query.probes.front();
+  QueryShape& shape = query.shape;
+  std::vector<bool> selected(clauses.group_by.size(), false);
+  for (const ast::ExprPtr& key : clauses.group_by) shape.key_names.push_back(sourceText(ctx.sources, *key));
+  std::vector<Column> items;
+  const ast::Expr* top = nullptr;
+  for (const ast::SelectItem& item : clauses.select) {
+    std::string name = item.alias ? *item.alias : sourceText(ctx.sources, *item.expr);
+    if (isAggregate(probe, *item.expr)) {
+      const ExprInfo* info = infoOf(probe.exprs, *item.expr);
+      if (info->function->aggregate == runtime::AggregateKind::Top) {
+        if (top) {
+          ctx.diags.report(DiagKind::AggregateMisuse, item.expr->range,
+                           "a query keeps one `top`: it decides which groups the table shows")
+              .note(top->range, "the first `top` is here");
+        }
+        top = item.expr.get();
+      }
+      items.push_back({item.expr.get(), name, -1});
+      continue;
+    }
+    int32_t key = -1;
+    for (size_t k = 0; k < clauses.group_by.size() && key < 0; ++k) {
+      if (ast::sameExpr(*clauses.group_by[k], *item.expr)) key = static_cast<int32_t>(k);
+    }
+    if (key < 0) {
+      std::string text = sourceText(ctx.sources, *item.expr);
+      ctx.diags.report(DiagKind::AggregateMisuse, item.expr->range,
+                       fmt::format("`{}` is neither an aggregate nor a `group by` key", text))
+          .note(clauses.group_by_range ? "add it to `group by`" : fmt::format("add `group by {}`", text));
+      continue;
+    }
+    selected[key] = true;
+    if (item.alias) shape.key_names[key] = *item.alias;
+    items.push_back({item.expr.get(), name, key});
+  }
+  for (size_t k = 0; k < clauses.group_by.size(); ++k) {
+    if (!selected[k]) shape.columns.push_back({clauses.group_by[k].get(), shape.key_names[k], static_cast<int32_t>(k)});
+  }
+  shape.columns.insert(shape.columns.end(), items.begin(), items.end());
+}
+
+/// Call context (`a -> b -> c`) runs through kernel functions, at most kMaxCallContext deep.
+void checkCallContext(Context& ctx, const ResolvedProbe& probe) {
+  if (probe.chain.size() < 2) return;
+  for (const ResolvedTarget& t : probe.chain) {
+    if (!std::holds_alternative<ast::FunctionTarget>(t.target->kind)) {
+      ctx.diags.report(DiagKind::Unsupported, t.target->range,
+                       "call context (`->`) runs through kernel functions only")
+          .note("each step of `a -> b` must be a kernel function, such as `tcp_sendmsg`");
+      return;
+    }
+  }
+  if (probe.chain.size() - 1 > kMaxCallContext) {
+    ctx.diags.report(DiagKind::ValueOutOfRange, probe.chain[kMaxCallContext + 1].target->range,
+                     fmt::format("a call context follows at most {} outer functions", kMaxCallContext));
+  }
+}
+
+void checkPacket(Context& ctx, const ast::Clauses& clauses, const ResolvedProbe& probe) {
+  const ast::Target& target = *probe.chain.back().target;
+  const auto* packet = std::get_if<ast::PacketTarget>(&target.kind);
+  if (!packet) return;
+  if (packet->graph) {
+    ctx.diags.report(DiagKind::Unsupported, target.range, "kq cannot trace `packet graph` yet")
+        .note("`trace packet` shows each function the packet goes through");
+  }
+  if (probe.func.in_where && clauses.where) {
+    ctx.diags.report(DiagKind::Unsupported, clauses.where->range,
+                     "a `packet` query cannot filter on `func`: one program serves every function")
+        .note("select `func` instead, or trace the functions by name: `trace ip_rcv, ip_output`");
+  }
 }
 
 }  // namespace
 
-void checkQueryShape(Context& ctx, const ResolvedQuery& query) {
+void checkQueryShape(Context& ctx, ResolvedQuery& query) {
   const ast::Clauses& clauses = query.query->clauses;
   if (query.probes.empty() || query.probes.front().chain.empty()) return;
-  const ResolvedProbe& probe = query.probes.front();
-
-  if (!query.aggregates) {
-    if (clauses.group_by_range) {
-      ctx.diags.report(DiagKind::AggregateMisuse, *clauses.group_by_range,
-                       "`group by` needs an aggregate in `select`, such as `count()`")
-          .note("for example: group by comm select comm, count()");
+  if (clauses.every) query.shape.every_ns = clauses.every->value;
+  if (clauses.for_duration) query.shape.for_ns = clauses.for_duration->value;
+  if (clauses.limit) query.shape.limit = clauses.limit->value;
+  for (ResolvedProbe& probe : query.probes) {
+    if (probe.chain.empty()) continue;
+    const std::optional<ast::CaptureList>* captures = probe.chain.back().target->captures();
+    if (captures && *captures) {
+      for (const ast::Capture& c : (*captures)->items) {
+        if (c.expr) probe.capture_names[c.expr.get()] = sourceText(ctx.sources, *c.expr);
+      }
     }
-    if (clauses.every) {
-      ctx.diags.report(DiagKind::AggregateMisuse, clauses.every->range,
-                       "`every` prints aggregates, and this query selects none")
-          .note("select an aggregate such as `count()`, or drop `every`");
-    }
-    return;
+    findFormats(ctx, clauses, probe);
+    checkCallContext(ctx, probe);
+    checkPacket(ctx, clauses, probe);
   }
-  std::vector<std::string> keys;
-  for (const ast::ExprPtr& key : clauses.group_by) keys.push_back(compact(ctx.sources, *key));
-  for (const ast::SelectItem& item : clauses.select) {
-    if (isAggregate(probe, *item.expr)) continue;
-    std::string text = compact(ctx.sources, *item.expr);
-    if (std::find(keys.begin(), keys.end(), text) != keys.end()) continue;
-    Diagnostic& diag = ctx.diags.report(
-        DiagKind::AggregateMisuse, item.expr->range,
-        fmt::format("`{}` is neither an aggregate nor a `group by` key", text));
-    diag.note(clauses.group_by_range ? fmt::format("add it to `group by`")
-                                     : fmt::format("add `group by {}`", text));
+  if (query.aggregates) {
+    checkAggregateQuery(ctx, query);
+  } else {
+    checkEventQuery(ctx, query);
   }
 }
 

@@ -147,7 +147,7 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
   if (diags.errorCount() > after_probes) return std::nullopt;
   checkQueries(ctx, out.program);
   if (failed()) return std::nullopt;
-  for (const ResolvedQuery& query : out.program.queries) checkQueryShape(ctx, query);
+  for (ResolvedQuery& query : out.program.queries) checkQueryShape(ctx, query);
   if (failed()) return std::nullopt;
 
   out.modules = std::move(ctx.modules);

@@ -168,13 +168,6 @@ TEST_F(LowerTest, TopCountsAndKeepsItsLimit) {
   EXPECT_EQ(slots[0].limit, 5u);
 }
 
-TEST_F(LowerTest, OneTopPerQuery) {
-  Compiled c = compile("trace tcp_sendmsg(sk, size) group by comm select comm, top(5), top(2)");
-  EXPECT_FALSE(c.program);
-  ASSERT_FALSE(c.diags.all().empty());
-  EXPECT_EQ(c.diags.all()[0].kind, DiagKind::Unsupported);
-}
-
 // LLVM's BPF CO-RE pass keeps process-wide state across compilations; kq must survive many
 // compilations of the same accesses in one process (the REPL, this test binary).
 TEST_F(LowerTest, ManyCompilationsInOneProcess) {

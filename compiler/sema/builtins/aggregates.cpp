@@ -1,9 +1,15 @@
 // Aggregates, kept in BPF maps and printed as tables: count, sum, avg, min, max, hist,
-// lhist, top.
+// lhist, top. Literal operands (lhist's bounds, top's n) are checked and evaluated here, so
+// code generation only reads them.
 #include "compiler/sema/builtins/builtins.h"
 
 namespace kq::sema {
 namespace {
+
+using runtime::AggregateKind;
+
+/// The most buckets an `lhist` keeps (its map value holds 8 bytes per bucket).
+constexpr int64_t kMaxLhistBuckets = 1000;
 
 const Type* checkCount(BuiltinCall& c) { return c.types.u64(); }
 
@@ -14,16 +20,35 @@ const Type* checkNumeric(BuiltinCall& c) {
   return c.types.s64();
 }
 
-const Type* checkLhist(BuiltinCall& c) {
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    if (!(c.args[i]->isInteger() || c.args[i]->isError())) return c.badArgument(i, "an integer");
+/// A literal integer operand, negative ones included (`-10` parses as a negation).
+std::optional<int64_t> literal(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::Integer) return static_cast<int64_t>(ast::as<ast::IntegerLiteral>(e).value);
+  if (e.kind == ast::ExprKind::Unary) {
+    const auto& u = ast::as<ast::Unary>(e);
+    if (u.op == ast::UnaryOp::Negate && u.operand->kind == ast::ExprKind::Integer) {
+      return -static_cast<int64_t>(ast::as<ast::IntegerLiteral>(*u.operand).value);
+    }
   }
+  return std::nullopt;
+}
+
+const Type* checkLhist(BuiltinCall& c) {
+  const Type* numeric = checkNumeric(c);
+  if (numeric->isError()) return numeric;
   for (size_t i = 1; i < c.call.args.size(); ++i) {
-    if (c.call.args[i]->kind != ast::ExprKind::Integer) {
+    std::optional<int64_t> v = literal(*c.call.args[i]);
+    if (!v) {
       c.diags.report(DiagKind::TypeMismatch, c.call.args[i]->range,
                      "`lhist` needs its bounds and step as integer literals");
       return c.types.error();
     }
+    c.operands.push_back(*v);
+  }
+  int64_t lo = c.operands[0], hi = c.operands[1], step = c.operands[2];
+  if (step <= 0 || hi <= lo || (hi - lo) / step > kMaxLhistBuckets) {
+    c.diags.report(DiagKind::ValueOutOfRange, c.call.range,
+                   "`lhist` needs lo < hi and a step giving at most 1000 buckets");
+    return c.types.error();
   }
   return c.types.s64();
 }
@@ -42,6 +67,7 @@ const Type* checkTop(BuiltinCall& c) {
                    "`top` keeps from 1 to 10000 groups");
     return c.types.error();
   }
+  c.operands.push_back(static_cast<int64_t>(value));
   return c.types.u64();
 }
 
@@ -49,14 +75,15 @@ const Type* checkTop(BuiltinCall& c) {
 
 void addAggregateFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"count", 0, 0, true, checkCount, "count()"},
-      {"sum", 1, 1, true, checkNumeric, "sum(x)"},
-      {"avg", 1, 1, true, checkNumeric, "avg(x)"},
-      {"min", 1, 1, true, checkNumeric, "min(x)"},
-      {"max", 1, 1, true, checkNumeric, "max(x)"},
-      {"hist", 1, 1, true, checkNumeric, "hist(x)"},
-      {"lhist", 4, 4, true, checkLhist, "lhist(x, lo, hi, step)"},
-      {"top", 1, 1, true, checkTop, "top(n)"},
+      {"count", BuiltinFn::Count, 0, 0, checkCount, "count()", nullptr, AggregateKind::Count},
+      {"sum", BuiltinFn::Sum, 1, 1, checkNumeric, "sum(x)", nullptr, AggregateKind::Sum},
+      {"avg", BuiltinFn::Avg, 1, 1, checkNumeric, "avg(x)", nullptr, AggregateKind::Avg},
+      {"min", BuiltinFn::Min, 1, 1, checkNumeric, "min(x)", nullptr, AggregateKind::Min},
+      {"max", BuiltinFn::Max, 1, 1, checkNumeric, "max(x)", nullptr, AggregateKind::Max},
+      {"hist", BuiltinFn::Hist, 1, 1, checkNumeric, "hist(x)", nullptr, AggregateKind::Hist},
+      {"lhist", BuiltinFn::Lhist, 4, 4, checkLhist, "lhist(x, lo, hi, step)", nullptr,
+       AggregateKind::Lhist},
+      {"top", BuiltinFn::Top, 1, 1, checkTop, "top(n)", nullptr, AggregateKind::Top},
   });
 }
 

@@ -1,14 +1,21 @@
-// kq's builtin names and functions, as tables of small entries, one file per family:
-// variables.cpp (pid, comm, ...), functions.cpp (str, hex, fmt, ...), aggregates.cpp
-// (count, sum, hist, ...). The type checker looks names up here and calls `check`.
+// kq's builtin names and functions, as tables of descriptors, one file per family:
+// variables.cpp (pid, comm, ...), functions.cpp (str, hex, fmt, ...), net.cpp (byte
+// order), aggregates.cpp (count, sum, hist, ...). A descriptor is everything kq knows about
+// a builtin: its name and arity, `check` (its type, and its literal operands evaluated),
+// the record field that holds its value (`field`), the aggregate it keeps, and its id, on
+// which lowering (compiler/lower/builtin_lowering.cpp) switches: a new id that lowering
+// does not handle fails to compile there. Nothing else in kq looks at a builtin's name.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "compiler/ast/ast.h"
 #include "compiler/diag/diagnostic.h"
 #include "compiler/sema/types.h"
+#include "runtime/event_layout.h"
 
 namespace kq::sema {
 
@@ -19,20 +26,44 @@ enum class Needs : uint8_t {
   Function,  // only where a function is traced: `func`
 };
 
+/// Builtin variables by what they are.
+enum class BuiltinVar : uint8_t {
+  Pid, Tid, Comm, Cpu, Time, Uid, Gid, Cgroup, Netns, Func, Probe, Kstack, Ustack, Duration,
+};
+
+/// The record field a builtin's value is kept in: how it prints and how many bytes it takes
+/// (0: as its type says).
+struct FieldShape {
+  runtime::FieldKind kind;
+  uint32_t bytes = 0;
+};
+
 struct BuiltinVariable {
   std::string_view name;
+  BuiltinVar id;
   const Type* (*type)(TypeTable& types);
   Needs needs;
   std::string_view doc;
+  /// The field holding it, when its type alone does not say (`kstack`, `comm`).
+  std::optional<FieldShape> field = std::nullopt;
+};
+
+/// Builtin functions and aggregates by what they are.
+enum class BuiltinFn : uint8_t {
+  Str, Hex, Errno, Ntop, Ksym, Usym, Fmt,
+  Ntohs, Htons, Ntohl, Htonl,
+  Count, Sum, Avg, Min, Max, Hist, Lhist, Top,
 };
 
 /// A call being checked: its arguments' types are known; `check` returns the call's type,
-/// or reports a diagnostic and returns the error type.
+/// or reports a diagnostic and returns the error type. Operands that must be literals
+/// (`lhist` bounds, `top`'s n, `str`'s length) are evaluated into `operands`.
 struct BuiltinCall {
   const ast::Call& call;
   std::vector<const Type*> args;
   TypeTable& types;
   Diagnostics& diags;
+  std::vector<int64_t> operands = {};
 
   /// Reports that argument `i` has the wrong type; `wanted` says what it should be.
   const Type* badArgument(size_t i, std::string_view wanted);
@@ -40,11 +71,16 @@ struct BuiltinCall {
 
 struct BuiltinFunction {
   std::string_view name;
+  BuiltinFn id;
   size_t min_args;
   size_t max_args;
-  bool aggregate;
   const Type* (*check)(BuiltinCall& call);
   std::string_view signature;  // for messages and docs: `str(p[, n])`
+  /// The field holding its value, from its arguments' types; null: as the call's type says.
+  FieldShape (*field)(const std::vector<const Type*>& args,
+                      const std::vector<int64_t>& operands) = nullptr;
+  /// An aggregate: what it keeps in its query's map.
+  std::optional<runtime::AggregateKind> aggregate = std::nullopt;
 };
 
 const std::vector<BuiltinVariable>& builtinVariables();

@@ -1,8 +1,15 @@
 // Builtin functions that turn values into text: str, hex, ntop, ksym, usym, errno, fmt.
 #include "compiler/sema/builtins/builtins.h"
 
+#include <fmt/format.h>
+
 namespace kq::sema {
 namespace {
+
+using runtime::FieldKind;
+
+/// The longest `str(p, n)`: a record field, or a scratch buffer when compared.
+constexpr int64_t kMaxStringBytes = 4096;
 
 bool isAddress(const Type* t) { return t->isError() || t->isPointer() || t->kind == TypeKind::Int; }
 
@@ -13,10 +20,27 @@ const Type* checkStr(BuiltinCall& c) {
         p->kind == TypeKind::String || p->kind == TypeKind::Int)) {
     return c.badArgument(0, "a pointer or a char array");
   }
-  if (c.args.size() == 2 && !(c.args[1]->isInteger() || c.args[1]->isError())) {
-    return c.badArgument(1, "a length");
+  if (c.args.size() == 2) {
+    if (!(c.args[1]->isInteger() || c.args[1]->isError())) return c.badArgument(1, "a length");
+    const ast::Expr& n = *c.call.args[1];
+    if (n.kind != ast::ExprKind::Integer) {
+      c.diags.report(DiagKind::TypeMismatch, n.range,
+                     "`str` needs its length as an integer literal, as in `str(p, 32)`");
+      return c.types.error();
+    }
+    uint64_t bytes = ast::as<ast::IntegerLiteral>(n).value;
+    if (bytes < 1 || bytes > static_cast<uint64_t>(kMaxStringBytes)) {
+      c.diags.report(DiagKind::ValueOutOfRange, n.range,
+                     fmt::format("`str` reads from 1 to {} bytes", kMaxStringBytes));
+      return c.types.error();
+    }
+    c.operands.push_back(static_cast<int64_t>(bytes));
   }
   return c.types.string();
+}
+
+FieldShape strField(const std::vector<const Type*>&, const std::vector<int64_t>& operands) {
+  return {FieldKind::String, operands.empty() ? 0 : static_cast<uint32_t>(operands[0])};
 }
 
 const Type* checkInteger(BuiltinCall& c) {
@@ -31,12 +55,25 @@ const Type* checkAddress(BuiltinCall& c) {
   return c.types.string();
 }
 
+/// The bytes of an address `ntop` prints: 4 (IPv4) or 16 (IPv6); 0 when neither.
+uint32_t addressBytes(const Type* a) {
+  if (a->kind == TypeKind::Int) return a->size <= 4 ? 4 : 0;
+  if (a->kind == TypeKind::Array || a->isRecord()) return a->size == 4 || a->size == 16 ? a->size : 0;
+  return 0;
+}
+
 const Type* checkNtop(BuiltinCall& c) {
   const Type* a = c.args[0];
-  bool ok = a->isError() || a->kind == TypeKind::Int || a->kind == TypeKind::Array ||
-            a->isRecord() || a->isPointer();
-  if (!ok) return c.badArgument(0, "an IPv4 or IPv6 address");
+  if (!a->isError() && addressBytes(a) == 0) {
+    return c.badArgument(0, "an IPv4 address (a 32-bit integer) or an IPv6 address "
+                            "(16 bytes, such as `struct in6_addr`)");
+  }
   return c.types.string();
+}
+
+FieldShape ntopField(const std::vector<const Type*>& args, const std::vector<int64_t>&) {
+  bool v6 = !args.empty() && addressBytes(args[0]) == 16;
+  return v6 ? FieldShape{FieldKind::Ipv6, 16} : FieldShape{FieldKind::Ipv4, 8};
 }
 
 const Type* checkFmt(BuiltinCall& c) {
@@ -51,17 +88,22 @@ const Type* checkFmt(BuiltinCall& c) {
   return c.types.string();
 }
 
+template <FieldKind Kind>
+FieldShape shown(const std::vector<const Type*>&, const std::vector<int64_t>&) {
+  return {Kind, Kind == FieldKind::Format ? 0u : 8u};
+}
+
 }  // namespace
 
 void addFormatFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"str", 1, 2, false, checkStr, "str(p[, n])"},
-      {"hex", 1, 1, false, checkInteger, "hex(x)"},
-      {"errno", 1, 1, false, checkInteger, "errno(x)"},
-      {"ntop", 1, 1, false, checkNtop, "ntop(addr)"},
-      {"ksym", 1, 1, false, checkAddress, "ksym(addr)"},
-      {"usym", 1, 1, false, checkAddress, "usym(addr)"},
-      {"fmt", 1, 16, false, checkFmt, "fmt(\"format\", x...)"},
+      {"str", BuiltinFn::Str, 1, 2, checkStr, "str(p[, n])", strField},
+      {"hex", BuiltinFn::Hex, 1, 1, checkInteger, "hex(x)", shown<FieldKind::Hex>},
+      {"errno", BuiltinFn::Errno, 1, 1, checkInteger, "errno(x)", shown<FieldKind::Errno>},
+      {"ntop", BuiltinFn::Ntop, 1, 1, checkNtop, "ntop(addr)", ntopField},
+      {"ksym", BuiltinFn::Ksym, 1, 1, checkAddress, "ksym(addr)", shown<FieldKind::Symbol>},
+      {"usym", BuiltinFn::Usym, 1, 1, checkAddress, "usym(addr)", shown<FieldKind::Hex>},
+      {"fmt", BuiltinFn::Fmt, 1, 16, checkFmt, "fmt(\"format\", x...)", shown<FieldKind::Format>},
   });
 }
 

@@ -14,10 +14,10 @@ const Type* checkSwap(BuiltinCall& c) {
 
 void addNetFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"ntohs", 1, 1, false, checkSwap<2>, "ntohs(x)"},
-      {"htons", 1, 1, false, checkSwap<2>, "htons(x)"},
-      {"ntohl", 1, 1, false, checkSwap<4>, "ntohl(x)"},
-      {"htonl", 1, 1, false, checkSwap<4>, "htonl(x)"},
+      {"ntohs", BuiltinFn::Ntohs, 1, 1, checkSwap<2>, "ntohs(x)"},
+      {"htons", BuiltinFn::Htons, 1, 1, checkSwap<2>, "htons(x)"},
+      {"ntohl", BuiltinFn::Ntohl, 1, 1, checkSwap<4>, "ntohl(x)"},
+      {"htonl", BuiltinFn::Htonl, 1, 1, checkSwap<4>, "htonl(x)"},
   });
 }
 

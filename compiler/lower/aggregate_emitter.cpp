@@ -1,0 +1,135 @@
+// How a program of an aggregate query updates its map: the key is computed into memory,
+// the entry found or added (copied from an all-zero value: a value can be larger than the
+// BPF stack), then every slot updated with atomic adds. A new group past the table's size
+// is counted as a lost event.
+#include "compiler/lower/program_emitter.h"
+
+namespace kq::lower {
+namespace {
+
+using runtime::AggregateKind;
+using runtime::AggregateSlot;
+
+/// The entry of `key` in `map`, added from the zero value when missing.
+llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVariable* map,
+                       llvm::Value* key) {
+  llvm::IRBuilder<>& b = program.b;
+  ObjectBuilder& object = emitter.object();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Value* entry = emitter.mapLookup(program, map, key);
+  auto* missing = llvm::BasicBlock::Create(ctx, "new_entry", program.fn);
+  auto* update = llvm::BasicBlock::Create(ctx, "update", program.fn);
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  b.CreateCondBr(b.CreateIsNull(entry), missing, update);
+  b.SetInsertPoint(missing);
+  llvm::Value* zero_key = program.frame.allocate(4);
+  b.CreateStore(b.getInt32(0), zero_key);
+  llvm::Value* zeros = emitter.mapLookup(program, object.zeros, zero_key);
+  auto* have_zeros = llvm::BasicBlock::Create(ctx, "zeros", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(zeros), have_zeros, program.bail);
+  b.SetInsertPoint(have_zeros);
+  // BPF_NOEXIST: of two CPUs adding the same group, the second finds the first's entry.
+  object.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {map, key, zeros, b.getInt64(1)});
+  llvm::Value* created = emitter.mapLookup(program, map, key);
+  auto* created_ok = llvm::BasicBlock::Create(ctx, "created", program.fn);
+  auto* table_full = llvm::BasicBlock::Create(ctx, "table_full", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(created), created_ok, table_full);
+  b.SetInsertPoint(table_full);
+  emitter.countLost(program, runtime::Lost::TableFull);
+  b.SetInsertPoint(created_ok);
+  b.CreateBr(update);
+  b.SetInsertPoint(update);
+  llvm::PHINode* value = b.CreatePHI(b.getPtrTy(), 2);
+  value->addIncoming(entry, from);
+  value->addIncoming(created, created_ok);
+  return value;
+}
+
+/// The bucket of a power-of-two histogram: 0 below 1, then n for [2^(n-1), 2^n).
+llvm::Value* log2Bucket(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // The bit length of x by binary search: BPF has no count-leading-zeros, and LLVM 16's
+  // expansion of llvm.ctlz crashes its BPF instruction selection.
+  llvm::Value* positive = b.CreateICmpSGT(x, b.getInt64(0));
+  llvm::Value* rest = x;
+  llvm::Value* bits = b.getInt64(0);
+  for (uint64_t shift : {32, 16, 8, 4, 2, 1}) {
+    llvm::Value* high = b.CreateICmpUGE(rest, b.getInt64(1ull << shift));
+    rest = b.CreateSelect(high, b.CreateLShr(rest, b.getInt64(shift)), rest);
+    bits = b.CreateSelect(high, b.CreateAdd(bits, b.getInt64(shift)), bits);
+  }
+  bits = b.CreateAdd(bits, b.getInt64(1));  // [2^k, 2^(k+1)) has k+1 bits
+  llvm::Value* index = b.CreateSelect(positive, bits, b.getInt64(0));
+  return b.CreateSelect(b.CreateICmpUGT(index, b.getInt64(64)), b.getInt64(64), index);
+}
+
+/// The bucket of a linear histogram: 0 below `lo`, then one per `step`, the last from `hi`.
+llvm::Value* linearBucket(llvm::IRBuilder<>& b, llvm::Value* x, const AggregateSlot& s) {
+  llvm::Value* below = b.CreateICmpSLT(x, b.getInt64(s.lo));
+  llvm::Value* above = b.CreateICmpSGE(x, b.getInt64(s.hi));
+  // Unsigned division of a non-negative offset (BPF divides unsigned only).
+  llvm::Value* offset = b.CreateSelect(below, b.getInt64(0), b.CreateSub(x, b.getInt64(s.lo)));
+  llvm::Value* inside = b.CreateAdd(b.CreateUDiv(offset, b.getInt64(s.step)), b.getInt64(1));
+  llvm::Value* last = b.getInt64(s.buckets - 1);
+  llvm::Value* index = b.CreateSelect(below, b.getInt64(0), b.CreateSelect(above, last, inside));
+  return b.CreateSelect(b.CreateICmpUGT(index, last), last, index);
+}
+
+/// min/max: a seen flag, then the value; two CPUs racing may lose one update.
+void updateExtreme(Program& program, llvm::Value* slot, llvm::Value* x, bool min) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* value_at = b.CreateGEP(b.getInt8Ty(), slot, b.getInt64(8));
+  llvm::Value* seen = b.CreateLoad(b.getInt64Ty(), slot);
+  llvm::Value* old = b.CreateLoad(b.getInt64Ty(), value_at);
+  llvm::Value* better = min ? b.CreateICmpSLT(x, old) : b.CreateICmpSGT(x, old);
+  llvm::Value* store = b.CreateOr(b.CreateICmpEQ(seen, b.getInt64(0)), better);
+  auto* set = llvm::BasicBlock::Create(b.getContext(), "minmax", program.fn);
+  auto* next = llvm::BasicBlock::Create(b.getContext(), "after_minmax", program.fn);
+  b.CreateCondBr(store, set, next);
+  b.SetInsertPoint(set);
+  b.CreateStore(x, value_at);
+  b.CreateStore(b.getInt64(1), slot);
+  b.CreateBr(next);
+  b.SetInsertPoint(next);
+}
+
+}  // namespace
+
+void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                         const Aggregation& agg) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = program.frame.allocate(agg.layout.key_size);
+  for (uint32_t i = 0; i < agg.layout.key_size; i += 8) {
+    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), key, b.getInt64(i)));
+  }
+  for (const Field& f : agg.keys) emitter.writeKeyField(program, lower, key, f, agg.keys);
+  llvm::Value* value = findOrAdd(emitter, program, agg.map, key);
+
+  auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), value, b.getInt64(offset)); };
+  auto add = [&](llvm::Value* ptr, llvm::Value* v) {
+    b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, ptr, v, llvm::MaybeAlign(8),
+                      llvm::AtomicOrdering::Monotonic);
+  };
+  auto bucket = [&](const AggregateSlot& s, llvm::Value* index) {
+    add(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(index, b.getInt64(8))), b.getInt64(1));
+  };
+  for (size_t i = 0; i < agg.layout.slots.size(); ++i) {
+    const AggregateSlot& s = agg.layout.slots[i];
+    const ast::Expr* arg = i < agg.arguments.size() ? agg.arguments[i] : nullptr;
+    llvm::Value* x = arg ? lower.value(*arg).v : b.getInt64(0);
+    switch (s.kind) {
+      case AggregateKind::Count:
+      case AggregateKind::Top: add(at(s.offset), b.getInt64(1)); break;
+      case AggregateKind::Sum: add(at(s.offset), x); break;
+      case AggregateKind::Avg:
+        add(at(s.offset), x);
+        add(at(s.offset + 8), b.getInt64(1));
+        break;
+      case AggregateKind::Min:
+      case AggregateKind::Max: updateExtreme(program, at(s.offset), x, s.kind == AggregateKind::Min); break;
+      case AggregateKind::Hist: bucket(s, log2Bucket(b, x)); break;
+      case AggregateKind::Lhist: bucket(s, linearBucket(b, x, s)); break;
+    }
+  }
+}
+
+}  // namespace kq::lower

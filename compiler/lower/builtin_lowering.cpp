@@ -1,0 +1,102 @@
+// Builtins in code, one case per descriptor id (compiler/sema/builtins): a builtin sema
+// knows and this file does not handle fails to compile here (-Werror=switch), so adding one
+// cannot silently print garbage. Part of ExprLowering (expr_lowering.h).
+#include "compiler/lower/expr_lowering.h"
+
+#include "compiler/sema/builtins/builtins.h"
+
+namespace kq::lower {
+
+using sema::BuiltinFn;
+using sema::BuiltinVar;
+
+Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& variable) {
+  const sema::Type* type = info(e).type;
+  auto call = [&](Helper h) { return module_.callHelper(b_, h, b_.getInt64Ty(), {}); };
+  llvm::Value* v = b_.getInt64(0);
+  switch (variable.id) {
+    case BuiltinVar::Pid: v = b_.CreateLShr(call(Helper::GetCurrentPidTgid), b_.getInt64(32)); break;
+    case BuiltinVar::Tid: v = b_.CreateAnd(call(Helper::GetCurrentPidTgid), b_.getInt64(0xffffffff)); break;
+    case BuiltinVar::Uid: v = b_.CreateAnd(call(Helper::GetCurrentUidGid), b_.getInt64(0xffffffff)); break;
+    case BuiltinVar::Gid: v = b_.CreateLShr(call(Helper::GetCurrentUidGid), b_.getInt64(32)); break;
+    case BuiltinVar::Cpu: v = call(Helper::GetSmpProcessorId); break;
+    case BuiltinVar::Time: v = call(Helper::KtimeGetNs); break;
+    case BuiltinVar::Cgroup: v = call(Helper::GetCurrentCgroupId); break;
+    case BuiltinVar::Netns: v = currentTaskChain({"nsproxy", "net_ns", "ns", "inum"}).v; break;
+    case BuiltinVar::Func:
+      // The traced function's address where one program serves many; else text.
+      if (args_.func_ip) v = module_.callHelper(b_, Helper::GetFuncIp, b_.getInt64Ty(), {args_.ctx});
+      break;
+    case BuiltinVar::Duration:
+      if (args_.entry_ns) v = b_.CreateSub(call(Helper::KtimeGetNs), args_.entry_ns);
+      break;
+    case BuiltinVar::Comm:
+    case BuiltinVar::Probe:
+    case BuiltinVar::Kstack:
+    case BuiltinVar::Ustack:
+      // Text and stacks are written where they are stored or compared.
+      break;
+  }
+  return extend(v, type);
+}
+
+void ExprLowering::storeConstant(std::string_view text, llvm::Value* dst, uint32_t size) {
+  for (uint32_t i = 0; i < size; ++i) {
+    char c = i < text.size() ? text[i] : 0;
+    b_.CreateStore(b_.getInt8(c), b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(i)));
+    if (i >= text.size()) break;
+  }
+}
+
+void ExprLowering::storeBuiltinString(const sema::BuiltinVariable& variable, llvm::Value* dst,
+                                      uint32_t size) {
+  switch (variable.id) {
+    case BuiltinVar::Comm:
+      module_.callHelper(b_, Helper::GetCurrentComm, b_.getInt64Ty(),
+                         {dst, b_.getInt64(std::min<uint32_t>(size, 16))});
+      return;
+    case BuiltinVar::Func: return storeConstant(args_.func, dst, size);
+    case BuiltinVar::Probe: return storeConstant(args_.probe, dst, size);
+    default: return storeConstant("", dst, size);
+  }
+}
+
+Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
+  BuiltinFn id = ei.function->id;
+  if (id == BuiltinFn::Str) return string(c, ei.operands.empty() ? string_bytes_ : ei.operands[0]);
+  Val x = c.args.empty() ? Val{b_.getInt64(0), ei.type} : value(*c.args[0]);
+  at(c);
+  auto swap = [&](unsigned bits) {
+    llvm::Value* narrow = b_.CreateTrunc(x.v, b_.getIntNTy(bits));
+    llvm::Value* swapped = b_.CreateUnaryIntrinsic(llvm::Intrinsic::bswap, narrow);
+    return Val{b_.CreateZExt(swapped, b_.getInt64Ty()), ei.type};
+  };
+  switch (id) {
+    case BuiltinFn::Ntohs:
+    case BuiltinFn::Htons: return swap(16);
+    case BuiltinFn::Ntohl:
+    case BuiltinFn::Htonl: return swap(32);
+    case BuiltinFn::Hex:
+    case BuiltinFn::Errno:
+    case BuiltinFn::Ntop:
+    case BuiltinFn::Ksym:
+    case BuiltinFn::Usym:
+      // The value itself: the field's kind formats it.
+      return Val{x.v, x.type, x.btf, x.user};
+    case BuiltinFn::Str:
+    case BuiltinFn::Fmt:
+    case BuiltinFn::Count:
+    case BuiltinFn::Sum:
+    case BuiltinFn::Avg:
+    case BuiltinFn::Min:
+    case BuiltinFn::Max:
+    case BuiltinFn::Hist:
+    case BuiltinFn::Lhist:
+    case BuiltinFn::Top:
+      // Printed from their fields (fmt), or kept in maps (aggregates): no value here.
+      break;
+  }
+  return Val{b_.getInt64(0), ei.type};
+}
+
+}  // namespace kq::lower

@@ -1,0 +1,131 @@
+#include "compiler/lower/object_builder.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace kq::lower {
+namespace {
+
+uint64_t round8(uint64_t n) { return (n + 7) / 8 * 8; }
+
+const char* mapTypeName(MapType type) {
+  switch (type) {
+    case MapType::Hash: return "hash";
+    case MapType::Array: return "array";
+    case MapType::PercpuHash: return "percpu_hash";
+    case MapType::PercpuArray: return "percpu_array";
+    case MapType::Ringbuf: return "ringbuf";
+  }
+  return "?";
+}
+
+uint32_t possibleCpus() {
+  long n = sysconf(_SC_NPROCESSORS_CONF);
+  return n > 0 ? static_cast<uint32_t>(n) : 1;
+}
+
+}  // namespace
+
+uint64_t mapBytes(const MapSpec& spec, uint32_t cpus) {
+  // The kernel's own accounting (htab_map_mem_usage, array_map_mem_usage), to the byte
+  // where it matters: an element of a hash map is a struct htab_elem (48 bytes) followed by
+  // the key and the value, both rounded to 8.
+  constexpr uint64_t kHashElem = 48;
+  uint64_t entries = spec.max_entries;
+  uint64_t value = round8(spec.value_size);
+  switch (spec.type) {
+    case MapType::Hash: return entries * (kHashElem + round8(spec.key_size) + value);
+    case MapType::PercpuHash: return entries * (kHashElem + round8(spec.key_size) + 8 + value * cpus);
+    case MapType::Array: return entries * value;
+    case MapType::PercpuArray: return entries * value * cpus;
+    case MapType::Ringbuf: return entries;
+  }
+  return 0;
+}
+
+ObjectBuilder::ObjectBuilder(const sema::CheckedProgram& checked, const btf::Btf& btf,
+                             const SourceManager& sources, const LowerOptions& options,
+                             Diagnostics& diags, FileId main_file)
+    : checked_(checked),
+      btf_(btf),
+      options_(options),
+      diags_(diags),
+      source_(sources.file(main_file)),
+      main_file_(main_file),
+      module_("kq", sources.file(main_file)),
+      core_(module_) {}
+
+uint32_t ObjectBuilder::offsetOf(uint32_t line, uint32_t column) const {
+  if (line == 0) return 0;
+  uint32_t offset = source_.lineStart(line);
+  const std::string& text = source_.text();
+  for (uint32_t c = 1; c < column && offset < text.size() && text[offset] != '\n'; ++c) {
+    ++offset;
+    while (offset < text.size() && (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) ++offset;
+  }
+  return offset;
+}
+
+llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {
+  runtime::PlannedMap planned;
+  planned.name = spec.name;
+  planned.type = mapTypeName(spec.type);
+  planned.key_size = spec.key_size;
+  planned.value_size = spec.value_size;
+  planned.max_entries = spec.max_entries;
+  bool hash = spec.type == MapType::Hash || spec.type == MapType::PercpuHash;
+  planned.preallocated = !(hash && (spec.flags & kMapNoPrealloc));
+  planned.bytes = mapBytes(spec, possibleCpus());
+  plan_.maps.push_back(std::move(planned));
+  return module_.addMap(spec);
+}
+
+uint32_t ObjectBuilder::newGroup(const std::string& name) {
+  plan_.group_names.push_back(name);
+  return static_cast<uint32_t>(plan_.group_names.size() - 1);
+}
+
+std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", program_count_++); }
+
+void ObjectBuilder::addProgram(runtime::PlannedProgram program) {
+  program.query = query;
+  plan_.programs.push_back(std::move(program));
+}
+
+llvm::GlobalVariable* ObjectBuilder::targetPid() {
+  if (target_pid_) return target_pid_;
+  llvm::LLVMContext& ctx = module_.context();
+  auto* type = llvm::Type::getInt32Ty(ctx);
+  target_pid_ = new llvm::GlobalVariable(module_.module(), type, true,
+                                         llvm::GlobalValue::ExternalLinkage,
+                                         llvm::ConstantInt::get(type, options_.pid), "kq_target_pid");
+  target_pid_->setSection(".rodata");
+  target_pid_->setAlignment(llvm::Align(4));
+  llvm::DIBuilder& di = module_.di();
+  auto* int_type = di.createBasicType("unsigned int", 32, llvm::dwarf::DW_ATE_unsigned);
+  auto* qualified = di.createQualifiedType(llvm::dwarf::DW_TAG_volatile_type,
+                                           di.createQualifiedType(llvm::dwarf::DW_TAG_const_type, int_type));
+  target_pid_->addDebugInfo(di.createGlobalVariableExpression(module_.unit(), "kq_target_pid", "",
+                                                              module_.file(), 0, qualified, false));
+  return target_pid_;
+}
+
+llvm::GlobalVariable* ObjectBuilder::scratchMap() {
+  if (!scratch_) scratch_ = module_.declareMap("scratch");
+  return scratch_;
+}
+
+void ObjectBuilder::needScratchBytes(uint32_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
+
+void ObjectBuilder::finishScratch() {
+  if (!scratch_) return;
+  MapSpec spec{"scratch", MapType::PercpuArray, std::max(scratch_entries_, 1u), 4,
+               std::max<uint32_t>(round8(scratch_bytes_), 8)};
+  runtime::PlannedMap planned{spec.name, "percpu_array", spec.key_size, spec.value_size,
+                              spec.max_entries, true, mapBytes(spec, possibleCpus())};
+  plan_.maps.push_back(planned);
+  scratch_ = module_.describeMap(scratch_, spec);
+}
+
+}  // namespace kq::lower

@@ -1,0 +1,84 @@
+// The object being built, shared by the parts of code generation (internal to
+// compiler/lower): the LLVM module, the CO-RE type cache, the plan the runtime will read,
+// the maps with what each costs, and the per-CPU scratch map that holds what does not fit
+// on the 512-byte BPF stack. The parts: probe_planner (which programs, methods and groups),
+// record_layout (what each record and aggregate table holds), program_emitter (the code of
+// a program), aggregate_emitter (map updates) and call_context (`a -> b`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/btf/btf.h"
+#include "compiler/lower/bpf_module.h"
+#include "compiler/lower/core_types.h"
+#include "compiler/lower/lower.h"
+#include "runtime/program_plan.h"
+
+namespace kq::lower {
+
+class ObjectBuilder {
+ public:
+  ObjectBuilder(const sema::CheckedProgram& checked, const btf::Btf& btf,
+                const SourceManager& sources, const LowerOptions& options, Diagnostics& diags,
+                FileId main_file);
+
+  const sema::CheckedProgram& checked() const { return checked_; }
+  const btf::Btf& btf() const { return btf_; }
+  const LowerOptions& options() const { return options_; }
+  Diagnostics& diags() { return diags_; }
+  const SourceFile& source() const { return source_; }
+  FileId mainFile() const { return main_file_; }
+  /// The byte offset of a 1-based line and column (code points) of the main file.
+  uint32_t offsetOf(uint32_t line, uint32_t column) const;
+  BpfModule& module() { return module_; }
+  CoreTypes& core() { return core_; }
+  runtime::ProgramPlan& plan() { return plan_; }
+
+  /// The traced process id (`-p`), a constant of the object's .rodata: a loader can set it
+  /// without compiling again. Read it with a volatile load.
+  llvm::GlobalVariable* targetPid();
+
+  /// Adds a map, and to the plan with what it costs.
+  llvm::GlobalVariable* addMap(const MapSpec& spec);
+  uint32_t newGroup(const std::string& name);
+  std::string programName();
+  void addProgram(runtime::PlannedProgram program);
+
+  /// The query being lowered (the programs added now belong to it).
+  uint32_t query = 0;
+  llvm::GlobalVariable* events = nullptr;
+  llvm::GlobalVariable* lost = nullptr;
+  llvm::GlobalVariable* tracked = nullptr;
+  /// One all-zero value, as large as the largest aggregate value: new entries copy it.
+  llvm::GlobalVariable* zeros = nullptr;
+
+  // ---- scratch: one per-CPU entry per program that needs one, sized to the largest ------
+  /// The scratch map (declared on first use) and a new entry for one program.
+  llvm::GlobalVariable* scratchMap();
+  uint32_t newScratchEntry() { return scratch_entries_++; }
+  void needScratchBytes(uint32_t bytes);
+  /// Gives the scratch map its size; call once every program is emitted.
+  void finishScratch();
+
+ private:
+  const sema::CheckedProgram& checked_;
+  const btf::Btf& btf_;
+  const LowerOptions& options_;
+  Diagnostics& diags_;
+  const SourceFile& source_;
+  FileId main_file_;
+  BpfModule module_;
+  CoreTypes core_;
+  runtime::ProgramPlan plan_;
+  uint32_t program_count_ = 0;
+  llvm::GlobalVariable* scratch_ = nullptr;
+  llvm::GlobalVariable* target_pid_ = nullptr;
+  uint32_t scratch_entries_ = 0;
+  uint32_t scratch_bytes_ = 0;
+};
+
+/// What a map takes at its fullest, as the kernel charges it (bpftool's bytes_memlock).
+uint64_t mapBytes(const MapSpec& spec, uint32_t cpus);
+
+}  // namespace kq::lower

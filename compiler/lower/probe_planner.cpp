@@ -1,0 +1,314 @@
+#include "compiler/lower/probe_planner.h"
+
+#include <fmt/format.h>
+
+namespace kq::lower {
+namespace {
+
+using runtime::Attach;
+
+/// Registers a uprobe's arguments are read from (x86-64: di si dx cx r8 r9).
+constexpr uint32_t kUprobeArgs = 6;
+/// Entries a stash holds: calls in flight at once, across threads. Allocated on use.
+constexpr uint32_t kStashEntries = 65536;
+
+ProgramSite site(std::string section, Attach attach, std::string target, uint32_t group,
+                 uint32_t method, ArgAccess args) {
+  ProgramSite s;
+  s.section = std::move(section);
+  s.attach = attach;
+  s.target = std::move(target);
+  s.group = group;
+  s.method = method;
+  s.args = std::move(args);
+  return s;
+}
+
+uint32_t arityOf(const sema::ResolvedProbe& probe) {
+  const sema::ResolvedTarget& t = probe.chain.back();
+  uint32_t n = 0;
+  for (const btf::Function& fn : t.functions) n = std::max<uint32_t>(n, fn.params.size());
+  if (std::holds_alternative<ast::SyscallTarget>(t.target->kind)) n = t.args.size();
+  if (std::holds_alternative<ast::UprobeTarget>(t.target->kind)) n = kUprobeArgs;
+  return n;
+}
+
+}  // namespace
+
+uint32_t stashArguments(const sema::ResolvedQuery& query) {
+  uint32_t n = 0;
+  for (const sema::ResolvedProbe& probe : query.probes) {
+    if (probe.at_exit && !probe.chain.empty()) n = std::max(n, arityOf(probe));
+  }
+  return n;
+}
+
+llvm::GlobalVariable* ProbePlanner::stashFor(const sema::ResolvedQuery& query, uint32_t args) {
+  llvm::GlobalVariable*& stash = stashes_[&query];
+  if (!stash) {
+    stash = object_.addMap({fmt::format("stash_{}", object_.query), MapType::Hash, kStashEntries,
+                            16, 8 * (1 + args), kMapNoPrealloc});
+  }
+  return stash;
+}
+
+void ProbePlanner::lowerQuery(const sema::ResolvedQuery& query, uint32_t query_number,
+                              const Aggregation* aggregation) {
+  object_.query = query_number;
+  for (const sema::ResolvedProbe& probe : query.probes) {
+    if (!probe.chain.empty()) lowerProbe(query, probe, query_number, aggregation);
+  }
+}
+
+void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+                              uint32_t query_number, const Aggregation* aggregation) {
+  const sema::ResolvedTarget& target = probe.chain.back();
+  const ast::Target& ast_target = *target.target;
+  runtime::ProgramPlan& plan = object_.plan();
+  LayoutOptions layout_options{object_.options().string_bytes, object_.options().dump_bytes,
+                               target.functions.size() > 1 ||
+                                   std::holds_alternative<ast::PacketTarget>(ast_target.kind)};
+  ProbeUnit p{query, probe, target, recordFields(query, probe, layout_options)};
+  p.id = static_cast<uint32_t>(plan.layout.probes.size());
+  p.record_bytes = recordBytes(p.fields);
+  p.aggregation = aggregation;
+  runtime::ProbeLayout layout;
+  layout.name = target.description;
+  layout.query = query_number;
+  layout.aggregate = aggregation != nullptr;
+  layout.size = p.record_bytes;
+  for (const Field& f : p.fields) layout.fields.push_back(f.layout);
+  plan.layout.probes.push_back(std::move(layout));
+  if (probe.at_exit) {
+    p.stash_args = stashArguments(query);
+    p.stash = stashFor(query, p.stash_args);
+  }
+  addCallContext(p);
+
+  if (std::holds_alternative<ast::FunctionTarget>(ast_target.kind)) {
+    lowerFunctions(p);
+  } else if (std::holds_alternative<ast::TracepointTarget>(ast_target.kind)) {
+    lowerTracepoint(p);
+  } else if (std::holds_alternative<ast::SyscallTarget>(ast_target.kind)) {
+    lowerSyscall(p);
+  } else if (std::holds_alternative<ast::PacketTarget>(ast_target.kind)) {
+    lowerPacket(p);
+  } else if (const auto* i = std::get_if<ast::IntervalTarget>(&ast_target.kind)) {
+    lowerPerfEvent(p, i->period_ns, 0);
+  } else if (const auto* pr = std::get_if<ast::ProfileTarget>(&ast_target.kind)) {
+    lowerPerfEvent(p, 0, pr->frequency_hz);
+  } else if (const auto* u = std::get_if<ast::UprobeTarget>(&ast_target.kind)) {
+    for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
+  }
+}
+
+void ProbePlanner::addCallContext(ProbeUnit& p) {
+  const std::vector<sema::ResolvedTarget>& chain = p.probe.chain;
+  if (chain.size() < 2) return;
+  // `a -> b -> c`: a per-thread count of how deep each outer function is entered; the
+  // programs of the whole chain switch attach methods together.
+  std::string name;
+  for (const sema::ResolvedTarget& t : chain) name += (name.empty() ? "" : " -> ") + t.description;
+  p.group = object_.newGroup(name);
+  p.context = object_.addMap({fmt::format("context_{}", p.id), MapType::Hash, kStashEntries, 4,
+                              4 * sema::kMaxCallContext, kMapNoPrealloc});
+  p.context_levels = static_cast<uint32_t>(chain.size() - 1);
+  for (uint32_t level = 0; level < p.context_levels; ++level) {
+    for (const btf::Function& fn : chain[level].functions) emitContextPrograms(emitter_, p, fn, level);
+  }
+}
+
+void ProbePlanner::lowerFunctions(ProbeUnit& p) {
+  const sema::ResolvedTarget& t = p.target;
+  bool glob = t.functions.size() > 1;
+  // kprobe.multi serves every function with one program, so `func` there is only known
+  // as an address: fine to print, not to compare in `where`.
+  bool multi = glob && !p.context && !p.probe.func.in_where;
+  uint32_t group = p.group ? *p.group : object_.newGroup(t.description);
+  for (const btf::Function& fn : t.functions) lowerFunction(p, fn, group, multi ? 2 : 1);
+  if (multi) lowerKprobeMulti(p, group);
+}
+
+void ProbePlanner::lowerFunction(const ProbeUnit& p, const btf::Function& fn, uint32_t group,
+                                 uint32_t kprobe_method) {
+  uint32_t nargs = static_cast<uint32_t>(fn.params.size());
+  ArgAccess ctx_args{ArgAccess::Kind::CtxArray};
+  ArgAccess regs{ArgAccess::Kind::PtRegs};
+  auto named = [&](ProgramSite s) {
+    s.func = fn.name;
+    return s;
+  };
+  if (!p.probe.at_exit) {
+    emitter_.emitMain(p, named(site("fentry/" + fn.name, Attach::Fentry, fn.name, group, 0, ctx_args)));
+    emitter_.emitMain(p, named(site("kprobe/" + fn.name, Attach::Kprobe, fn.name, group, kprobe_method, regs)));
+    return;
+  }
+  uint64_t where = next_site_++;
+  // At exit: fexit sees arguments and return value; the entry time comes from fentry.
+  ProgramSite enter = named(site("fentry/" + fn.name, Attach::Fentry, fn.name, group, 0, ctx_args));
+  enter.site = where;
+  enter.arity = 0;
+  emitter_.emitStash(p, enter);
+  ArgAccess fexit = ctx_args;
+  fexit.ret = ArgAccess::Ret::CtxSlot;
+  fexit.return_slot = nargs;
+  ProgramSite leave = named(site("fexit/" + fn.name, Attach::Fexit, fn.name, group, 0, fexit));
+  leave.site = where;
+  emitter_.emitMain(p, leave, /*from_stash=*/true);
+  // kretprobe sees only the return value: the arguments were saved at entry.
+  ProgramSite kenter = named(site("kprobe/" + fn.name, Attach::Kprobe, fn.name, group, kprobe_method, regs));
+  kenter.site = where;
+  kenter.arity = nargs;
+  emitter_.emitStash(p, kenter);
+  ArgAccess kret{ArgAccess::Kind::Stash};
+  kret.ret = ArgAccess::Ret::Regs;
+  ProgramSite kleave = named(site("kretprobe/" + fn.name, Attach::Kretprobe, fn.name, group, kprobe_method, kret));
+  kleave.site = where;
+  emitter_.emitMain(p, kleave, /*from_stash=*/true);
+}
+
+void ProbePlanner::lowerKprobeMulti(const ProbeUnit& p, uint32_t group) {
+  std::vector<std::string> symbols;
+  for (const btf::Function& fn : p.target.functions) symbols.push_back(fn.name);
+  ArgAccess regs{ArgAccess::Kind::PtRegs};
+  ProgramSite enter = site("kprobe.multi", Attach::KprobeMulti, p.target.description, group, 1, regs);
+  enter.symbols = symbols;
+  if (!p.probe.at_exit) {
+    emitter_.emitMain(p, enter);
+    return;
+  }
+  enter.site_is_func_ip = true;
+  enter.arity = p.stash_args;
+  emitter_.emitStash(p, enter);
+  ArgAccess exit{ArgAccess::Kind::Stash};
+  exit.ret = ArgAccess::Ret::Regs;
+  ProgramSite leave = site("kretprobe.multi", Attach::KretprobeMulti, p.target.description, group, 1, exit);
+  leave.symbols = symbols;
+  leave.site_is_func_ip = true;
+  emitter_.emitMain(p, leave, /*from_stash=*/true);
+}
+
+void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
+  const sema::ResolvedTarget& t = p.target;
+  if (!t.events.empty()) return lowerEventGlob(p);
+  uint32_t group = object_.newGroup(t.description);
+  if (!t.functions.empty()) {
+    // A BTF handler exists: tp_btf, with typed arguments.
+    ArgAccess args{ArgAccess::Kind::CtxArray};
+    emitter_.emitMain(p, site("tp_btf/" + t.event, Attach::TpBtf, t.event, group, 0, args));
+    return;
+  }
+  if (!t.format) return;  // sema found neither a BTF handler nor a format
+  ArgAccess args{ArgAccess::Kind::TracepointRecord};
+  args.format = &*t.format;
+  // Pointers in syscall records point into the calling process.
+  args.user_args = t.category == "syscalls";
+  args.skip_syscall_nr = t.category == "syscalls";
+  std::string target = t.category + "/" + t.event;
+  emitter_.emitMain(p, site("tracepoint/" + target, Attach::Tracepoint, target, group, 0, args));
+}
+
+void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
+  const sema::ResolvedTarget& t = p.target;
+  if (!t.events.empty() && !p.probe.at_exit) return lowerEventGlob(p);
+  if (t.event.empty() || !t.format) return;  // sema rejects a syscall glob at exit
+  std::string name = t.event.substr(std::string("sys_enter_").size());
+  uint32_t group = object_.newGroup("syscall " + name);
+  ArgAccess enter{ArgAccess::Kind::TracepointRecord};
+  enter.format = &*t.format;
+  enter.skip_syscall_nr = true;
+  enter.user_args = true;
+  std::string enter_target = "syscalls/sys_enter_" + name;
+  ProgramSite in = site("tracepoint/" + enter_target, Attach::Tracepoint, enter_target, group, 0, enter);
+  if (!p.probe.at_exit) {
+    emitter_.emitMain(p, in);
+    return;
+  }
+  in.site = next_site_++;
+  in.arity = static_cast<uint32_t>(t.args.size());
+  emitter_.emitStash(p, in);
+  ArgAccess exit{ArgAccess::Kind::Stash};
+  exit.user_args = true;
+  exit.ret = ArgAccess::Ret::SyscallExit;
+  std::string exit_target = "syscalls/sys_exit_" + name;
+  ProgramSite out = site("tracepoint/" + exit_target, Attach::Tracepoint, exit_target, group, 0, exit);
+  out.site = in.site;
+  emitter_.emitMain(p, out, /*from_stash=*/true);
+}
+
+void ProbePlanner::lowerEventGlob(const ProbeUnit& p) {
+  // One classic tracepoint program per match, each with its own layout so that every line
+  // names the event it came from; the glob's builtins are all its queries can use.
+  runtime::ProgramPlan& plan = object_.plan();
+  uint32_t group = object_.newGroup(p.target.description);
+  for (const std::string& event : p.target.events) {
+    std::string category = event.substr(0, event.find(':'));
+    std::string name = event.substr(event.find(':') + 1);
+    runtime::ProbeLayout layout = plan.layout.probes[p.id];
+    layout.name = "tracepoint:" + event;
+    if (category == "syscalls") layout.name = "syscall:" + name.substr(std::string("sys_enter_").size());
+    ProbeUnit one = p;
+    one.id = static_cast<uint32_t>(plan.layout.probes.size());
+    plan.layout.probes.push_back(layout);
+    ArgAccess args{ArgAccess::Kind::None};
+    args.probe = layout.name;
+    std::string target = category + "/" + name;
+    emitter_.emitMain(one, site("tracepoint/" + target, Attach::Tracepoint, target, group, 0, args));
+  }
+}
+
+void ProbePlanner::lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u,
+                               const std::string& symbol) {
+  uint32_t group = object_.newGroup(u.binary + ":" + symbol);
+  ArgAccess regs{ArgAccess::Kind::PtRegs};
+  regs.user_args = true;
+  ProgramSite in = site("uprobe", Attach::Uprobe, symbol, group, 0, regs);
+  in.binary = u.binary;
+  in.func = symbol;
+  if (!p.probe.at_exit) {
+    emitter_.emitMain(p, in);
+    return;
+  }
+  in.site = next_site_++;
+  in.arity = kUprobeArgs;
+  emitter_.emitStash(p, in);
+  ArgAccess exit{ArgAccess::Kind::Stash};
+  exit.user_args = true;
+  exit.ret = ArgAccess::Ret::Regs;
+  ProgramSite out = site("uretprobe", Attach::Uretprobe, symbol, group, 0, exit);
+  out.binary = u.binary;
+  out.func = symbol;
+  out.site = in.site;
+  emitter_.emitMain(p, out, /*from_stash=*/true);
+}
+
+void ProbePlanner::lowerPacket(const ProbeUnit& p) {
+  uint32_t group = object_.newGroup(p.target.description);
+  // Functions by the position of their `struct sk_buff *`: a program reads it from there.
+  std::map<uint32_t, std::vector<std::string>> by_position;
+  for (size_t i = 0; i < p.target.functions.size() && i < p.target.packet_positions.size(); ++i) {
+    by_position[p.target.packet_positions[i]].push_back(p.target.functions[i].name);
+  }
+  for (uint32_t method = 0; method < 2; ++method) {
+    for (const auto& [position, symbols] : by_position) {
+      ArgAccess regs{ArgAccess::Kind::PtRegs};
+      regs.arg_positions = {position};
+      regs.func_ip = true;
+      ProgramSite s = method == 0 ? site("kprobe.multi", Attach::KprobeMulti, "", group, 0, regs)
+                                  : site("kprobe", Attach::Kprobe, "", group, 1, regs);
+      s.symbols = symbols;
+      s.target = fmt::format("{} functions", symbols.size());
+      emitter_.emitMain(p, s);
+    }
+  }
+}
+
+void ProbePlanner::lowerPerfEvent(const ProbeUnit& p, uint64_t period_ns, uint64_t frequency_hz) {
+  uint32_t group = object_.newGroup(p.target.description);
+  ProgramSite s = site("perf_event", Attach::PerfEvent, p.target.description, group, 0, ArgAccess{});
+  s.period_ns = period_ns;
+  s.frequency_hz = frequency_hz;
+  emitter_.emitMain(p, s);
+}
+
+}  // namespace kq::lower

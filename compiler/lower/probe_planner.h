@@ -1,0 +1,53 @@
+// Which programs each probe gets, in which groups and methods (the protocol is written down
+// in runtime/program_plan.h): fentry, kprobe.multi and kprobe for kernel functions, tp_btf
+// or a classic tracepoint for tracepoints, classic tracepoints for syscalls, uprobes,
+// perf events, and at exit the entry programs that stash arguments. It decides; the
+// program emitter writes the code. Internal to compiler/lower.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "compiler/lower/program_emitter.h"
+
+namespace kq::lower {
+
+class ProbePlanner {
+ public:
+  explicit ProbePlanner(ObjectBuilder& object) : object_(object), emitter_(object) {}
+
+  /// Plans and emits the programs of every probe of `query`.
+  void lowerQuery(const sema::ResolvedQuery& query, uint32_t query_number,
+                  const Aggregation* aggregation);
+  ProgramEmitter& emitter() { return emitter_; }
+
+ private:
+  void lowerProbe(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+                  uint32_t query_number, const Aggregation* aggregation);
+  void addCallContext(ProbeUnit& p);
+  /// A named function or a glob: fentry for each function, else one kprobe.multi program
+  /// for them all (unless `func` is in `where`), else a kprobe each; one group.
+  void lowerFunctions(ProbeUnit& p);
+  void lowerFunction(const ProbeUnit& p, const btf::Function& fn, uint32_t group,
+                     uint32_t kprobe_method);
+  void lowerKprobeMulti(const ProbeUnit& p, uint32_t group);
+  void lowerTracepoint(const ProbeUnit& p);
+  void lowerSyscall(const ProbeUnit& p);
+  void lowerEventGlob(const ProbeUnit& p);
+  void lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u, const std::string& symbol);
+  void lowerPacket(const ProbeUnit& p);
+  void lowerPerfEvent(const ProbeUnit& p, uint64_t period_ns, uint64_t frequency_hz);
+  /// The query's stash (one per query, made on first use), keyed by (thread, site).
+  llvm::GlobalVariable* stashFor(const sema::ResolvedQuery& query, uint32_t args);
+
+  ObjectBuilder& object_;
+  ProgramEmitter emitter_;
+  std::map<const sema::ResolvedQuery*, llvm::GlobalVariable*> stashes_;
+  uint64_t next_site_ = 1;
+};
+
+/// How many arguments an entry keeps for its exit: every parameter any of the probe's
+/// functions has (registers and stack), or a uprobe's register arguments.
+uint32_t stashArguments(const sema::ResolvedQuery& query);
+
+}  // namespace kq::lower

@@ -1,0 +1,130 @@
+// The code every program is made of: its blocks (entry, setup, bail-out), its frame, the
+// process filter, the entry program that stashes arguments for the exit, the main program
+// that evaluates `where` and writes a record (or updates an aggregate), and the fork
+// follower of `-c`. The planner (probe_planner.h) says which programs to emit; this says
+// what is in them. Internal to compiler/lower.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/lower/expr_lowering.h"
+#include "compiler/lower/frame.h"
+#include "compiler/lower/object_builder.h"
+#include "compiler/lower/record_layout.h"
+
+namespace kq::lower {
+
+/// One program of a probe, as the planner decided it.
+struct ProgramSite {
+  std::string section;  // ELF section: `fentry/ip_send_skb`, `kprobe.multi`
+  runtime::Attach attach;
+  std::string target;   // what the plan names (see runtime::PlannedProgram)
+  uint32_t group = 0;
+  uint32_t method = 0;
+  std::string binary;
+  std::vector<std::string> symbols;
+  ArgAccess args;
+  /// The value of `func` when the program serves one function.
+  std::string func;
+  /// A stash entry's key is (thread, site): a constant per function, or, for a program
+  /// serving many functions, the function's address.
+  uint64_t site = 0;
+  bool site_is_func_ip = false;
+  /// Entry programs: how many arguments this function has, to save for its exit.
+  uint32_t arity = 0;
+  /// PerfEvent: see runtime::PlannedProgram.
+  uint64_t period_ns = 0;
+  uint64_t frequency_hz = 0;
+};
+
+/// The probe being lowered, and what all its programs share.
+struct ProbeUnit {
+  const sema::ResolvedQuery& query;
+  const sema::ResolvedProbe& probe;
+  const sema::ResolvedTarget& target;
+  std::vector<Field> fields;
+  uint32_t id = 0;
+  uint32_t record_bytes = 0;
+  /// The group all the probe's programs share, when they fall back together.
+  std::optional<uint32_t> group;
+  /// Call context (`a -> b -> c`): per-thread depths, and how many outer functions.
+  llvm::GlobalVariable* context = nullptr;
+  uint32_t context_levels = 0;
+  /// An aggregate query's map and slots; null for event queries.
+  const Aggregation* aggregation = nullptr;
+  /// At exit: the query's stash, and how many arguments an entry keeps.
+  llvm::GlobalVariable* stash = nullptr;
+  uint32_t stash_args = 0;
+};
+
+/// A program being generated.
+struct Program {
+  Program(ObjectBuilder& object, llvm::Function* f, llvm::BasicBlock* setup, llvm::BasicBlock* bail)
+      : fn(f), b(object.module().context()), bail(bail), frame(object, f, setup, bail) {}
+  llvm::Function* fn;
+  llvm::IRBuilder<> b;
+  llvm::BasicBlock* bail;  // returns 0
+  Frame frame;
+};
+
+class ProgramEmitter {
+ public:
+  explicit ProgramEmitter(ObjectBuilder& object) : object_(object) {}
+
+  /// The program that evaluates `where` and writes a record (or updates the aggregate); at
+  /// exit (`from_stash`), it first takes what the entry program saved.
+  void emitMain(const ProbeUnit& p, ProgramSite site, bool from_stash = false);
+  /// At function entry: saves the entry time and the arguments for the exit program.
+  void emitStash(const ProbeUnit& p, ProgramSite site);
+  /// With `-c`: a child of a followed process is followed too.
+  void emitForkFollower();
+
+  // Pieces shared with call_context.cpp and aggregate_emitter.cpp.
+  std::unique_ptr<Program> begin(const std::string& name, const std::string& section,
+                                 SourceRange at);
+  /// Ends `program` (returning 0) and adds it to the plan.
+  void finish(Program& program, const std::string& name, const ProgramSite& site);
+  ExprLowering lowering(Program& program, const sema::ExprTable& exprs, const ArgAccess& args);
+  llvm::Value* mapLookup(Program& program, llvm::GlobalVariable* map, llvm::Value* key);
+  /// The thread id as a map key.
+  llvm::Value* tidKey(Program& program);
+  /// Returns early unless the event's process is the one being traced.
+  void processFilter(Program& program);
+  /// Counts an event lost for `why` and ends the program.
+  void countLost(Program& program, runtime::Lost why);
+  ObjectBuilder& object() { return object_; }
+  /// Writes a field of an aggregate key at `key`, as a record field is written.
+  void writeKeyField(Program& program, ExprLowering& lower, llvm::Value* key, const Field& f,
+                     const std::vector<Field>& all) {
+    writeField(program, lower, key, f, all);
+  }
+
+ private:
+  llvm::Value* stashKey(Program& program, const ProgramSite& site);
+  void takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site, ArgAccess& args);
+  void writeRecord(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  void writeHeader(Program& program, llvm::Value* record, uint32_t probe_id);
+  void writeField(Program& program, ExprLowering& lower, llvm::Value* record, const Field& f,
+                  const std::vector<Field>& all);
+  void writeFieldBytes(Program& program, ExprLowering& lower, llvm::Value* record, const Field& f,
+                       const std::vector<Field>& all);
+
+  ObjectBuilder& object_;
+};
+
+/// In a program of an aggregate query: computes the key, finds or adds the map entry, and
+/// updates every slot (aggregate_emitter.cpp).
+void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                         const Aggregation& agg);
+
+/// The entry and exit programs that count how deep a thread is in an outer function of a
+/// call context, and the filter that keeps a main program's events inside it
+/// (call_context.cpp).
+void emitContextPrograms(ProgramEmitter& emitter, const ProbeUnit& p, const btf::Function& fn,
+                         uint32_t level);
+void contextFilter(ProgramEmitter& emitter, Program& program, const ProbeUnit& p);
+
+}  // namespace kq::lower

@@ -1,0 +1,333 @@
+#include "compiler/lower/record_layout.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/builtins/builtins.h"
+
+namespace kq::lower {
+namespace {
+
+using runtime::AggregateKind;
+using runtime::FieldKind;
+using runtime::FieldLayout;
+using sema::TypeKind;
+
+constexpr uint32_t kHeaderBytes = sizeof(runtime::EventHeader);
+/// A `group by` string keeps this many bytes of the key (keys stay small).
+constexpr uint32_t kKeyStringBytes = 32;
+
+uint32_t round8(uint32_t n) { return (n + 7) / 8 * 8; }
+
+/// A field for a value of `type`, as the type alone says.
+FieldLayout byType(const sema::Type* type, const LayoutOptions& options) {
+  FieldLayout f;
+  f.size = 8;
+  if (type->isStringLike()) {
+    f.kind = FieldKind::String;
+    f.size = options.string_bytes;
+    return f;
+  }
+  auto record = [&](const sema::Type* t) {
+    f.kind = FieldKind::Record;
+    f.btf_id = t->btf.id;
+    f.type_name = t->spelling;
+    f.size = std::min<uint32_t>(t->size, options.dump_bytes);
+  };
+  switch (type->kind) {
+    case TypeKind::Bool: f.kind = FieldKind::Bool; break;
+    case TypeKind::Enum:
+      f.kind = FieldKind::Enum;
+      f.btf_id = type->btf.id;
+      f.type_name = type->spelling;
+      break;
+    case TypeKind::Int: f.kind = type->is_signed ? FieldKind::Signed : FieldKind::Unsigned; break;
+    case TypeKind::Pointer:
+      if (type->element->isRecord() && !type->element->incomplete) {
+        record(type->element);
+      } else {
+        f.kind = FieldKind::Pointer;
+      }
+      break;
+    case TypeKind::Struct:
+    case TypeKind::Union:
+    case TypeKind::Array: record(type); break;
+    default: break;
+  }
+  return f;
+}
+
+/// The field holding `e`'s value: as its builtin's descriptor says, else as its type says.
+FieldLayout fieldFor(const sema::ExprTable& exprs, const ast::Expr* e, const sema::Type* type,
+                     std::string name, const LayoutOptions& options) {
+  FieldLayout f = byType(type, options);
+  auto it = e ? exprs.find(e) : exprs.end();
+  if (it != exprs.end()) {
+    const sema::ExprInfo& info = it->second;
+    std::optional<sema::FieldShape> shape;
+    if (info.function && info.function->field) {
+      std::vector<const sema::Type*> args;
+      for (const ast::ExprPtr& a : ast::as<ast::Call>(*e).args) {
+        auto arg = exprs.find(a.get());
+        args.push_back(arg == exprs.end() ? type : arg->second.type);
+      }
+      shape = info.function->field(args, info.operands);
+    } else if (info.variable && info.variable->field) {
+      shape = *info.variable->field;
+    }
+    if (shape) {
+      f.kind = shape->kind;
+      f.size = shape->bytes ? shape->bytes : f.size;
+      if (f.kind == FieldKind::String && !shape->bytes) f.size = options.string_bytes;
+      f.btf_id = 0;
+      f.type_name.clear();
+    }
+  }
+  f.name = std::move(name);
+  return f;
+}
+
+Field funcAddressField(std::string name) {
+  Field f;
+  f.layout.name = std::move(name);
+  f.layout.kind = FieldKind::Symbol;
+  f.layout.size = 8;
+  f.func_ip = true;
+  return f;
+}
+
+bool isFunc(const sema::ExprTable& exprs, const ast::Expr& e) {
+  auto it = exprs.find(&e);
+  return it != exprs.end() && it->second.variable && it->second.variable->id == sema::BuiltinVar::Func;
+}
+
+/// The Format field of `use`, printed as `name`; its arguments become hidden fields
+/// appended to `args`, named by index from `first_index`.
+Field formatField(const sema::FormatUse& use, std::string name, size_t first_index,
+                  std::vector<Field>& args, const LayoutOptions& options) {
+  const ast::Call& call = *use.call;
+  Field format;
+  format.layout.name = std::move(name);
+  format.layout.kind = FieldKind::Format;
+  format.layout.format = ast::as<ast::StringLiteral>(*call.args[0]).value;
+  for (size_t i = 1; i < call.args.size(); ++i) {
+    const ast::Expr& arg = *call.args[i];
+    const sema::Type* arg_type = use.exprs->at(&arg).type;
+    std::string arg_name = i - 1 < use.arg_names.size() ? use.arg_names[i - 1] : std::to_string(i);
+    Field f{fieldFor(*use.exprs, &arg, arg_type, arg_name, options), &arg, 0, arg_type};
+    f.layout.hidden = true;
+    f.within = use.within;
+    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer, f.layout.size = 8;
+    format.layout.args.push_back(static_cast<int32_t>(first_index + args.size()));
+    args.push_back(std::move(f));
+  }
+  return format;
+}
+
+/// Adds `f` to `fields`; a struct's dump is preceded by the address it was read from.
+void addField(std::vector<Field>& fields, Field f) {
+  if (f.layout.kind == FieldKind::Record) {
+    Field address;
+    address.layout.name = f.layout.name;
+    address.layout.kind = FieldKind::Pointer;
+    address.layout.size = 8;
+    address.layout.hidden = true;
+    f.layout.address_field = static_cast<int32_t>(fields.size());
+    fields.push_back(address);
+  }
+  fields.push_back(std::move(f));
+}
+
+void addCaptures(std::vector<Field>& fields, const sema::ResolvedProbe& probe, bool& all,
+                 const LayoutOptions& options) {
+  const sema::ResolvedTarget& target = probe.chain.back();
+  const std::optional<ast::CaptureList>* captures = target.target->captures();
+  if (captures && *captures) {
+    for (const ast::Capture& c : (*captures)->items) {
+      if (!c.expr) {
+        all = true;
+        continue;
+      }
+      const sema::Type* type = probe.exprs.at(c.expr.get()).type;
+      Field f{fieldFor(probe.exprs, c.expr.get(), type, "", options), c.expr.get(), 0, type};
+      auto name = probe.capture_names.find(c.expr.get());
+      if (name != probe.capture_names.end()) f.layout.name = name->second;
+      f.layout.is_capture = true;
+      addField(fields, std::move(f));
+    }
+  }
+  if (!all) return;
+  for (const sema::ProbeArg& a : target.args) {
+    std::string name = a.name.empty() ? fmt::format("arg{}", a.index) : a.name;
+    Field f{fieldFor(probe.exprs, nullptr, a.type, name, options), nullptr, a.index, a.type};
+    f.layout.is_capture = true;
+    addField(fields, std::move(f));
+  }
+}
+
+}  // namespace
+
+std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+                                const LayoutOptions& options) {
+  std::vector<Field> fields;
+  const sema::ResolvedTarget& target = probe.chain.back();
+  const std::optional<ast::CaptureList>* captures = target.target->captures();
+  bool has_list = captures && *captures;
+  bool all = !has_list && query.shape.columns.empty();
+  if (std::holds_alternative<ast::PacketTarget>(target.target->kind) && all) {
+    // By default a packet shows where it is (the function) and which it is (the skb).
+    addField(fields, funcAddressField("func"));
+    Field skb;
+    skb.layout.name = "skb";
+    skb.layout.kind = FieldKind::Pointer;
+    skb.layout.size = 8;
+    skb.type = target.args.front().type;
+    addField(fields, std::move(skb));
+    all = false;
+  }
+  addCaptures(fields, probe, all, options);
+  for (const sema::Column& column : query.shape.columns) {
+    const ast::Expr& e = *column.expr;
+    if (auto use = probe.formats.find(&e); use != probe.formats.end()) {
+      // Each argument is a hidden field; the format is applied when the event is printed.
+      std::vector<Field> args;
+      Field format = formatField(use->second, column.name, fields.size(), args, options);
+      for (Field& f : args) fields.push_back(std::move(f));
+      fields.push_back(std::move(format));
+      continue;
+    }
+    if (options.func_is_address && isFunc(probe.exprs, e)) {
+      addField(fields, funcAddressField(column.name));
+      continue;
+    }
+    const sema::Type* type = probe.exprs.at(&e).type;
+    addField(fields, Field{fieldFor(probe.exprs, &e, type, column.name, options), &e, 0, type});
+  }
+  uint32_t offset = kHeaderBytes;
+  for (Field& f : fields) {
+    f.layout.offset = offset;
+    offset += round8(f.layout.size);
+  }
+  return fields;
+}
+
+uint32_t recordBytes(const std::vector<Field>& fields) {
+  if (fields.empty()) return kHeaderBytes;
+  return fields.back().layout.offset + round8(fields.back().layout.size);
+}
+
+namespace {
+
+/// Bytes of an aggregate's slot in the map value (see runtime::AggregateSlot).
+uint32_t slotBytes(const runtime::AggregateSlot& s) {
+  switch (s.kind) {
+    case AggregateKind::Count:
+    case AggregateKind::Sum:
+    case AggregateKind::Top: return 8;
+    case AggregateKind::Avg:
+    case AggregateKind::Min:
+    case AggregateKind::Max: return 16;
+    case AggregateKind::Hist:
+    case AggregateKind::Lhist: return 8 * s.buckets;
+  }
+  return 8;
+}
+
+runtime::AggregateSlot slotFor(const sema::ExprInfo& info, std::string name) {
+  runtime::AggregateSlot s;
+  s.name = std::move(name);
+  s.kind = *info.function->aggregate;
+  if (s.kind == AggregateKind::Hist) s.buckets = 65;
+  if (s.kind == AggregateKind::Lhist) {
+    s.lo = info.operands[0];
+    s.hi = info.operands[1];
+    s.step = info.operands[2];
+    s.buckets = static_cast<uint32_t>((s.hi - s.lo + s.step - 1) / s.step) + 2;
+  }
+  if (s.kind == AggregateKind::Top) s.limit = static_cast<uint32_t>(info.operands[0]);
+  return s;
+}
+
+void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+             const LayoutOptions& options) {
+  // The key: the `group by` expressions, laid out like record fields, but small: a struct
+  // by its address, a string by its first bytes.
+  runtime::AggregateLayout& layout = agg.layout;
+  uint32_t offset = 0;
+  auto place = [&](Field f) {
+    if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer, f.layout.size = 8;
+    if (f.layout.kind == FieldKind::String) f.layout.size = std::min(f.layout.size, kKeyStringBytes);
+    f.layout.offset = offset;
+    offset += round8(f.layout.size);
+    layout.keys.push_back(f.layout);
+    agg.keys.push_back(std::move(f));
+  };
+  const ast::Clauses& clauses = query.query->clauses;
+  std::vector<int32_t> key_field(clauses.group_by.size(), -1);
+  for (size_t k = 0; k < clauses.group_by.size(); ++k) {
+    const ast::Expr& key = *clauses.group_by[k];
+    const std::string& name = query.shape.key_names[k];
+    if (auto use = probe.formats.find(&key); use != probe.formats.end()) {
+      // Grouped by a `fmt`: by its arguments, formatted when the table prints.
+      std::vector<Field> args;
+      Field format = formatField(use->second, name, layout.keys.size(), args, options);
+      for (Field& f : args) place(std::move(f));
+      key_field[k] = static_cast<int32_t>(layout.keys.size());
+      place(std::move(format));  // no bytes of its own
+      continue;
+    }
+    const sema::Type* type = probe.exprs.at(&key).type;
+    key_field[k] = static_cast<int32_t>(layout.keys.size());
+    if (options.func_is_address && isFunc(probe.exprs, key)) {
+      place(funcAddressField(name));
+      continue;
+    }
+    place(Field{fieldFor(probe.exprs, &key, type, name, options), &key, 0, type});
+  }
+  layout.key_size = std::max<uint32_t>(offset, 8);
+  // Columns: every key first unless selected, then `select` order (sema's shape).
+  for (const sema::Column& column : query.shape.columns) {
+    if (column.key >= 0) {
+      layout.columns.emplace_back(true, static_cast<uint32_t>(key_field[column.key]));
+    } else {
+      layout.columns.emplace_back(false, 0);  // the slot index is filled by addSlots
+    }
+  }
+}
+
+void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe) {
+  runtime::AggregateLayout& layout = agg.layout;
+  uint32_t value = 0;
+  size_t column = 0;
+  for (const sema::Column& c : query.shape.columns) {
+    size_t at = column++;
+    if (c.key >= 0) continue;
+    const sema::ExprInfo& info = probe.exprs.at(c.expr);
+    runtime::AggregateSlot s = slotFor(info, c.name);
+    s.offset = value;
+    value += slotBytes(s);
+    layout.columns[at] = {false, static_cast<uint32_t>(layout.slots.size())};
+    layout.slots.push_back(s);
+    const auto& call = ast::as<ast::Call>(*c.expr);
+    bool counts = s.kind == AggregateKind::Count || s.kind == AggregateKind::Top;
+    agg.arguments.push_back(counts ? nullptr : call.args[0].get());
+  }
+  layout.value_size = std::max<uint32_t>(value, 8);
+}
+
+}  // namespace
+
+std::unique_ptr<Aggregation> aggregationOf(const sema::ResolvedQuery& query,
+                                           const sema::ResolvedProbe& probe, uint32_t query_number,
+                                           const LayoutOptions& options) {
+  auto agg = std::make_unique<Aggregation>();
+  agg->layout.query = query_number;
+  agg->layout.map = fmt::format("agg_{}", query_number);
+  agg->layout.every_ns = query.shape.every_ns;
+  addKeys(*agg, query, probe, options);
+  addSlots(*agg, query, probe);
+  return agg;
+}
+
+}  // namespace kq::lower

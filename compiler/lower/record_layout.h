@@ -1,0 +1,59 @@
+// What each record and each aggregate table holds: the fields of a probe's record
+// (captures ksnoop-style, then `select` columns), and an aggregate query's key and value
+// slots. Everything here comes from sema's checked program: column names and key identity
+// from the query's shape, field kinds from the builtins' descriptors, literal operands
+// already evaluated. Internal to compiler/lower.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compiler/lower/lower.h"
+#include "runtime/event_layout.h"
+
+namespace llvm {
+class GlobalVariable;
+}
+
+namespace kq::lower {
+
+/// One value a record (or an aggregate key) carries, and the expression that computes it.
+struct Field {
+  runtime::FieldLayout layout;
+  const ast::Expr* expr = nullptr;  // null for an argument captured by `*`
+  uint32_t arg = 0;                 // the argument, for `*`
+  const sema::Type* type = nullptr;
+  bool func_ip = false;  // the traced function's address (`func` where one program serves many)
+  /// A `fmt` argument inside a `fn`: the `fn` use whose body `expr` belongs to.
+  const ast::Expr* within = nullptr;
+};
+
+/// How a probe of an aggregate query updates its query's map.
+struct Aggregation {
+  runtime::AggregateLayout layout;
+  std::vector<Field> keys;                  // computed into the key, like record fields
+  std::vector<const ast::Expr*> arguments;  // each slot's argument (null for count(), top())
+  llvm::GlobalVariable* map = nullptr;
+};
+
+struct LayoutOptions {
+  uint32_t string_bytes = 64;
+  uint32_t dump_bytes = 1024;
+  /// `func` is the traced function's address, shown as its symbol (globs, packets).
+  bool func_is_address = false;
+};
+
+/// The record's fields: captures (ksnoop-style), then `select` items; offsets after the
+/// fixed header.
+std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
+                                const LayoutOptions& options);
+
+/// Bytes in a record with `fields` (header included).
+uint32_t recordBytes(const std::vector<Field>& fields);
+
+/// An aggregate query's key and value layout (from its first probe); its map is not made.
+std::unique_ptr<Aggregation> aggregationOf(const sema::ResolvedQuery& query,
+                                           const sema::ResolvedProbe& probe, uint32_t query_number,
+                                           const LayoutOptions& options);
+
+}  // namespace kq::lower
