@@ -5,12 +5,12 @@
 namespace kq::lower {
 
 Frame::Frame(ObjectBuilder& object, llvm::Function* fn, llvm::BasicBlock* setup,
-             llvm::BasicBlock* bail)
-    : object_(object), fn_(fn), setup_(setup), bail_(bail) {}
+             llvm::BasicBlock* bail, bool may_nest)
+    : object_(object), fn_(fn), setup_(setup), bail_(bail), may_nest_(may_nest) {}
 
 llvm::Value* Frame::allocate(uint32_t bytes, llvm::DebugLoc at) {
   bytes = (bytes + 7) / 8 * 8;
-  if (bytes < kLargeSlot && stack_bytes_ + bytes <= kStackBudget) return onStack(bytes);
+  if (stack_bytes_ + bytes <= kStackBudget) return onStack(bytes);
   llvm::Value* base = scratchBase();
   // After the null check: the verifier forbids arithmetic on a pointer that may be null.
   llvm::IRBuilder<> b(body_, body_->getFirstInsertionPt());
@@ -37,7 +37,7 @@ llvm::Value* Frame::scratchBase() {
   body_ = next->getSuccessor(0);
   llvm::IRBuilder<> b(next);
   b.SetCurrentDebugLocation(next->getDebugLoc());
-  b.CreateStore(b.getInt32(object_.newScratchEntry()), key);
+  b.CreateStore(b.getInt32(object_.scratchEntry(may_nest_)), key);
   scratch_ = object_.module().callHelper(b, Helper::MapLookupElem, b.getPtrTy(),
                                          {object_.scratchMap(), key});
   b.CreateCondBr(b.CreateIsNotNull(scratch_), body_, bail_);

@@ -16,14 +16,13 @@ class Frame {
  public:
   /// Stack bytes kq's own slots may take: the rest of the 512 is LLVM's (spills, calls).
   static constexpr uint32_t kStackBudget = 256;
-  /// Slots this large always go to scratch.
-  static constexpr uint32_t kLargeSlot = 32;
   /// The most scratch one program may use (a per-CPU map value holds at most 32 KiB).
   static constexpr uint32_t kScratchLimit = 32 * 1024;
 
   /// `setup` runs once before the program's code: the scratch lookup goes there, ending
   /// the program early (at `bail`) if it fails.
-  Frame(ObjectBuilder& object, llvm::Function* fn, llvm::BasicBlock* setup, llvm::BasicBlock* bail);
+  Frame(ObjectBuilder& object, llvm::Function* fn, llvm::BasicBlock* setup, llvm::BasicBlock* bail,
+        bool may_nest);
 
   /// `bytes` of memory, 8-aligned, valid for the whole program; `at` is the kq source
   /// position that needs it (for the diagnostic when scratch runs out).
@@ -44,6 +43,7 @@ class Frame {
   llvm::Function* fn_;
   llvm::BasicBlock* setup_;
   llvm::BasicBlock* bail_;
+  bool may_nest_;
   llvm::BasicBlock* body_ = nullptr;  // the first block after setup
   llvm::Value* scratch_ = nullptr;
   uint32_t stack_bytes_ = 0;

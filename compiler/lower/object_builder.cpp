@@ -116,11 +116,13 @@ llvm::GlobalVariable* ObjectBuilder::scratchMap() {
   return scratch_;
 }
 
+uint32_t ObjectBuilder::scratchEntry(bool may_nest) { return may_nest ? scratch_entries_++ : 0; }
+
 void ObjectBuilder::needScratchBytes(uint32_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
 
 void ObjectBuilder::finishScratch() {
   if (!scratch_) return;
-  MapSpec spec{"scratch", MapType::PercpuArray, std::max(scratch_entries_, 1u), 4,
+  MapSpec spec{"scratch", MapType::PercpuArray, scratch_entries_, 4,
                std::max<uint32_t>(round8(scratch_bytes_), 8)};
   runtime::PlannedMap planned{spec.name, "percpu_array", spec.key_size, spec.value_size,
                               spec.max_entries, true, mapBytes(spec, possibleCpus())};

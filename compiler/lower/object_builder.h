@@ -53,10 +53,13 @@ class ObjectBuilder {
   /// One all-zero value, as large as the largest aggregate value: new entries copy it.
   llvm::GlobalVariable* zeros = nullptr;
 
-  // ---- scratch: one per-CPU entry per program that needs one, sized to the largest ------
-  /// The scratch map (declared on first use) and a new entry for one program.
+  // ---- scratch: per-CPU entries, sized to the program needing the most ------------------
+  /// The scratch map (declared on first use).
   llvm::GlobalVariable* scratchMap();
-  uint32_t newScratchEntry() { return scratch_entries_++; }
+  /// The entry a program uses. kprobe, tracepoint, uprobe and perf-event programs never
+  /// run nested on one CPU (the kernel's bpf_prog_active guard), so they share entry 0;
+  /// fentry, fexit and tp_btf programs can interrupt each other (`may_nest`): one each.
+  uint32_t scratchEntry(bool may_nest);
   void needScratchBytes(uint32_t bytes);
   /// Gives the scratch map its size; call once every program is emitted.
   void finishScratch();
@@ -74,7 +77,7 @@ class ObjectBuilder {
   uint32_t program_count_ = 0;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;
-  uint32_t scratch_entries_ = 0;
+  uint32_t scratch_entries_ = 1;  // entry 0 is shared (see scratchEntry)
   uint32_t scratch_bytes_ = 0;
 };
 

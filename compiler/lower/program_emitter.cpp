@@ -20,7 +20,9 @@ std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const st
   auto* setup = llvm::BasicBlock::Create(ctx, "setup", fn);
   auto* body = llvm::BasicBlock::Create(ctx, "body", fn);
   auto* bail = llvm::BasicBlock::Create(ctx, "bail", fn);
-  auto p = std::make_unique<Program>(object_, fn, setup, bail);
+  bool trampoline = section.rfind("fentry/", 0) == 0 || section.rfind("fexit/", 0) == 0 ||
+                    section.rfind("tp_btf/", 0) == 0;
+  auto p = std::make_unique<Program>(object_, fn, setup, bail, trampoline);
   llvm::DebugLoc loc = module.location(fn->getSubprogram(), at.file == 0 ? at.begin : 0);
   p->b.SetCurrentDebugLocation(loc);
   p->b.SetInsertPoint(bail);

@@ -62,8 +62,9 @@ struct ProbeUnit {
 
 /// A program being generated.
 struct Program {
-  Program(ObjectBuilder& object, llvm::Function* f, llvm::BasicBlock* setup, llvm::BasicBlock* bail)
-      : fn(f), b(object.module().context()), bail(bail), frame(object, f, setup, bail) {}
+  Program(ObjectBuilder& object, llvm::Function* f, llvm::BasicBlock* setup, llvm::BasicBlock* bail,
+          bool may_nest)
+      : fn(f), b(object.module().context()), bail(bail), frame(object, f, setup, bail, may_nest) {}
   llvm::Function* fn;
   llvm::IRBuilder<> b;
   llvm::BasicBlock* bail;  // returns 0

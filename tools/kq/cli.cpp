@@ -107,7 +107,7 @@ int run(const std::vector<std::string>& args, Io& io) {
   app.add_option("--dump", request.dump,
                  "print an intermediate form and stop: ast, types, ir (LLVM IR), bpf (the "
                  "instructions, with the kq source of each), verifier (the verifier's log)")
-      ->check(CLI::IsMember({"ast", "types", "ir", "bpf", "verifier"}))
+      ->check(CLI::IsMember({"ast", "types", "plan", "ir", "bpf", "verifier"}))
       ->type_name("FORM");
   app.add_option("-o,--output", request.output, "how events are printed: text or json")
       ->check(CLI::IsMember({"text", "json"}))

@@ -1,5 +1,7 @@
 #include "tools/kq/run.h"
 
+#include "tools/kq/dump_plan.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -98,7 +100,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     }
     duration = duration ? std::min(duration, n->value) : n->value;
   }
-  bool dump_only = request.dump == "ir" || request.dump == "bpf";
+  bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
   if (!dump_only && geteuid() != 0) {
     io.err << "kq: error: loading BPF programs needs root (CAP_BPF and CAP_PERFMON); "
               "`kq check` works without\n";
@@ -134,6 +136,10 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   }
   if (request.dump == "ir") {
     io.out << compiled->object.ir;
+    return 0;
+  }
+  if (request.dump == "plan") {
+    dumpPlan(compiled->plan, io.out);
     return 0;
   }
   if (request.dump == "bpf") {
