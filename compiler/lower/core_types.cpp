@@ -89,7 +89,8 @@ llvm::DICompositeType* CoreTypes::relocatableEnum(btf::BtfType type) {
 }
 
 llvm::StructType* CoreTypes::storageUnit(uint32_t bytes) {
-  return llvm::StructType::get(module_.context(), {llvm::Type::getIntNTy(module_.context(), bytes * 8)});
+  llvm::Type* unit = llvm::Type::getIntNTy(module_.context(), bytes * 8);
+  return llvm::StructType::get(module_.context(), llvm::ArrayRef<llvm::Type*>(unit));
 }
 
 // The debug-info type of a member, as libbpf compares it with the kernel's: ints with ints,
