@@ -229,6 +229,7 @@ void ExprLowering::enterBody(const ast::Expr& use) {
 }
 
 void ExprLowering::leaveBody() {
+  if (outer_scopes_.empty()) return;  // not inside a body: nothing to leave
   exprs_ = outer_scopes_.back().first;
   params_ = std::move(outer_scopes_.back().second);
   outer_scopes_.pop_back();

@@ -83,6 +83,11 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
       return;
     }
     // str(p[, n])
+    if (c.args.empty()) {
+      problem("`str` without an argument", ei.type);
+      constant("");
+      return;
+    }
     const sema::Type* p_type = info(*c.args[0]).type;
     uint32_t n = size;
     if (c.args.size() == 2 && c.args[1]->kind == ast::ExprKind::Integer) {

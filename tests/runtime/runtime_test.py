@@ -160,6 +160,14 @@ for nocheck in (0, 1):
         events = sorted((e["ret"], e["nocheck"], e["proto"]) for e in map(json.loads, out.splitlines()))
         self.assertEqual(events, [(100, 0, 17), (101, 1, 17)], out)
 
+    def test_enumerators_are_relocated(self):
+        # The comparison's value is this kernel's, patched in by libbpf (an ENUMVAL relocation).
+        status, out, err = kq("-o", "json", "trace tracepoint:skb:kfree_skb where reason == SKB_DROP_REASON_NO_SOCKET "
+                              "select reason", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        reasons = [json.loads(line)["reason"] for line in out.splitlines()]
+        self.assertEqual(reasons, ["SKB_DROP_REASON_NO_SOCKET"] * 5, out)
+
     def test_uprobe_on_a_test_binary(self):
         source = write_script("target.c", """
 #include <stdio.h>
