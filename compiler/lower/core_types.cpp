@@ -14,6 +14,34 @@ std::atomic<uint32_t> g_compilations{0};
 
 }  // namespace
 
+namespace {
+
+bool findIn(btf::BtfType record, std::string_view name, BtfMemberPath& path) {
+  const ::btf_type* raw = record.get();
+  if (!btf_is_composite(raw)) return false;
+  const btf_member* members = btf_members(raw);
+  for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
+    const char* member_name = btf__name_by_offset(record.file->btf, members[i].name_off);
+    btf::BtfType type = btf::BtfType{record.file, members[i].type}.resolved();
+    path.steps.emplace_back(record, i);
+    if (member_name && name == member_name) {
+      path.type = type;
+      return true;
+    }
+    if ((!member_name || !*member_name) && findIn(type, name, path)) return true;
+    path.steps.pop_back();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<BtfMemberPath> findBtfMember(btf::BtfType record, std::string_view name) {
+  BtfMemberPath path;
+  if (record.id == 0 || !findIn(record.resolved(), name, path)) return std::nullopt;
+  return path;
+}
+
 CoreTypes::CoreTypes(BpfModule& module) : module_(module), compile_id_(++g_compilations) {}
 
 std::string CoreTypes::suffixed(std::string_view name) const {
@@ -34,6 +62,35 @@ llvm::DICompositeType* CoreTypes::placeholder(btf::BtfType record) {
                    : di.createStructType(module_.unit(), name, module_.file(), 0, raw->size * 8, 8,
                                          llvm::DINode::FlagZero, nullptr, di.getOrCreateArray({}));
   return placeholders_[key] = type;
+}
+
+llvm::DICompositeType* CoreTypes::enumDi(btf::BtfType t, const std::string& name) {
+  const ::btf_type* raw = t.get();
+  llvm::DIBuilder& di = module_.di();
+  std::vector<llvm::Metadata*> values;
+  bool is64 = btf_is_enum64(raw);
+  for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
+    uint32_t off = is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
+    int64_t v = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(raw)[i]))
+                     : btf_enum(raw)[i].val;
+    values.push_back(di.createEnumerator(btf__name_by_offset(t.file->btf, off), v));
+  }
+  auto* base = di.createBasicType("unsigned int", raw->size * 8, llvm::dwarf::DW_ATE_unsigned);
+  return di.createEnumerationType(module_.unit(), name, module_.file(), 0, raw->size * 8, 32,
+                                  di.getOrCreateArray(values), base);
+}
+
+llvm::DICompositeType* CoreTypes::relocatableEnum(btf::BtfType type) {
+  btf::BtfType t = type.resolved();
+  if (t.id == 0 || !btf_is_any_enum(t.get()) || t.name().empty()) return nullptr;
+  auto key = std::pair{t.file, t.id};
+  if (auto it = enums_.find(key); it != enums_.end()) return it->second;
+  return enums_[key] = enumDi(t, suffixed(t.name()));
+}
+
+llvm::StructType* CoreTypes::storageUnit(uint32_t bytes) {
+  llvm::Type* unit = llvm::Type::getIntNTy(module_.context(), bytes * 8);
+  return llvm::StructType::get(module_.context(), llvm::ArrayRef<llvm::Type*>(unit));
 }
 
 // The debug-info type of a member, as libbpf compares it with the kernel's: ints with ints,
@@ -57,20 +114,9 @@ llvm::DIType* CoreTypes::memberDi(btf::BtfType type) {
       break;
     }
     case BTF_KIND_ENUM:
-    case BTF_KIND_ENUM64: {
-      std::vector<llvm::Metadata*> values;
-      bool is64 = btf_is_enum64(raw);
-      for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
-        uint32_t off = is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
-        int64_t v = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(raw)[i]))
-                         : btf_enum(raw)[i].val;
-        values.push_back(di.createEnumerator(btf__name_by_offset(t.file->btf, off), v));
-      }
-      auto* base = di.createBasicType("unsigned int", raw->size * 8, llvm::dwarf::DW_ATE_unsigned);
-      out = di.createEnumerationType(module_.unit(), std::string(t.name()), module_.file(), 0,
-                                     raw->size * 8, 32, di.getOrCreateArray(values), base);
+    case BTF_KIND_ENUM64:
+      out = enumDi(t, std::string(t.name()));
       break;
-    }
     case BTF_KIND_PTR:
       out = di.createPointerType(nullptr, 64);
       break;
@@ -122,23 +168,29 @@ const CoreTypes::Record& CoreTypes::record(btf::BtfType type) {
     return btf_member_bit_offset(raw, a) < btf_member_bit_offset(raw, b);
   });
   for (uint16_t i : order) {
-    if (btf_member_bitfield_size(raw, i) != 0) continue;  // read at fixed offsets instead
     btf::BtfType member{t.file, members[i].type};
-    uint64_t offset = btf_member_bit_offset(raw, i) / 8;
+    uint32_t bit_offset = btf_member_bit_offset(raw, i);
+    uint32_t bits = btf_member_bitfield_size(raw, i);
+    uint64_t offset = bit_offset / 8;
     uint64_t size = member.size();
     const char* name = btf__name_by_offset(t.file->btf, members[i].name_off);
     int ir_index = 0;
-    if (!out.is_union) {
-      if (offset < at) continue;  // overlapping member: CO-RE cannot describe it
+    if (bits || (!out.is_union && offset < at)) {
+      // A bitfield, or a member overlapping the previous one: no IR element of its own.
+      ir_index = -1;
+    } else if (!out.is_union) {
       if (offset > at) elements.push_back(llvm::ArrayType::get(byte, offset - at));
       ir_index = static_cast<int>(elements.size());
       elements.push_back(llvm::ArrayType::get(byte, size));
       at = offset + size;
     }
     out.index[i] = {ir_index, static_cast<int>(di_members.size())};
-    di_members.push_back(di.createMemberType(module_.unit(), name ? name : "", module_.file(), 0,
-                                             size * 8, 8, offset * 8, llvm::DINode::FlagZero,
-                                             memberDi(member)));
+    di_members.push_back(
+        bits ? di.createBitFieldMemberType(module_.unit(), name ? name : "", module_.file(), 0, bits,
+                                           bit_offset, bit_offset & ~7u, llvm::DINode::FlagZero,
+                                           memberDi(member))
+             : di.createMemberType(module_.unit(), name ? name : "", module_.file(), 0, size * 8, 8,
+                                   offset * 8, llvm::DINode::FlagZero, memberDi(member)));
   }
   if (out.is_union) {
     elements.push_back(llvm::ArrayType::get(byte, raw->size));

@@ -8,12 +8,23 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "compiler/btf/btf.h"
 #include "compiler/lower/bpf_module.h"
 
 namespace kq::lower {
+
+/// A member reached by name from a struct or union, through anonymous members: each step
+/// is (record, BTF member index), outermost first. Found in BTF alone, for what lowering
+/// reads that no kq expression names (`struct pt_regs` registers, `current`'s members).
+struct BtfMemberPath {
+  std::vector<std::pair<btf::BtfType, uint32_t>> steps;
+  btf::BtfType type;  // the member's type, resolved
+};
+std::optional<BtfMemberPath> findBtfMember(btf::BtfType record, std::string_view name);
 
 class CoreTypes {
  public:
@@ -24,21 +35,36 @@ class CoreTypes {
     llvm::StructType* ir = nullptr;
     llvm::DICompositeType* di = nullptr;
     bool is_union = false;
-    /// BTF member index -> (IR element index, DI element index); -1 for bitfields.
+    /// BTF member index -> (IR element index, DI element index). The IR index is -1 for
+    /// bitfields and overlapping members: the IR struct holds only byte arrays that do not
+    /// overlap, and they are reached with `storageUnit` as the access's IR type instead.
     std::vector<std::pair<int, int>> index;
   };
   const Record& record(btf::BtfType type);
 
+  /// An IR type of `bytes` alignment (1, 2, 4 or 8) for an access to a member the record's
+  /// IR struct does not lay out. LLVM offsets CO-RE accesses by the debug info; the IR type
+  /// only gives a bitfield's storage unit (how `preserve.field.info` computes its defaults).
+  llvm::StructType* storageUnit(uint32_t bytes);
+  /// An enum as debug info, named with this compilation's suffix (see above): the type an
+  /// ENUMVAL relocation names. Null for an anonymous enum, which libbpf cannot match.
+  llvm::DICompositeType* relocatableEnum(btf::BtfType type);
+  /// A sequence number for CO-RE value intrinsics, which LLVM would otherwise merge.
+  uint32_t nextSequence() { return sequence_++; }
+
  private:
   llvm::DIType* memberDi(btf::BtfType type);
+  llvm::DICompositeType* enumDi(btf::BtfType type, const std::string& name);
   llvm::DICompositeType* placeholder(btf::BtfType record);
   std::string suffixed(std::string_view name) const;
 
   BpfModule& module_;
   uint32_t compile_id_;
+  uint32_t sequence_ = 0;
   std::map<std::pair<const btf::BtfFile*, btf::TypeId>, Record> records_;
   std::map<std::pair<const btf::BtfFile*, btf::TypeId>, llvm::DICompositeType*> placeholders_;
   std::map<std::pair<const btf::BtfFile*, btf::TypeId>, llvm::DIType*> others_;
+  std::map<std::pair<const btf::BtfFile*, btf::TypeId>, llvm::DICompositeType*> enums_;
 };
 
 }  // namespace kq::lower

@@ -2,6 +2,7 @@
 
 #include <bpf/btf.h>
 
+#include "compiler/lower/core_values.h"
 #include "compiler/sema/builtins/builtins.h"
 
 namespace kq::lower {
@@ -9,15 +10,11 @@ namespace {
 
 using sema::TypeKind;
 
-// x86-64 `struct pt_regs` offsets of the argument registers and the return value.
-constexpr uint32_t kRegsArg[] = {112, 104, 96, 88, 72, 64};
-constexpr uint32_t kRegsReturn = 80;
-
 bool isSigned(const sema::Type* t) { return t->kind == TypeKind::Int && t->is_signed; }
 
 }  // namespace
 
-ExprLowering::ExprLowering(BpfModule& module, CoreTypes& core, sema::TypeTable& types,
+ExprLowering::ExprLowering(BpfModule& module, CoreTypes& core, const sema::TypeTable& types,
                            llvm::IRBuilder<>& b, llvm::DISubprogram* scope,
                            const sema::ExprTable& exprs, const ArgAccess& args,
                            uint32_t string_bytes)
@@ -28,9 +25,15 @@ ExprLowering::ExprLowering(BpfModule& module, CoreTypes& core, sema::TypeTable& 
       scope_(scope),
       exprs_(&exprs),
       args_(args),
-      string_bytes_(string_bytes) {}
+      string_bytes_(string_bytes) {
+  untyped_.type = types_.u64();
+}
 
-const sema::ExprInfo& ExprLowering::info(const ast::Expr& e) const { return exprs_->at(&e); }
+const sema::ExprInfo& ExprLowering::info(const ast::Expr& e) const {
+  auto it = exprs_->find(&e);
+  // Sema types every expression it accepts; a miss lowers as an unknown u64.
+  return it != exprs_->end() ? it->second : untyped_;
+}
 
 void ExprLowering::at(const ast::Expr& e) {
   // Locations point into the query's own file; stdlib bodies keep their caller's.
@@ -78,225 +81,11 @@ Val ExprLowering::extend(llvm::Value* v, const sema::Type* type) {
   return out;
 }
 
-// ---- places and loads -----------------------------------------------------------------
-
-Place ExprLowering::member(const ast::Member& m) {
-  Place base;
-  if (m.arrow) {
-    Val p = value(*m.base);
-    base = Place{toPtr(p.v), p.type->element, p.btf, p.user};
-  } else {
-    base = place(*m.base);
-  }
-  at(m);
-  const sema::MemberPath& path = *info(m).member;
-  llvm::Value* addr = base.addr;
-  for (const auto& [record, index] : path.steps) {
-    const ::btf_type* raw = record.get();
-    uint32_t bit_offset = btf_member_bit_offset(raw, index);
-    uint32_t bits = btf_member_bitfield_size(raw, index);
-    const CoreTypes::Record& rec = core_.record(record);
-    auto [ir_index, di_index] = rec.index[index];
-    if (bits || ir_index < 0) {
-      // Bitfields (and members CO-RE cannot name) are read at this kernel's offsets.
-      addr = b_.CreateGEP(b_.getInt8Ty(), addr, b_.getInt64(bit_offset / 8));
-      return Place{addr, path.type, false, base.user, bits, bits ? bit_offset % 8 : 0};
-    }
-    addr = rec.is_union ? b_.CreatePreserveUnionAccessIndex(addr, di_index, rec.di)
-                        : b_.CreatePreserveStructAccessIndex(rec.ir, addr, ir_index, di_index, rec.di);
-  }
-  return Place{addr, path.type, base.btf, base.user};
-}
-
-Place ExprLowering::place(const ast::Expr& e) {
-  if (e.kind == ast::ExprKind::Member) return member(ast::as<ast::Member>(e));
-  if (e.kind == ast::ExprKind::Index) {
-    const auto& ix = ast::as<ast::Index>(e);
-    const sema::Type* base_type = info(*ix.base).type;
-    Place base;
-    if (base_type->kind == TypeKind::Array) {
-      base = place(*ix.base);
-    } else {
-      Val p = value(*ix.base);
-      base = Place{toPtr(p.v), p.type, p.btf, p.user};
-    }
-    const sema::Type* element = base_type->element;
-    Val i = value(*ix.index);
-    at(e);
-    llvm::Value* offset = b_.CreateMul(i.v, b_.getInt64(sizeOf(element)));
-    bool constant = llvm::isa<llvm::ConstantInt>(i.v);
-    llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), base.addr, offset);
-    // The verifier follows constant offsets into BTF objects, not variable ones.
-    return Place{addr, element, base.btf && constant, base.user};
-  }
-  if (e.kind == ast::ExprKind::Unary) {
-    const auto& u = ast::as<ast::Unary>(e);
-    Val p = value(*u.operand);
-    return Place{toPtr(p.v), p.type->element, p.btf, p.user};
-  }
-  // A value with an address only in memory it was computed into.
-  Val v = value(e);
-  llvm::Value* tmp = slot(8);
-  b_.CreateStore(v.v, tmp);
-  return Place{tmp, v.type, true, false};
-}
-
-Val ExprLowering::load(const Place& p) {
-  const sema::Type* type = p.type;
-  if (type->kind == TypeKind::Array || type->isRecord()) {
-    // An array decays to a pointer to its first element; a record is its address.
-    Val out{b_.CreatePtrToInt(p.addr, b_.getInt64Ty()),
-            types_.pointerTo(type->kind == TypeKind::Array ? type->element : type), p.btf, p.user};
-    return out;
-  }
-  if (p.bitfield_bits) {
-    uint32_t bytes = (p.bit_shift + p.bitfield_bits + 7) / 8;
-    llvm::Value* tmp = slot(8);
-    b_.CreateStore(b_.getInt64(0), tmp);
-    probeRead(tmp, bytes, p.addr, p.user, false);
-    llvm::Value* v = b_.CreateLoad(b_.getInt64Ty(), tmp);
-    v = b_.CreateLShr(v, b_.getInt64(p.bit_shift));
-    v = b_.CreateAnd(v, b_.getInt64((p.bitfield_bits >= 64 ? ~0ull : (1ull << p.bitfield_bits) - 1)));
-    if (isSigned(type)) {
-      uint32_t unused = 64 - p.bitfield_bits;
-      v = b_.CreateAShr(b_.CreateShl(v, b_.getInt64(unused)), b_.getInt64(unused));
-    }
-    return Val{v, type};
-  }
-  uint32_t size = std::min<uint32_t>(sizeOf(type), 8);
-  llvm::Type* int_type = b_.getIntNTy(size * 8);
-  llvm::Value* raw;
-  if (p.btf) {
-    raw = b_.CreateLoad(int_type, p.addr);
-  } else {
-    llvm::Value* tmp = slot(8);
-    b_.CreateStore(b_.getInt64(0), tmp);
-    probeRead(tmp, size, p.addr, p.user, false);
-    raw = b_.CreateLoad(int_type, tmp);
-  }
-  llvm::Value* wide = size == 8 ? raw
-                      : isSigned(type) ? b_.CreateSExt(raw, b_.getInt64Ty())
-                                       : b_.CreateZExt(raw, b_.getInt64Ty());
-  Val out = extend(wide, type);
-  out.btf = type->isPointer() && p.btf;
-  out.user = p.user;
-  return out;
-}
-
-// ---- arguments and builtins -------------------------------------------------------------
-
-Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
-  llvm::Value* ctx = args_.ctx;
-  switch (args_.kind) {
-    case ArgAccess::Kind::CtxArray: {
-      llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(index));
-      Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
-      out.btf = type->isPointer();
-      return out;
-    }
-    case ArgAccess::Kind::PtRegs: {
-      uint32_t reg = index < args_.arg_positions.size() ? args_.arg_positions[index] : index;
-      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(kRegsArg[reg % 6]));
-      Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
-      out.user = args_.user_args;
-      return out;
-    }
-    case ArgAccess::Kind::TracepointRecord: {
-      const kernel::TracepointField& f = recordField(index);
-      uint32_t size = f.size == 1 || f.size == 2 || f.size == 4 ? f.size : 8;
-      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f.offset));
-      llvm::Value* raw = b_.CreateLoad(b_.getIntNTy(size * 8), addr);
-      llvm::Value* wide = size == 8 ? raw
-                          : f.is_signed ? b_.CreateSExt(raw, b_.getInt64Ty())
-                                        : b_.CreateZExt(raw, b_.getInt64Ty());
-      Val out = extend(wide, type);
-      out.user = args_.user_args && type->isPointer();
-      return out;
-    }
-    case ArgAccess::Kind::Stash: {
-      Val out = extend(args_.stashed.at(index), type);
-      out.user = args_.user_args;
-      return out;
-    }
-    case ArgAccess::Kind::None:
-      break;
-  }
-  return Val{b_.getInt64(0), type};
-}
-
-const kernel::TracepointField& ExprLowering::recordField(uint32_t index) const {
-  // Arguments count the record's fields, without a syscall record's `__syscall_nr`.
-  uint32_t seen = 0;
-  for (const kernel::TracepointField& f : args_.format->fields) {
-    if (args_.skip_syscall_nr && f.name == "__syscall_nr") continue;
-    if (seen++ == index) return f;
-  }
-  return args_.format->fields.back();
-}
-
-const sema::Type* ExprLowering::argType(uint32_t index) const {
-  if (args_.probe_args) {
-    for (const sema::ProbeArg& a : *args_.probe_args) {
-      if (a.index == index) return a.type;
-    }
-  }
-  return types_.u64();
-}
-
-Val ExprLowering::returnValue(const sema::Type* type) {
-  llvm::Value* ctx = args_.ctx;
-  llvm::Value* addr = nullptr;
-  switch (args_.ret) {
-    case ArgAccess::Ret::CtxSlot:
-      addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(args_.return_slot));
-      break;
-    case ArgAccess::Ret::Regs:
-      addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(kRegsReturn));
-      break;
-    case ArgAccess::Ret::SyscallExit:
-      addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(16));  // `long ret`
-      break;
-    case ArgAccess::Ret::None:
-      return Val{b_.getInt64(0), type};
-  }
-  Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
-  out.user = args_.user_args && type->isPointer();
-  return out;
-}
-
-Val ExprLowering::currentTaskChain(const std::vector<std::string>& members) {
-  std::optional<btf::BtfType> task = btf_ ? btf_->findStruct("task_struct") : std::nullopt;
-  if (!task) return Val{b_.getInt64(0), types_.u64()};
-  Val current{module_.callHelper(b_, Helper::GetCurrentTask, b_.getInt64Ty(), {}),
-              types_.pointerTo(types_.fromBtf(*task))};
-  Place place{toPtr(current.v), current.type->element, false, false};
-  for (size_t i = 0; i < members.size(); ++i) {
-    const sema::Type* record = place.type;
-    if (record->isPointer()) {
-      // Through a pointer member: load it, then continue in what it points at.
-      Val p = load(place);
-      record = p.type->element;
-      place = Place{toPtr(p.v), record, false, false};
-    }
-    auto path = types_.findMember(record, members[i]);
-    if (!path) return Val{b_.getInt64(0), types_.u64()};
-    llvm::Value* addr = place.addr;
-    for (const auto& [rec_btf, index] : path->steps) {
-      const CoreTypes::Record& rec = core_.record(rec_btf);
-      auto [ir_index, di_index] = rec.index[index];
-      if (ir_index < 0) return Val{b_.getInt64(0), types_.u64()};
-      addr = rec.is_union ? b_.CreatePreserveUnionAccessIndex(addr, di_index, rec.di)
-                          : b_.CreatePreserveStructAccessIndex(rec.ir, addr, ir_index, di_index, rec.di);
-    }
-    place = Place{addr, path->type, false, false};
-  }
-  return load(place);
-}
-
 // ---- values -------------------------------------------------------------------------------
 
 Val ExprLowering::value(const ast::Expr& e) {
   const sema::ExprInfo& ei = info(e);
+  current_ = e.range;
   switch (e.kind) {
     case ast::ExprKind::Integer:
       return Val{b_.getInt64(ast::as<ast::IntegerLiteral>(e).value), ei.type};
@@ -307,11 +96,16 @@ Val ExprLowering::value(const ast::Expr& e) {
     case ast::ExprKind::Identifier:
       switch (ei.ref) {
         case sema::Ref::Arg: return arg(ei.index, ei.type);
-        case sema::Ref::Param: return params_.at(ei.index);
+        case sema::Ref::Param:
+          if (ei.index < params_.size()) return params_[ei.index];
+          return problem("a parameter outside the function being expanded", ei.type);
         case sema::Ref::Builtin:
           if (ei.type->kind == TypeKind::String) return string(e, string_bytes_);
           return builtin(e, *ei.variable);
-        case sema::Ref::Enumerator: return Val{b_.getInt64(ei.value), ei.type};
+        case sema::Ref::Enumerator:
+          // Relocated: enumerators (drop reasons, states) are numbered differently by kernels.
+          return Val{enumValue(b_, core_, ei.type->btf, ast::as<ast::Identifier>(e).name, ei.value),
+                     ei.type};
         case sema::Ref::Return: return returnValue(ei.type);
         case sema::Ref::Let: {
           const sema::ExprTable* saved = exprs_;
@@ -409,6 +203,7 @@ void ExprLowering::enterBody(const ast::Expr& use) {
 }
 
 void ExprLowering::leaveBody() {
+  if (outer_scopes_.empty()) return;  // not inside a body: nothing to leave
   exprs_ = outer_scopes_.back().first;
   params_ = std::move(outer_scopes_.back().second);
   outer_scopes_.pop_back();
@@ -474,21 +269,18 @@ Val ExprLowering::binary(const ast::Binary& bin) {
   switch (bin.op) {
     case Op::Add:
     case Op::Sub: {
-      // Pointer arithmetic counts elements, as in C.
+      // Pointer arithmetic counts elements, as in C (of the running kernel's size).
       if (lt->isPointer() && rt->isInteger()) {
-        uint32_t scale = lt->element->kind == TypeKind::Void ? 1 : sizeOf(lt->element);
-        llvm::Value* delta = b_.CreateMul(r.v, b_.getInt64(scale));
+        llvm::Value* delta = b_.CreateMul(r.v, elementSize(lt->element));
         v = bin.op == Op::Add ? b_.CreateAdd(l.v, delta) : b_.CreateSub(l.v, delta);
         return Val{v, type, false, l.user};
       }
       if (rt->isPointer() && lt->isInteger()) {
-        uint32_t scale = rt->element->kind == TypeKind::Void ? 1 : sizeOf(rt->element);
-        return Val{b_.CreateAdd(r.v, b_.CreateMul(l.v, b_.getInt64(scale))), type, false, r.user};
+        return Val{b_.CreateAdd(r.v, b_.CreateMul(l.v, elementSize(rt->element))), type, false, r.user};
       }
       v = bin.op == Op::Add ? b_.CreateAdd(l.v, r.v) : b_.CreateSub(l.v, r.v);
       if (lt->isPointer() && rt->isPointer()) {
-        uint32_t scale = lt->element->kind == TypeKind::Void ? 1 : sizeOf(lt->element);
-        return Val{b_.CreateUDiv(v, b_.getInt64(scale)), type};
+        return Val{b_.CreateUDiv(v, elementSize(lt->element)), type};
       }
       break;
     }

@@ -10,6 +10,7 @@
 #include "compiler/btf/btf.h"
 #include "compiler/lower/core_types.h"
 #include "compiler/lower/frame.h"
+#include "compiler/lower/pt_regs.h"
 #include "compiler/sema/program.h"
 
 namespace kq::sema {
@@ -18,7 +19,9 @@ struct BuiltinVariable;
 
 namespace kq::lower {
 
-/// A value: an i64 (integers, pointers) or, for strings, a pointer to a byte buffer.
+/// A value: an i64 (integers, pointers) or, for strings, a pointer to a byte buffer. A
+/// value whose type is an array or a record is its address (an array decays to a pointer
+/// to its first element), so lowering needs no pointer types sema did not make.
 struct Val {
   llvm::Value* v = nullptr;
   const sema::Type* type = nullptr;
@@ -33,24 +36,38 @@ struct Place {
   const sema::Type* type = nullptr;
   bool btf = false;
   bool user = false;
-  uint32_t bitfield_bits = 0;  // a bitfield: its width, and its shift in the bytes at `addr`
-  uint32_t bit_shift = 0;
+  /// A bitfield: `addr` is the end of its CO-RE access chain, which is never read itself;
+  /// where the bits are comes from `preserve.field.info` relocations on it.
+  bool bitfield = false;
+};
+
+/// Something ExprLowering could not compile, at a place in the query. It lowers a zero
+/// instead and never throws; whoever builds the program reports these as diagnostics.
+struct LoweringProblem {
+  SourceRange range;
+  std::string message;
 };
 
 /// How the program being generated reaches the probe's arguments and return value.
 struct ArgAccess {
   enum class Kind { CtxArray, PtRegs, TracepointRecord, Stash, None } kind = Kind::None;
   llvm::Value* ctx = nullptr;
-  /// Stash: the values saved at entry (loaded at the start of the exit program).
+  /// Stash: the values saved at entry (loaded at the start of the exit program), one per
+  /// argument the entry program stashed: arguments 0..stashed.size()-1 and no others.
   std::vector<llvm::Value*> stashed;
   llvm::Value* entry_ns = nullptr;
   /// TracepointRecord: field offsets.
   const kernel::TracepointFormat* format = nullptr;
   bool skip_syscall_nr = false;
-  /// Where the return value is: ctx[return_slot] (fexit), pt_regs->ax (kretprobe,
-  /// uretprobe), or the `ret` field of a sys_exit record.
+  /// Where the return value is: ctx[return_slot] (fexit), the return register of
+  /// pt_regs (kretprobe, uretprobe), or the `ret` field of a sys_exit record.
   enum class Ret { None, CtxSlot, Regs, SyscallExit } ret = Ret::None;
   uint32_t return_slot = 0;
+  /// SyscallExit: the offset of `ret` in the sys_exit_<name> record
+  /// (sema::ResolvedTarget::exit_ret_offset); unset, the 64-bit layout's 16.
+  std::optional<uint32_t> syscall_ret_offset;
+  /// PtRegs and Regs: whose calling convention and `struct pt_regs`.
+  Arch arch = hostArch();
   /// Arguments are user-space pointers (syscalls, uprobes).
   bool user_args = false;
   /// PtRegs: the register of each argument, when it differs from its index (packet mode:
@@ -67,7 +84,7 @@ struct ArgAccess {
 
 class ExprLowering {
  public:
-  ExprLowering(BpfModule& module, CoreTypes& core, sema::TypeTable& types, llvm::IRBuilder<>& b,
+  ExprLowering(BpfModule& module, CoreTypes& core, const sema::TypeTable& types, llvm::IRBuilder<>& b,
                llvm::DISubprogram* scope, const sema::ExprTable& exprs, const ArgAccess& args,
                uint32_t string_bytes);
 
@@ -102,12 +119,24 @@ class ExprLowering {
   llvm::Value* slot(uint32_t bytes);
   /// bpf_probe_read_{kernel,user}[_str](dst, size, src).
   llvm::Value* probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user, bool str);
+  /// What could not be compiled (each also lowered as a zero).
+  const std::vector<LoweringProblem>& problems() const { return problems_; }
 
  private:
   Val load(const Place& p);
+  Val loadBitfield(const Place& p);
+  /// The address `steps` (CO-RE member accesses) lead to from `addr`.
+  llvm::Value* access(llvm::Value* addr, const std::vector<std::pair<btf::BtfType, uint32_t>>& steps);
   const sema::Type* argType(uint32_t index) const;
-  const kernel::TracepointField& recordField(uint32_t index) const;
+  const kernel::TracepointField* recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
+  Val registerArg(uint32_t index, const sema::Type* type);
+  /// A register of the probe's `struct pt_regs`, through CO-RE when BTF describes it.
+  llvm::Value* readRegister(const RegisterSlot& reg);
+  /// Records a problem at the expression being lowered; returns a zero of `type`.
+  Val problem(std::string message, const sema::Type* type);
+  /// Bytes in one element of an array or pointer target, relocated for kernel records.
+  llvm::Value* elementSize(const sema::Type* element);
   Val builtin(const ast::Expr& e, const sema::BuiltinVariable& variable);
   /// A builtin variable that is text (`comm`, `func`, `probe`), written as a string.
   void storeBuiltinString(const sema::BuiltinVariable& variable, llvm::Value* dst, uint32_t size);
@@ -130,7 +159,7 @@ class ExprLowering {
 
   BpfModule& module_;
   CoreTypes& core_;
-  sema::TypeTable& types_;
+  const sema::TypeTable& types_;
   llvm::IRBuilder<>& b_;
   llvm::DISubprogram* scope_;
   const sema::ExprTable* exprs_;
@@ -142,6 +171,11 @@ class ExprLowering {
   std::vector<std::pair<const sema::ExprTable*, std::vector<Val>>> outer_scopes_;
   const btf::Btf* btf_ = nullptr;
   Frame* frame_ = nullptr;
+  std::vector<LoweringProblem> problems_;
+  /// The expression being lowered, where a problem is reported.
+  SourceRange current_;
+  /// What `info` answers for an expression sema did not type (a problem, not a crash).
+  sema::ExprInfo untyped_;
 };
 
 }  // namespace kq::lower

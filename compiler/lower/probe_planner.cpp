@@ -230,6 +230,7 @@ void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
   ArgAccess exit{ArgAccess::Kind::Stash};
   exit.user_args = true;
   exit.ret = ArgAccess::Ret::SyscallExit;
+  exit.syscall_ret_offset = t.exit_ret_offset;
   std::string exit_target = "syscalls/sys_exit_" + name;
   ProgramSite out = site("tracepoint/" + exit_target, Attach::Tracepoint, exit_target, group, 0, exit);
   out.site = in.site;

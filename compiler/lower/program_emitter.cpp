@@ -158,7 +158,14 @@ void ProgramEmitter::emitStash(const ProbeUnit& p, ProgramSite site) {
   b.SetInsertPoint(full);
   countLost(*program, runtime::Lost::StashFull);
   b.SetInsertPoint(kept);
+  reportProblems(lower);
   finish(*program, name, site);
+}
+
+void ProgramEmitter::reportProblems(const ExprLowering& lower) {
+  for (const LoweringProblem& problem : lower.problems()) {
+    object_.diags().report(DiagKind::Unsupported, problem.range, problem.message);
+  }
 }
 
 void ProgramEmitter::takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site,
@@ -209,6 +216,7 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   } else {
     writeRecord(*program, body, p);
   }
+  reportProblems(body);
   finish(*program, name, site);
 }
 

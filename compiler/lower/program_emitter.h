@@ -106,6 +106,8 @@ class ProgramEmitter {
  private:
   llvm::Value* stashKey(Program& program, const ProgramSite& site);
   void takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site, ArgAccess& args);
+  /// What ExprLowering could not compile, as diagnostics at the expressions.
+  void reportProblems(const ExprLowering& lower);
   void writeRecord(Program& program, ExprLowering& lower, const ProbeUnit& p);
   void writeHeader(Program& program, llvm::Value* record, uint32_t probe_id);
   void writeField(Program& program, ExprLowering& lower, llvm::Value* record, const Field& f,

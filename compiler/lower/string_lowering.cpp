@@ -5,6 +5,7 @@
 // record field the same way. Part of ExprLowering (expr_lowering.h).
 #include "compiler/lower/expr_lowering.h"
 
+#include "compiler/lower/core_values.h"
 #include "compiler/sema/builtins/builtins.h"
 
 namespace kq::lower {
@@ -59,7 +60,11 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
       (ei.ref == sema::Ref::Property || ei.ref == sema::Ref::Fn || ei.ref == sema::Ref::Let ||
        ei.ref == sema::Ref::Param)) {
     if (ei.ref == sema::Ref::Param) {
-      const Val& p = params_.at(ei.index);
+      if (ei.index >= params_.size()) {
+        problem("a parameter outside the function being expanded", ei.type);
+        return;
+      }
+      const Val& p = params_[ei.index];
       b_.CreateMemCpy(dst, llvm::MaybeAlign(1), toPtr(p.v), llvm::MaybeAlign(1),
                       std::min(size, p.len ? p.len : size));
       return;
@@ -88,6 +93,11 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
       return;
     }
     // str(p[, n])
+    if (c.args.empty()) {
+      problem("`str` without an argument", ei.type);
+      constant("");
+      return;
+    }
     const sema::Type* p_type = info(*c.args[0]).type;
     uint32_t n = size;
     if (c.args.size() == 2 && c.args[1]->kind == ast::ExprKind::Integer) {
@@ -120,7 +130,12 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
 void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst,
                                   uint32_t size) {
   if (args_.kind == ArgAccess::Kind::TracepointRecord && type->kind != TypeKind::Pointer) {
-    const kernel::TracepointField& f = recordField(index);
+    const kernel::TracepointField* field_of = recordField(index);
+    if (!field_of) {
+      problem("the tracepoint record has no such field", type);
+      return;
+    }
+    const kernel::TracepointField& f = *field_of;
     llvm::Value* field = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, b_.getInt64(f.offset));
     if (f.type.rfind("__data_loc", 0) == 0) {
       // A tracepoint's `__data_loc` string: a u32 (length << 16 | offset) in the record.
@@ -136,7 +151,7 @@ void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::
   }
   if (type->kind == TypeKind::Array) {
     // A char array argument (tp_btf): read as bytes through its address.
-    Val p = arg(index, types_.pointerTo(type->element));
+    Val p = arg(index, type);
     probeRead(dst, std::min(size, type->size), p.v, p.user, false);
     return;
   }
@@ -220,8 +235,12 @@ llvm::Value* ExprLowering::compareBuffers(llvm::Value* a, llvm::Value* c, uint32
   return result;
 }
 
+// The read is as long as the record on the running kernel (a TYPE_SIZE relocation), but
+// never longer than the field's `size`: the verifier needs the bound, and the layout has
+// only that many bytes.
 llvm::Value* ExprLowering::storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size) {
   const sema::Type* type = info(e).type;
+  const sema::Type* record = type->isPointer() ? type->element : type;
   llvm::Value* addr;
   bool user;
   if (type->isPointer()) {
@@ -233,7 +252,14 @@ llvm::Value* ExprLowering::storeRecord(const ast::Expr& e, llvm::Value* dst, uin
     addr = b_.CreatePtrToInt(p.addr, b_.getInt64Ty());
     user = p.user;
   }
-  probeRead(dst, size, addr, user, false);
+  llvm::Value* length = record->isRecord() && !record->incomplete ? typeSize(b_, core_, record->btf) : nullptr;
+  if (!length) {
+    probeRead(dst, size, addr, user, false);
+    return addr;
+  }
+  length = b_.CreateSelect(b_.CreateICmpULT(length, b_.getInt64(size)), length, b_.getInt64(size));
+  Helper h = user ? Helper::ProbeReadUser : Helper::ProbeReadKernel;
+  module_.callHelper(b_, h, b_.getInt64Ty(), {dst, length, toPtr(addr)});
   return addr;
 }
 

@@ -252,6 +252,12 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
     }
     out.format = std::move(*format);
   }
+  // The exit record's layout is the kernel's, like the entry's: `ret` is wherever it says.
+  if (auto exit = ctx.kernel.tracepointFormat("syscalls", "sys_exit_" + matched.front())) {
+    for (const kernel::TracepointField& field : exit->fields) {
+      if (field.name == "ret") out.exit_ret_offset = field.offset;
+    }
+  }
   return out;
 }
 

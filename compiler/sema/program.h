@@ -47,6 +47,8 @@ struct ResolvedTarget {
   std::string category;  // tracepoint
   std::string event;     // tracepoint event, or `sys_enter_<name>` for syscalls
   std::optional<kernel::TracepointFormat> format;  // classic tracepoint record
+  /// A syscall: the offset of `ret` in its `sys_exit_<name>` record (from tracefs).
+  std::optional<uint32_t> exit_ret_offset;
   /// `packet`: for each of `functions`, the position of its `struct sk_buff *`.
   std::vector<uint32_t> packet_positions;
   /// A glob over tracepoints or syscalls: each match, `category:event`.

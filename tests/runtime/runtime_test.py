@@ -132,6 +132,42 @@ class Runtime(unittest.TestCase):
         self.assertEqual(events[0]["skb"]["len"], events[0]["skb->len"])
         self.assertTrue(events[0]["skb"]["address"].startswith("0x"))
 
+    def test_bitfields_are_read_where_this_kernel_has_them(self):
+        # Through CO-RE field-info relocations: skb->pkt_type and ip_summed (direct loads in
+        # tp_btf) and sk_no_check_tx (probe reads through a cast), with a workload whose
+        # values the kernel fixes: outgoing packets are PACKET_HOST (0); SO_NO_CHECK turns
+        # the checksum offload off (CHECKSUM_PARTIAL 3 -> CHECKSUM_NONE 0) and sets the bit.
+        sender = write_script("send_nocheck.py", """
+import socket, struct
+for nocheck in (0, 1):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, 36, struct.pack("I", 0xdeadbeef))
+    s.setsockopt(socket.SOL_SOCKET, 11, struct.pack("i", nocheck))  # SO_NO_CHECK
+    s.sendto(b"x" * (100 + nocheck), ("127.0.0.1", 9))
+""")
+        status, out, err = kq("-o", "json", "trace tracepoint:net:net_dev_xmit where mark == 0xdeadbeef "
+                              "select skb->len, skb->pkt_type, skb->ip_summed",
+                              "-c", f"{sys.executable} {sender}")
+        self.assertEqual(status, 0, err)
+        events = sorted((e["skb->len"], e["skb->pkt_type"], e["skb->ip_summed"])
+                        for e in map(json.loads, out.splitlines()))
+        self.assertEqual(events, [(128, 0, 3), (129, 0, 0)], out)
+        sock = "((struct sock *)sk)"
+        status, out, err = kq("-o", "json", f"trace tracepoint:sock:sock_send_length where {sock}->sk_mark == 0xdeadbeef "
+                              f"select ret, {sock}->sk_no_check_tx as nocheck, {sock}->sk_protocol as proto",
+                              "-c", f"{sys.executable} {sender}")
+        self.assertEqual(status, 0, err)
+        events = sorted((e["ret"], e["nocheck"], e["proto"]) for e in map(json.loads, out.splitlines()))
+        self.assertEqual(events, [(100, 0, 17), (101, 1, 17)], out)
+
+    def test_enumerators_are_relocated(self):
+        # The comparison's value is this kernel's, patched in by libbpf (an ENUMVAL relocation).
+        status, out, err = kq("-o", "json", "trace tracepoint:skb:kfree_skb where reason == SKB_DROP_REASON_NO_SOCKET "
+                              "select reason", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        reasons = [json.loads(line)["reason"] for line in out.splitlines()]
+        self.assertEqual(reasons, ["SKB_DROP_REASON_NO_SOCKET"] * 5, out)
+
     def test_uprobe_on_a_test_binary(self):
         source = write_script("target.c", """
 #include <stdio.h>

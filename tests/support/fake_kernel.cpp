@@ -125,10 +125,25 @@ class Builder {
   b.record(true, "sock_common", 16,
            {{"skc_daddr", b.type("__be32"), 0},
             {"skc_family", b.type("short unsigned int"), 32}});
+  // Bitfields like the kernel's: unsigned in one byte, and a signed one over two bytes.
   b.record(true, "sock", 32,
            {{"__sk_common", b.type("struct sock_common"), 0},
             {"sk_mark", b.type("__u32"), 128},
-            {"sk_type", b.type("short unsigned int"), 160}});
+            {"sk_type", b.type("short unsigned int"), 160},
+            {"sk_protocol", b.type("short unsigned int"), 176},
+            {"sk_no_check_tx", b.type("u8"), 192, 1},
+            {"sk_userlocks", b.type("u8"), 193, 4},
+            {"sk_credit", b.type("int"), 200, 12}});
+  // x86-64's, with only the members kq reads (their offsets are the kernel's).
+  b.record(true, "pt_regs", 168,
+           {{"r9", b.type("long unsigned int"), 64 * 8},
+            {"r8", b.type("long unsigned int"), 72 * 8},
+            {"ax", b.type("long unsigned int"), 80 * 8},
+            {"cx", b.type("long unsigned int"), 88 * 8},
+            {"dx", b.type("long unsigned int"), 96 * 8},
+            {"si", b.type("long unsigned int"), 104 * 8},
+            {"di", b.type("long unsigned int"), 112 * 8},
+            {"sp", b.type("long unsigned int"), 152 * 8}});
 
   // struct sk_buff, with an anonymous union of a struct and a bitfield, like the real one.
   int list = b.record(true, "", 16,
@@ -191,6 +206,11 @@ class Builder {
   b.function("ssize_t", "vfs_read", {{"file", b.ptr("struct file")}, {"buf", b.ptr("char")},
                                      {"count", b.type("size_t")}, {"pos", b.ptr("loff_t")}});
   b.function("void", "inlined_helper", {{"skb", skb}});
+  // More parameters than registers: x86-64 passes `rtp` and `flags` on the stack.
+  b.function("int", "ip_append_data",
+             {{"sk", sk}, {"fl4", b.ptr("void")}, {"getfrag", b.ptr("void")}, {"from", b.ptr("void")},
+              {"length", b.type("int")}, {"transhdrlen", b.type("int")}, {"ipc", b.ptr("void")},
+              {"rtp", b.ptr("void")}, {"flags", b.type("unsigned int")}});
   b.function("int", "takes_opaque", {{"o", b.ptr("struct opaque")}});
   b.function("long int", "__x64_sys_openat", {{"regs", b.ptr("void")}});
   // tp_btf handlers: the tracepoint's arguments after `__data`.
@@ -280,9 +300,11 @@ class FakeKernelInfo : public kernel::KernelInfo {
                      "\tfield:unsigned int fd;\toffset:16;\tsize:8;\tsigned:0;\n"
                      "\tfield:char * buf;\toffset:24;\tsize:8;\tsigned:0;\n"
                      "\tfield:size_t count;\toffset:32;\tsize:8;\tsigned:0;\n")},
+        // A record laid out unlike x86-64's: `ret` is wherever the format says.
         {"sys_exit_read",
          format(703, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
-                     "\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n")}}},
+                     "\tfield:long __pad;\toffset:16;\tsize:8;\tsigned:1;\n"
+                     "\tfield:long ret;\toffset:24;\tsize:8;\tsigned:1;\n")}}},
   };
 };
 

@@ -1,0 +1,141 @@
+// A probe's arguments and return value, wherever the program being built finds them: the
+// trampoline's u64 array (fentry, tp_btf), `struct pt_regs` and the stack (kprobes,
+// uprobes; see pt_regs.h), a classic tracepoint's record, or what the entry program
+// stashed (kretprobes, syscall exits). Part of ExprLowering (expr_lowering.h).
+#include "compiler/lower/expr_lowering.h"
+
+#include <bpf/btf.h>
+
+#include <fmt/format.h>
+
+namespace kq::lower {
+
+Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
+  llvm::Value* ctx = args_.ctx;
+  switch (args_.kind) {
+    case ArgAccess::Kind::CtxArray: {
+      llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(index));
+      Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
+      out.btf = type->isPointer();
+      return out;
+    }
+    case ArgAccess::Kind::PtRegs:
+      return registerArg(index, type);
+    case ArgAccess::Kind::TracepointRecord: {
+      const kernel::TracepointField* f = recordField(index);
+      if (!f) return problem(fmt::format("the tracepoint record has no field for argument {}", index), type);
+      uint32_t size = f->size == 1 || f->size == 2 || f->size == 4 ? f->size : 8;
+      llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f->offset));
+      llvm::Value* raw = b_.CreateLoad(b_.getIntNTy(size * 8), addr);
+      llvm::Value* wide = size == 8 ? raw
+                          : f->is_signed ? b_.CreateSExt(raw, b_.getInt64Ty())
+                                         : b_.CreateZExt(raw, b_.getInt64Ty());
+      Val out = extend(wide, type);
+      out.user = args_.user_args && type->isPointer();
+      return out;
+    }
+    case ArgAccess::Kind::Stash: {
+      if (index >= args_.stashed.size()) {
+        return problem(fmt::format("argument {} is not saved at entry for the exit program "
+                                   "(only the first {} are)",
+                                   index + 1, args_.stashed.size()),
+                       type);
+      }
+      Val out = extend(args_.stashed[index], type);
+      out.user = args_.user_args;
+      return out;
+    }
+    case ArgAccess::Kind::None:
+      break;
+  }
+  return Val{b_.getInt64(0), type};
+}
+
+// Arguments in registers, then (at function entry) on the stack, 8 bytes each.
+Val ExprLowering::registerArg(uint32_t index, const sema::Type* type) {
+  const PtRegsLayout& layout = ptRegsLayout(args_.arch);
+  uint32_t position = index < args_.arg_positions.size() ? args_.arg_positions[index] : index;
+  llvm::Value* v;
+  if (position < layout.args.size()) {
+    v = readRegister(layout.args[position]);
+  } else {
+    uint32_t offset = layout.first_stack_arg + 8 * (position - static_cast<uint32_t>(layout.args.size()));
+    llvm::Value* sp = readRegister(layout.sp);
+    llvm::Value* tmp = slot(8);
+    b_.CreateStore(b_.getInt64(0), tmp);
+    // A uprobe's stack is the process's memory.
+    probeRead(tmp, 8, b_.CreateAdd(sp, b_.getInt64(offset)), args_.user_args, false);
+    v = b_.CreateLoad(b_.getInt64Ty(), tmp);
+  }
+  Val out = extend(v, type);
+  out.user = args_.user_args;
+  return out;
+}
+
+llvm::Value* ExprLowering::readRegister(const RegisterSlot& reg) {
+  llvm::Value* ctx = args_.ctx;
+  std::optional<btf::BtfType> regs = btf_ ? btf_->findStruct("pt_regs") : std::nullopt;
+  std::optional<BtfMemberPath> path;
+  if (regs) path = findBtfMember(*regs, reg.member);
+  llvm::Value* addr = path ? access(ctx, path->steps) : nullptr;
+  if (addr && reg.is_array) {
+    // An element of `regs[]`: u64s, whatever the kernel.
+    addr = btf_is_array(path->type.get())
+               ? b_.CreateGEP(b_.getInt8Ty(), addr, b_.getInt64(8 * reg.element))
+               : nullptr;
+  }
+  if (!addr) addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(reg.offset));
+  return b_.CreateLoad(b_.getInt64Ty(), addr);
+}
+
+const kernel::TracepointField* ExprLowering::recordField(uint32_t index) const {
+  // Arguments count the record's fields, without a syscall record's `__syscall_nr`.
+  if (!args_.format) return nullptr;
+  uint32_t seen = 0;
+  for (const kernel::TracepointField& f : args_.format->fields) {
+    if (args_.skip_syscall_nr && f.name == "__syscall_nr") continue;
+    if (seen++ == index) return &f;
+  }
+  return nullptr;
+}
+
+const sema::Type* ExprLowering::argType(uint32_t index) const {
+  if (args_.probe_args) {
+    for (const sema::ProbeArg& a : *args_.probe_args) {
+      if (a.index == index) return a.type;
+    }
+  }
+  return types_.u64();
+}
+
+Val ExprLowering::returnValue(const sema::Type* type) {
+  llvm::Value* ctx = args_.ctx;
+  llvm::Value* v = nullptr;
+  switch (args_.ret) {
+    case ArgAccess::Ret::CtxSlot:
+      v = b_.CreateLoad(b_.getInt64Ty(),
+                        b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(args_.return_slot)));
+      break;
+    case ArgAccess::Ret::Regs:
+      v = readRegister(ptRegsLayout(args_.arch).ret);
+      break;
+    case ArgAccess::Ret::SyscallExit: {
+      // `long ret` of the sys_exit record, where its tracefs format puts it.
+      uint32_t offset = args_.syscall_ret_offset.value_or(16);
+      v = b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(offset)));
+      break;
+    }
+    case ArgAccess::Ret::None:
+      return Val{b_.getInt64(0), type};
+  }
+  Val out = extend(v, type);
+  out.user = args_.user_args && type->isPointer();
+  return out;
+}
+
+Val ExprLowering::problem(std::string message, const sema::Type* type) {
+  problems_.push_back({current_, std::move(message)});
+  return Val{b_.getInt64(0), type ? type : types_.u64()};
+}
+
+}  // namespace kq::lower

@@ -1,0 +1,41 @@
+#include "compiler/lower/pt_regs.h"
+
+namespace kq::lower {
+
+Arch hostArch() {
+#if defined(__aarch64__)
+  return Arch::Arm64;
+#else
+  return Arch::X86_64;
+#endif
+}
+
+namespace {
+
+// arch/x86/include/asm/ptrace.h (64-bit): r15 r14 r13 r12 bp bx r11 r10 r9 r8 ax cx dx si di
+// orig_ax ip cs flags sp ss, 8 bytes each.
+PtRegsLayout x86_64() {
+  return {Arch::X86_64,
+          {{"di", false, 0, 112}, {"si", false, 0, 104}, {"dx", false, 0, 96},
+           {"cx", false, 0, 88}, {"r8", false, 0, 72}, {"r9", false, 0, 64}},
+          {"ax", false, 0, 80},
+          {"sp", false, 0, 152},
+          8};
+}
+
+// arch/arm64/include/asm/ptrace.h: u64 regs[31], sp, pc, pstate (through user_pt_regs).
+PtRegsLayout arm64() {
+  PtRegsLayout out{Arch::Arm64, {}, {"regs", true, 0, 0}, {"sp", false, 0, 248}, 0};
+  for (uint32_t i = 0; i < 8; ++i) out.args.push_back({"regs", true, i, 8 * i});
+  return out;
+}
+
+}  // namespace
+
+const PtRegsLayout& ptRegsLayout(Arch arch) {
+  static const PtRegsLayout x86 = x86_64();
+  static const PtRegsLayout a64 = arm64();
+  return arch == Arch::Arm64 ? a64 : x86;
+}
+
+}  // namespace kq::lower

@@ -1,0 +1,40 @@
+// Where a kprobe or uprobe finds a function's arguments and return value: registers in the
+// architecture's `struct pt_regs`, then the stack. The calling conventions (System V for
+// x86-64, AAPCS64 for arm64) fix which register holds which argument; the members' offsets
+// are read through CO-RE from the kernel's BTF when it has `struct pt_regs`, so the table's
+// offsets are only the fallback.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace kq::lower {
+
+enum class Arch : uint8_t { X86_64, Arm64 };
+
+/// The architecture kq was built for, which is the one it traces.
+Arch hostArch();
+
+/// One register: a member of `struct pt_regs` (`di`, or element `element` of `regs`).
+struct RegisterSlot {
+  std::string_view member;
+  bool is_array = false;
+  uint32_t element = 0;
+  uint32_t offset = 0;  // of the register in this architecture's `struct pt_regs`
+};
+
+struct PtRegsLayout {
+  Arch arch;
+  /// The registers that pass integer and pointer arguments, in order.
+  std::vector<RegisterSlot> args;
+  RegisterSlot ret;
+  RegisterSlot sp;
+  /// At function entry, where the first argument passed on the stack is, from `sp`
+  /// (x86-64: past the return address the call pushed; arm64: at `sp`). Each takes 8 bytes.
+  uint32_t first_stack_arg;
+};
+
+const PtRegsLayout& ptRegsLayout(Arch arch);
+
+}  // namespace kq::lower
