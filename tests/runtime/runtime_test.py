@@ -225,6 +225,30 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertRegex(err, r"\n  kprobe: ")
         self.assertIn("kq list 'tracepoint:net:*'", err)
 
+    def test_verbose_says_which_method_each_group_used(self):
+        status, out, err = kq("-v", "-d", "1s", "trace tracepoint:sched:sched_switch select cpu")
+        self.assertEqual(status, 0, err)
+        self.assertIn("kq: tracepoint:sched:sched_switch: tp_btf\n", err)
+        status, out, err = kq("-d", "1s", "trace tracepoint:sched:sched_switch select cpu")
+        self.assertEqual(status, 0, err)
+        self.assertRegex(err, r"^kq: \d+ events?, \d+ lost\n$")
+
+    def test_a_glob_of_functions_is_decided_without_retries(self):
+        start = time.monotonic()
+        status, out, err = kq("-d", "1s", "trace tcp_*")
+        if status == 0:
+            self.skipTest("this kernel attaches kernel functions; the VM tier tests those paths")
+        self.assertLess(time.monotonic() - start, 20)
+        self.assertEqual(status, 1, err)
+        self.assertNotIn("could not settle", err)
+        self.assertRegex(err, r"cannot attach to tcp_\* \(\d+ functions\):\n  fentry: .*\n  kprobe.multi: .*\n  kprobe: ")
+
+    def test_dump_verifier_prints_each_programs_log(self):
+        status, out, err = kq("--dump", "verifier", "-e", "trace tracepoint:sched:sched_switch select cpu")
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"^# kq_\w+\n")
+        self.assertIn("processed ", out)
+
     def test_a_script_runs_its_queries_together(self):
         script = write_script("two.kq", 'trace syscall:openat where comm == "cat" select str(filename)\n'
                                         'trace tracepoint:sched:sched_process_exec select comm\n')
