@@ -3,6 +3,7 @@
 #include "runtime/aggregates.h"
 #include "runtime/query_ends.h"
 #include "runtime/session_summary.h"
+#include "runtime/symbols.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -111,6 +112,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
                          const SessionOptions& options, std::ostream& out, std::ostream& err) {
   SessionResult result;
   g_stop = false;
+  refreshKernelSymbols();  // modules may have come and gone since the last session
   struct sigaction action {};
   action.sa_handler = onSignal;
   sigemptyset(&action.sa_mask);

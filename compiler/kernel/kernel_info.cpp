@@ -1,6 +1,6 @@
 #include "compiler/kernel/kernel_info.h"
 
-#include "runtime/kallsyms.h"
+#include "kernel/kallsyms.h"
 
 #include <dirent.h>
 #include <sys/mount.h>
@@ -82,7 +82,7 @@ class SystemKernel : public KernelInfo {
   Known inKallsyms(const std::string& function) override {
     if (!kallsyms_loaded_) {
       kallsyms_loaded_ = true;
-      runtime::forEachKernelTextSymbol(
+      forEachKernelTextSymbol(
           [&](uint64_t, std::string_view name) { kallsyms_.emplace(name); });
     }
     if (kallsyms_.empty()) return Known::Unknown;
