@@ -208,7 +208,7 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
     list.push_back(j);
   }
   table["rows"] = list;
-  if (topSlot(layout)) table["more"] = left_out;
+  if (topSlot(layout) || left_out) table["more"] = left_out;
   out << table.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
 }
 
@@ -216,13 +216,14 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
 
 void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
                      const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out,
-                     bool clear, bool skip_empty) {
+                     bool clear, bool skip_empty, uint64_t max_rows) {
   if (fd < 0) return;
   std::vector<Row> rows = readRows(fd, layout);
   if (rows.empty() && skip_empty) return;
   // `top(n)` shows the n largest groups and says how many it left out.
   const AggregateSlot* top = topSlot(layout);
   size_t shown = top ? std::min<size_t>(rows.size(), top->limit) : rows.size();
+  if (max_rows) shown = std::min<size_t>(shown, max_rows);
   std::vector<Row> kept(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(shown));
   if (format == OutputFormat::Json) {
     printJson(kept, rows.size() - shown, layout, btf, wall_ns, out);

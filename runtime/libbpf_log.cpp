@@ -9,17 +9,25 @@ namespace kq::runtime {
 namespace {
 
 bool g_verbose = false;
+
+/// Appends a whole message, however long (a verifier log is one message of megabytes).
+void appendFormatted(std::string& out, const char* format, va_list args) {
+  va_list copy;
+  va_copy(copy, args);
+  int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  if (n <= 0) return;
+  size_t at = out.size();
+  out.resize(at + static_cast<size_t>(n) + 1);
+  va_copy(copy, args);
+  std::vsnprintf(out.data() + at, static_cast<size_t>(n) + 1, format, copy);
+  va_end(copy);
+  out.resize(at + static_cast<size_t>(n));
+}
 std::string* g_capture = nullptr;
 
 int print(enum libbpf_print_level level, const char* format, va_list args) {
-  if (g_capture) {
-    va_list copy;
-    va_copy(copy, args);
-    char buffer[4096];
-    int n = std::vsnprintf(buffer, sizeof buffer, format, copy);
-    va_end(copy);
-    if (n > 0) g_capture->append(buffer, std::min<size_t>(n, sizeof buffer - 1));
-  }
+  if (g_capture) appendFormatted(*g_capture, format, args);
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
   return std::vfprintf(stderr, format, args);
 }
@@ -42,5 +50,12 @@ LibbpfCapture::LibbpfCapture() {
 LibbpfCapture::~LibbpfCapture() { g_capture = nullptr; }
 
 const std::string& LibbpfCapture::text() const { return g_text; }
+
+void captureForTest(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  print(LIBBPF_WARN, format, args);
+  va_end(args);
+}
 
 }  // namespace kq::runtime

@@ -18,4 +18,7 @@ class LibbpfCapture {
   const std::string& text() const;
 };
 
+/// Sends one message through kq's libbpf printer, as libbpf would (for tests).
+void captureForTest(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 }  // namespace kq::runtime

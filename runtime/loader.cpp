@@ -17,7 +17,9 @@
 
 #include <fmt/format.h>
 
+#include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
+#include "runtime/verifier_log.h"
 
 namespace kq::runtime {
 
@@ -56,8 +58,20 @@ Feature featureOf(Attach attach) {
 }
 
 LoadedObject::~LoadedObject() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);
+  for (const Link& link : links_) bpf_link__destroy(link.link);
   if (object_) bpf_object__close(object_);
+}
+
+void LoadedObject::detach(uint32_t query) {
+  auto ends = std::stable_partition(links_.begin(), links_.end(),
+                                    [&](const Link& l) { return l.query != query; });
+  for (auto it = ends; it != links_.end(); ++it) bpf_link__destroy(it->link);
+  links_.erase(ends, links_.end());
+}
+
+size_t LoadedObject::attachedLinks(uint32_t query) const {
+  return static_cast<size_t>(std::count_if(links_.begin(), links_.end(),
+                                           [&](const Link& l) { return l.query == query; }));
 }
 
 int LoadedObject::mapFd(const std::string& name) const {
@@ -103,128 +117,45 @@ std::string explain(Attach attach, int err, bool at_load) {
   return fmt::format("{} failed: {}", what, std::strerror(err));
 }
 
-/// The verifier's own conclusion and the instruction it stopped at, from a load log.
-std::optional<VerifierRejection> parseVerifierLog(const std::string& log) {
-  size_t begin = log.find("-- BEGIN PROG LOAD LOG --");
-  if (begin == std::string::npos) return std::nullopt;
-  size_t end = log.find("-- END PROG LOAD LOG --", begin);
-  std::string body = log.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
-  VerifierRejection r;
-  r.log = body;
-  std::vector<std::string> lines;
-  size_t at = 0;
-  while (at < body.size()) {
-    size_t nl = body.find('\n', at);
-    lines.push_back(body.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
-    if (nl == std::string::npos) break;
-    at = nl + 1;
-  }
-  static const std::regex insn(R"(^(\d+): \([0-9a-f]{2}\))");
-  int last_insn = -1;
-  size_t last_insn_line = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::smatch m;
-    if (std::regex_search(lines[i], m, insn)) {
-      last_insn = std::stoi(m[1]);
-      last_insn_line = i;
-    }
-  }
-  r.instruction = last_insn;
-  // The verifier's message follows the last instruction it looked at.
-  for (size_t i = last_insn_line + 1; i < lines.size(); ++i) {
-    const std::string& l = lines[i];
-    if (l.empty() || l.rfind("processed ", 0) == 0 || l.rfind("--", 0) == 0 || l[0] == ';') continue;
-    if (l.find("R") == 0 && l.find("=") != std::string::npos && l.find(' ') == std::string::npos) continue;
-    r.message += (r.message.empty() ? "" : "\n") + l;
-  }
-  if (r.message.empty() && !lines.empty()) r.message = lines.back();
-  static const std::regex prog(R"(prog '([^']+)': )");
-  std::smatch m;
-  std::string before = log.substr(0, begin);
-  for (auto it = std::sregex_iterator(before.begin(), before.end(), prog); it != std::sregex_iterator(); ++it) {
-    r.program = (*it)[1];
-  }
-  return r;
-}
-
 }  // namespace
 
 class Loader {
  public:
-  Loader(const std::vector<char>& elf, const ProgramPlan& plan, const LoadOptions& options)
-      : elf_(elf), plan_(plan), options_(options) {
-    for (const PlannedProgram& p : plan.programs) {
-      uint32_t& methods = methods_[p.group];
-      methods = std::max(methods, p.method + 1);
-    }
-    chosen_.assign(plan.group_names.size(), 0);
-    reasons_.resize(plan.group_names.size());
-    // --attach: each group of kernel-function programs uses that method only.
-    if (!options.method.empty()) {
-      for (const PlannedProgram& p : plan.programs) {
-        bool kprobe = p.attach == Attach::Kprobe || p.attach == Attach::Kretprobe ||
-                      p.attach == Attach::KprobeMulti || p.attach == Attach::KretprobeMulti;
-        bool fentry = p.attach == Attach::Fentry || p.attach == Attach::Fexit;
-        if (options.method == "kprobe" && kprobe) {
-          // The first kprobe method of the group; later ones stay as fallbacks.
-          if (chosen_[p.group] == 0 || p.method < chosen_[p.group]) chosen_[p.group] = p.method;
-        }
-        if (options.method == "fentry" && fentry) methods_[p.group] = p.method + 1;
-      }
-    }
-    // A test hook: make one kind of attachment fail, to exercise the fallback on kernels
-    // where it would succeed (tests/vm).
-    if (const char* fail = std::getenv("KQ_TEST_FAIL_ATTACH")) forced_failure_ = fail;
-  }
+  /// A program of a chosen method that the kernel refused: its group moves on.
+  struct Refusal {
+    std::optional<uint32_t> group;
+    std::string why;
+  };
 
+  Loader(const std::vector<char>& elf, const ProgramPlan& plan, const LoadOptions& options,
+         KernelFeatures& features)
+      : elf_(elf), plan_(plan), options_(options), methods_(plan, features, options.method) {}
+
+  /// Loads the object once with each group's first usable method; only when the kernel
+  /// refuses a program of it does that group move on and the object load again (at most
+  /// once per group and method).
   LoadResult run() {
-    // Each failure moves one group to its next method, so this ends.
-    for (int attempt = 0; attempt < 16; ++attempt) {
-      std::unique_ptr<LoadedObject> loaded(new LoadedObject());
-      std::optional<LoadFailure> failure;
-      int failed_group = -1;
-      if (!tryOnce(*loaded, failure, failed_group)) {
-        if (failed_group >= 0 && chosen_[failed_group] + 1 < methods_[failed_group]) {
-          ++chosen_[failed_group];
-          continue;
-        }
-        if (failed_group >= 0 && !reasons_[failed_group].empty()) {
-          failure = LoadFailure{summarize(failed_group), failure ? failure->verifier : std::nullopt};
-        }
-        return LoadResult{nullptr, failure};
-      }
-      for (size_t g = 0; g < chosen_.size(); ++g) {
-        if (chosen_[g] > 0) {
-          std::string used = methodName(static_cast<uint32_t>(g), chosen_[g]);
-          loaded->notes_.push_back(fmt::format("{}: attached with {}; {}", plan_.group_names[g], used,
-                                               join(reasons_[g])));
-        }
-      }
-      return LoadResult{std::move(loaded), std::nullopt};
+    if (auto group = methods_.firstUnusable()) {
+      return LoadResult{nullptr, LoadFailure{methods_.failure(*group)}};
     }
-    return LoadResult{nullptr, LoadFailure{"kq could not settle on attach methods"}};
+    for (;;) {
+      std::unique_ptr<LoadedObject> loaded(new LoadedObject());
+      Refusal refusal;
+      std::optional<LoadFailure> failure = loadOnce(*loaded, refusal);
+      if (!failure) {
+        for (uint32_t g = 0; g < methods_.groups(); ++g) {
+          loaded->notes_.insert(loaded->notes_.begin() + g, methods_.note(g));
+        }
+        return LoadResult{std::move(loaded), std::nullopt};
+      }
+      if (!refusal.group) return LoadResult{nullptr, failure};
+      if (!methods_.refuse(*refusal.group, refusal.why)) {
+        return LoadResult{nullptr, LoadFailure{methods_.failure(*refusal.group), failure->verifier}};
+      }
+    }
   }
 
  private:
-  std::string methodName(uint32_t group, uint32_t method) const {
-    for (const PlannedProgram& p : plan_.programs) {
-      if (p.group == group && p.method == method) return attachName(p.attach);
-    }
-    return "?";
-  }
-
-  static std::string join(const std::vector<std::string>& reasons) {
-    std::string out;
-    for (const std::string& r : reasons) out += (out.empty() ? "" : "; ") + r;
-    return out;
-  }
-
-  std::string summarize(int group) const {
-    std::string out = fmt::format("cannot attach to {}:", plan_.group_names[group]);
-    for (const std::string& r : reasons_[group]) out += "\n  " + r;
-    return out;
-  }
-
   const PlannedProgram* plannedByName(const std::string& name) const {
     for (const PlannedProgram& p : plan_.programs) {
       if (p.function == name) return &p;
@@ -232,18 +163,26 @@ class Loader {
     return nullptr;
   }
 
-  bool tryOnce(LoadedObject& loaded, std::optional<LoadFailure>& failure, int& failed_group) {
+  bool isChosen(const PlannedProgram& p) const { return methods_.chosen(p.group) == p.method; }
+
+  std::optional<LoadFailure> loadOnce(LoadedObject& loaded, Refusal& refusal) {
     LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "kq");
     loaded.object_ = bpf_object__open_mem(elf_.data(), elf_.size(), &opts);
     if (!loaded.object_) {
-      failure = LoadFailure{fmt::format("libbpf cannot open the compiled object: {}",
-                                        std::strerror(errno))};
-      return false;
+      return LoadFailure{fmt::format("libbpf cannot open the compiled object: {}",
+                                     std::strerror(errno))};
     }
+    configure(loaded);
+    if (auto failure = load(loaded, refusal)) return failure;
+    return attachAll(loaded, refusal);
+  }
+
+  /// Autoload only the chosen method's programs; verifier logs only when asked for.
+  void configure(LoadedObject& loaded) {
     bpf_program* prog;
     bpf_object__for_each_program(prog, loaded.object_) {
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
-      bool load = p && p->method == chosen_[p->group];
+      bool load = p && isChosen(*p);
       bpf_program__set_autoload(prog, load);
       if (load && options_.verifier_log) {
         constexpr size_t kLogBytes = 4 << 20;
@@ -252,94 +191,85 @@ class Loader {
         bpf_program__set_log_level(prog, 1 | 2 | 4);
       }
     }
-    {
-      LibbpfCapture capture;
-      int err = bpf_object__load(loaded.object_);
-      if (err) {
-        auto rejection = parseVerifierLog(capture.text());
-        const PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
-        if (!culprit) {
-          // The log may name the program outside a verifier log ("prog 'x': failed to ...").
-          static const std::regex prog(R"(prog '([^']+)')");
-          std::smatch m;
-          if (std::regex_search(capture.text(), m, prog)) culprit = plannedByName(m[1]);
-        }
-        if (culprit) {
-          failed_group = static_cast<int>(culprit->group);
-          bool verifier = rejection && rejection->instruction >= 0 && std::abs(err) == EACCES;
-          reasons_[culprit->group].push_back(fmt::format(
-              "{}: {}", attachName(culprit->attach),
-              verifier ? "rejected by the verifier: " + rejection->message
-                       : explain(culprit->attach, err, true)));
-          if (rejection) {
-            bpf_program* p = bpf_object__find_program_by_name(loaded.object_, culprit->function.c_str());
-            if (p) rejection->section = bpf_program__section_name(p);
-          }
-        }
-        failure = LoadFailure{fmt::format("the kernel did not load the program: {}",
-                                          std::strerror(std::abs(err))),
-                              rejection};
-        return false;
+  }
+
+  std::optional<LoadFailure> load(LoadedObject& loaded, Refusal& refusal) {
+    LibbpfCapture capture;
+    int err = bpf_object__load(loaded.object_);
+    if (!err) return std::nullopt;
+    auto rejection = parseVerifierLog(capture.text());
+    const PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
+    if (!culprit) {
+      // The log may name the program outside a verifier log ("prog 'x': failed to ...").
+      static const std::regex prog(R"(prog '([^']+)')");
+      std::smatch m;
+      if (std::regex_search(capture.text(), m, prog)) culprit = plannedByName(m[1]);
+    }
+    if (culprit) {
+      bool verifier = rejection && rejection->instruction >= 0 && std::abs(err) == EACCES;
+      refusal = Refusal{culprit->group, verifier
+                                            ? "rejected by the verifier: " + rejection->message
+                                            : explain(culprit->attach, err, true)};
+      if (rejection) {
+        bpf_program* p = bpf_object__find_program_by_name(loaded.object_, culprit->function.c_str());
+        if (p) rejection->section = bpf_program__section_name(p);
       }
     }
+    return LoadFailure{fmt::format("the kernel did not load the program: {}",
+                                   std::strerror(std::abs(err))),
+                       rejection};
+  }
+
+  std::optional<LoadFailure> attachAll(LoadedObject& loaded, Refusal& refusal) {
+    bpf_program* prog;
     bpf_object__for_each_program(prog, loaded.object_) {
       if (!bpf_program__autoload(prog)) continue;
       if (options_.verifier_log) {
-        const char* log = bpf_program__log_buf(prog, nullptr);
-        loaded.logs_.emplace_back(bpf_program__name(prog), log ? log : "");
+        size_t size = 0;
+        const char* log = bpf_program__log_buf(prog, &size);
+        loaded.logs_.emplace_back(bpf_program__name(prog), log ? std::string(log) : "");
       }
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
-      bool forced = !forced_failure_.empty() && forced_failure_ == attachName(p->attach);
+      std::optional<LoadFailure> failure;
       if (p->attach == Attach::PerfEvent) {
-        if (!attachPerfEvents(loaded, prog, *p, failure)) return false;
-        continue;
-      }
-      if (!forced && p->attach == Attach::Kprobe && !p->symbols.empty()) {
-        // One program at many kprobes (packet mode without kprobe.multi): functions that
-        // refuse a kprobe are skipped, and said with -v.
-        size_t failed = 0;
-        for (const std::string& symbol : p->symbols) {
-          bpf_link* link = bpf_program__attach_kprobe(prog, false, symbol.c_str());
-          if (link) {
-            loaded.links_.push_back(link);
-          } else {
-            ++failed;
-          }
-        }
-        if (failed == p->symbols.size()) {
-          int err = errno;
-          failed_group = static_cast<int>(p->group);
-          reasons_[p->group].push_back(fmt::format("kprobe: {}", explain(p->attach, err, false)));
-          failure = LoadFailure{"cannot attach kprobes"};
-          return false;
-        }
-        if (failed) {
-          loaded.notes_.push_back(fmt::format("{}: {} of {} functions refused a kprobe",
-                                              plan_.group_names[p->group], failed, p->symbols.size()));
-        }
-        continue;
-      }
-      bpf_link* link = forced ? nullptr : attach(prog, *p);
-      if (!link) {
-        int err = forced ? EPERM : errno;
-        if (forced) {
-          failed_group = static_cast<int>(p->group);
-          reasons_[p->group].push_back(fmt::format("{}: failed on purpose (KQ_TEST_FAIL_ATTACH)",
-                                                   attachName(p->attach)));
-          failure = LoadFailure{"attach failed on purpose"};
-          return false;
-        }
-        failed_group = static_cast<int>(p->group);
-        reasons_[p->group].push_back(
-            fmt::format("{}: {}", attachName(p->attach), explain(p->attach, err, false)));
+        attachPerfEvents(loaded, prog, *p, failure);
+      } else if (p->attach == Attach::Kprobe && !p->symbols.empty()) {
+        attachKprobes(loaded, prog, *p, refusal, failure);
+      } else if (bpf_link* link = attach(prog, *p)) {
+        loaded.links_.push_back({link, p->query});
+      } else {
+        int err = errno;
+        refusal = Refusal{p->group, explain(p->attach, err, false)};
         failure = LoadFailure{fmt::format("cannot attach {} {}: {}", attachName(p->attach),
                                           p->target, std::strerror(err))};
-        return false;
       }
-      loaded.links_.push_back(link);
+      if (failure) return failure;
     }
-    return true;
+    return std::nullopt;
+  }
+
+  /// One program at many kprobes (packet mode without kprobe.multi): functions that refuse
+  /// a kprobe are skipped, and said with -v.
+  void attachKprobes(LoadedObject& loaded, bpf_program* prog, const PlannedProgram& p,
+                     Refusal& refusal, std::optional<LoadFailure>& failure) {
+    size_t failed = 0;
+    int err = 0;
+    for (const std::string& symbol : p.symbols) {
+      if (bpf_link* link = bpf_program__attach_kprobe(prog, false, symbol.c_str())) {
+        loaded.links_.push_back({link, p.query});
+      } else {
+        err = errno;
+        ++failed;
+      }
+    }
+    if (failed == p.symbols.size()) {
+      refusal = Refusal{p.group, explain(p.attach, err, false)};
+      failure = LoadFailure{"cannot attach kprobes"};
+    } else if (failed) {
+      loaded.notes_.push_back(fmt::format("{}: {} of {} functions refused a kprobe",
+                                          plan_.group_names[p.group], failed, p.symbols.size()));
+    }
   }
 
   /// A CPU-clock perf event (on CPU 0 for `interval`, on every CPU for `profile`), each with
@@ -373,7 +303,7 @@ class Loader {
         failure = LoadFailure{fmt::format("cannot attach to a perf event: {}", std::strerror(err))};
         return false;
       }
-      loaded.links_.push_back(link);
+      loaded.links_.push_back({link, p.query});
       ++attached;
     }
     if (attached == 0) {
@@ -410,15 +340,17 @@ class Loader {
   const std::vector<char>& elf_;
   const ProgramPlan& plan_;
   const LoadOptions& options_;
-  std::map<uint32_t, uint32_t> methods_;
-  std::vector<uint32_t> chosen_;
-  std::vector<std::vector<std::string>> reasons_;
-  std::string forced_failure_;
+  AttachMethods methods_;
 };
 
 LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan,
                          const LoadOptions& options) {
-  return Loader(elf, plan, options).run();
+  KernelFeatures& kernel = options.features ? *options.features : runningKernel();
+  // A test hook: make one kind of attachment missing, to exercise the fallback on kernels
+  // where it would succeed (tests/vm).
+  const char* fail = std::getenv("KQ_TEST_FAIL_ATTACH");
+  WithoutAttach features(kernel, fail ? fail : "");
+  return Loader(elf, plan, options, features).run();
 }
 
 }  // namespace kq::runtime

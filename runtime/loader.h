@@ -1,6 +1,6 @@
 // Loading and attaching a compiled object with libbpf: open -> configure (autoload only the
-// chosen attach method of each group) -> load -> attach, falling back from one method to
-// the next (fentry -> kprobe) and saying why each failed. Everything is detached and closed
+// attach method each group chose from the kernel's features, attach_methods.h) -> load ->
+// attach, saying why methods were passed over. Everything is detached and closed
 // when the LoadedObject goes away, on every path.
 #pragma once
 
@@ -9,21 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernel_features.h"
 #include "runtime/program_plan.h"
+#include "runtime/verifier_log.h"
 
 struct bpf_object;
 struct bpf_link;
 
 namespace kq::runtime {
-
-/// Why a load failed in the verifier: which program, which instruction, and its words.
-struct VerifierRejection {
-  std::string program;     // the BPF program's name
-  std::string section;     // its ELF section
-  int instruction = -1;    // the rejected instruction's index, when the log names it
-  std::string message;     // the verifier's last words ("R1 invalid mem access 'scalar'")
-  std::string log;         // the whole log (for -v)
-};
 
 struct LoadFailure {
   std::string message;  // what failed and why, for people
@@ -37,10 +30,13 @@ class LoadedObject {
   LoadedObject& operator=(const LoadedObject&) = delete;
 
   int mapFd(const std::string& name) const;
-  /// One line per group, saying which method attached it ("ip_send_skb: kprobe, after fentry
-  /// failed: ...").
+  /// One line per group, saying which method attached it and why the methods before it
+  /// were passed over ("ip_send_skb: kprobe (passed over fentry: ...)").
   const std::vector<std::string>& notes() const { return notes_; }
   size_t attachedLinks() const { return links_.size(); }
+  size_t attachedLinks(uint32_t query) const;
+  /// Detaches every program of one query (its `for` or `limit` ended it).
+  void detach(uint32_t query);
   /// With LoadOptions::verifier_log: each loaded program's name and verifier log.
   const std::vector<std::pair<std::string, std::string>>& verifierLogs() const { return logs_; }
 
@@ -48,8 +44,12 @@ class LoadedObject {
   friend class Loader;
   LoadedObject() = default;
   bpf_object* object_ = nullptr;
-  std::vector<bpf_link*> links_;
-  std::vector<std::string> notes_;  // from the last, successful attempt
+  struct Link {
+    bpf_link* link;
+    uint32_t query;
+  };
+  std::vector<Link> links_;
+  std::vector<std::string> notes_;
   std::vector<std::pair<std::string, std::string>> logs_;
   std::vector<std::unique_ptr<char[]>> log_buffers_;
 };
@@ -65,6 +65,8 @@ struct LoadOptions {
   /// Attach kernel functions only this way: "fentry" or "kprobe" (`--attach`); "" tries
   /// fentry, then kprobe.
   std::string method;
+  /// What the kernel offers; null: the running kernel, probed once per process.
+  KernelFeatures* features = nullptr;
 };
 
 /// Loads `elf` and attaches its programs as `plan` says.

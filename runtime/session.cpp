@@ -1,6 +1,9 @@
 #include "runtime/session.h"
 
 #include "runtime/aggregates.h"
+#include "runtime/query_ends.h"
+#include "runtime/session_summary.h"
+#include "runtime/symbols.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -16,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -36,22 +40,22 @@ int64_t nowNs(clockid_t clock) {
 struct Reader {
   const ProgramPlan& plan;
   Formatter& formatter;
-  const SessionOptions& options;
-  std::ostream& out;
+  QueryEnds& ends;
   uint64_t events = 0;
-  bool done = false;
+  std::vector<uint32_t> reached_limit;  // queries to detach once the read is over
 };
 
 int onEvent(void* ctx, void* data, size_t size) {
   auto* r = static_cast<Reader*>(ctx);
-  if (r->done || size < sizeof(EventHeader)) return 0;
+  if (size < sizeof(EventHeader)) return 0;
   EventHeader header;
   std::memcpy(&header, data, sizeof header);
   if (header.probe_id >= r->plan.layout.probes.size()) return 0;
-  r->formatter.event(header, r->plan.layout.probes[header.probe_id],
-                     static_cast<const uint8_t*>(data), size);
+  const ProbeLayout& probe = r->plan.layout.probes[header.probe_id];
+  if (r->ends.ended(probe.query)) return 0;
+  r->formatter.event(header, probe, static_cast<const uint8_t*>(data), size);
   ++r->events;
-  if (r->options.limit && r->events >= r->options.limit) r->done = true;
+  if (r->ends.printed(probe.query)) r->reached_limit.push_back(probe.query);
   return 0;
 }
 
@@ -67,34 +71,48 @@ uint64_t lostEvents(int fd, Lost why) {
   return total;
 }
 
-/// `kq: 12 events, 0 lost`, and for aggregates what did not fit in their tables.
-std::string summary(const SessionResult& result, const ProgramPlan& plan) {
-  bool records = std::any_of(plan.layout.probes.begin(), plan.layout.probes.end(),
-                             [](const ProbeLayout& p) { return !p.aggregate; });
-  std::string text = "kq: ";
-  if (records) {
-    text += fmt::format("{} event{}, {} lost", result.events, result.events == 1 ? "" : "s",
-                        result.lost);
-    if (result.lost) text += " (the ring buffer was full; --buffer-size makes it larger)";
-  }
-  if (!plan.layout.aggregates.empty()) {
-    if (records) text += "; ";
-    text += fmt::format("{} event{} not counted", result.not_counted,
-                        result.not_counted == 1 ? "" : "s");
-    if (result.not_counted) {
-      text += fmt::format(" (a table reached {} groups; group by fewer or coarser keys)",
-                          kAggregateGroups);
+/// Prints the tables of one query's aggregates (or of all, with `query` empty) as at the
+/// end of the session, once each.
+class Tables {
+ public:
+  Tables(const LoadedObject& object, const ProgramPlan& plan, const SessionOptions& options,
+         const QueryEnds& ends, std::ostream& out)
+      : object_(object), plan_(plan), options_(options), ends_(ends), out_(out),
+        printed_(plan.layout.aggregates.size(), false) {}
+
+  void printFinal(std::optional<uint32_t> query) {
+    const auto& aggregates = plan_.layout.aggregates;
+    for (size_t i = 0; i < aggregates.size(); ++i) {
+      const AggregateLayout& a = aggregates[i];
+      if (printed_[i] || (query && a.query != *query)) continue;
+      printed_[i] = true;
+      // With `every`, what is left since the last tick, if anything; otherwise the whole table.
+      print(a, /*clear=*/false, /*skip_empty=*/a.every_ns != 0);
     }
   }
-  return text;
-}
+
+  void print(const AggregateLayout& a, bool clear, bool skip_empty) {
+    printAggregates(object_.mapFd(a.map), a, options_.format, options_.kernel_btf,
+                    nowNs(CLOCK_REALTIME), plan_.layout.queries > 1, out_, clear, skip_empty,
+                    ends_.tableRows(a.query));
+  }
+
+ private:
+  const LoadedObject& object_;
+  const ProgramPlan& plan_;
+  const SessionOptions& options_;
+  const QueryEnds& ends_;
+  std::ostream& out_;
+  std::vector<bool> printed_;
+};
 
 }  // namespace
 
-SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
+SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
                          const SessionOptions& options, std::ostream& out, std::ostream& err) {
   SessionResult result;
   g_stop = false;
+  refreshKernelSymbols();  // modules may have come and gone since the last session
   struct sigaction action {};
   action.sa_handler = onSignal;
   sigemptyset(&action.sa_mask);
@@ -104,7 +122,9 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
 
   int64_t boot_offset = nowNs(CLOCK_REALTIME) - nowNs(CLOCK_MONOTONIC);
   auto formatter = makeFormatter(options.format, plan.layout, options.kernel_btf, boot_offset, out);
-  Reader reader{plan, *formatter, options, out};
+  QueryEnds ends(options.queries, plan.layout, nowNs(CLOCK_MONOTONIC));
+  Reader reader{plan, *formatter, ends};
+  Tables tables(object, plan, options, ends, out);
   ring_buffer* ring = ring_buffer__new(object.mapFd(plan.events_map), onEvent, &reader, nullptr);
   if (!ring) {
     err << "kq: error: cannot read the event ring buffer: " << std::strerror(errno) << "\n";
@@ -114,6 +134,11 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   }
   formatter->begin();
   out.flush();
+  // A query that ended: its programs detached, its tables printed as at the end.
+  auto endQuery = [&](uint32_t query) {
+    object.detach(query);
+    tables.printFinal(query);
+  };
 
   // Wait on the ring buffer and, with -c or -p, on the process's exit (a pidfd), so that
   // neither new events nor the end of the process waits for a timeout.
@@ -129,29 +154,35 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   }
   // `every`: each aggregate query's next tick.
   const auto& aggregates = plan.layout.aggregates;
-  bool several = plan.layout.queries > 1;
   std::vector<int64_t> ticks;
   for (const AggregateLayout& a : aggregates) {
     ticks.push_back(a.every_ns ? nowNs(CLOCK_MONOTONIC) + static_cast<int64_t>(a.every_ns) : 0);
   }
-  auto wall = [&] { return nowNs(CLOCK_REALTIME); };
-  while (!g_stop && !reader.done) {
+  auto msUntil = [](int64_t when) {
+    int64_t left = when - nowNs(CLOCK_MONOTONIC);
+    return static_cast<int>(std::clamp<int64_t>(left / 1'000'000 + 1, 0, 1000));
+  };
+  while (!g_stop && !ends.allEnded()) {
     int timeout_ms = 1000;
     for (size_t i = 0; i < ticks.size(); ++i) {
-      if (!ticks[i]) continue;
-      int64_t now = nowNs(CLOCK_MONOTONIC);
-      if (now >= ticks[i]) {
-        printAggregates(object.mapFd(aggregates[i].map), aggregates[i], options.format,
-                        options.kernel_btf, wall(), several, out, /*clear=*/true,
-                        /*skip_empty=*/false);
+      if (!ticks[i] || ends.ended(aggregates[i].query)) continue;
+      if (nowNs(CLOCK_MONOTONIC) >= ticks[i]) {
+        tables.print(aggregates[i], /*clear=*/true, /*skip_empty=*/false);
         ticks[i] += static_cast<int64_t>(aggregates[i].every_ns);
       }
-      timeout_ms = std::min<int>(timeout_ms, static_cast<int>((ticks[i] - now) / 1'000'000 + 1));
+      timeout_ms = std::min(timeout_ms, msUntil(ticks[i]));
+    }
+    if (auto next = ends.nextDeadline()) {
+      if (nowNs(CLOCK_MONOTONIC) >= *next) {
+        ring_buffer__consume(ring);  // the events before its `for` ran out are still shown
+        for (uint32_t query : ends.expire(nowNs(CLOCK_MONOTONIC))) endQuery(query);
+        continue;
+      }
+      timeout_ms = std::min(timeout_ms, msUntil(*next));
     }
     if (deadline) {
-      int64_t left = deadline - nowNs(CLOCK_MONOTONIC);
-      if (left <= 0) break;
-      timeout_ms = std::min(timeout_ms, static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000)));
+      if (nowNs(CLOCK_MONOTONIC) >= deadline) break;
+      timeout_ms = std::min(timeout_ms, msUntil(deadline));
     }
     if (watched && pidfd < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
     epoll_event events[2];
@@ -165,6 +196,8 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
       err << "kq: error: reading events failed: " << std::strerror(-consumed) << "\n";
       break;
     }
+    for (uint32_t query : reader.reached_limit) endQuery(query);
+    reader.reached_limit.clear();
     out.flush();
     if (options.child) {
       int status = 0;
@@ -185,20 +218,18 @@ SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
   if (pidfd >= 0) close(pidfd);
   close(epoll);
   // Events already in the buffer when the session ends are still shown, then the tables.
-  if (!reader.done) ring_buffer__consume(ring);
-  for (const AggregateLayout& a : aggregates) {
-    // With `every`, what is left since the last tick, if anything; otherwise the whole table.
-    printAggregates(object.mapFd(a.map), a, options.format, options.kernel_btf, wall(), several,
-                    out, /*clear=*/false, /*skip_empty=*/a.every_ns != 0);
-  }
+  ring_buffer__consume(ring);
+  tables.printFinal(std::nullopt);
   out.flush();
   ring_buffer__free(ring);
 
   result.events = reader.events;
-  result.lost = lostEvents(object.mapFd(plan.lost_map), Lost::RingBufferFull);
-  result.not_counted = lostEvents(object.mapFd(plan.lost_map), Lost::TableFull);
+  int lost_fd = object.mapFd(plan.lost_map);
+  for (uint32_t why = 0; why < kLostReasons; ++why) {
+    result.lost[why] = lostEvents(lost_fd, static_cast<Lost>(why));
+  }
   if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
-  err << summary(result, plan) << "\n";
+  err << sessionSummary(result, plan, options.format) << "\n";
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   return result;

@@ -1,6 +1,6 @@
 // A tracing session: reads events from the ring buffer and prints them until the user stops
-// it (Ctrl-C, SIGTERM), a `limit` or `for` is reached, or the command started with -c exits;
-// then reports how many events were seen and how many were lost.
+// it (Ctrl-C, SIGTERM), every query has ended (its `for` or `limit`: its programs are then
+// detached), or the command started with -c exits; then reports how many events were seen and how many were lost.
 #pragma once
 
 #include <sys/types.h>
@@ -10,27 +10,22 @@
 
 #include "runtime/formatter.h"
 #include "runtime/loader.h"
+#include "runtime/query_ends.h"
+#include "runtime/session_summary.h"
 
 namespace kq::runtime {
 
 struct SessionOptions {
   OutputFormat format = OutputFormat::Text;
-  uint64_t limit = 0;        // events to print; 0: no limit
-  uint64_t duration_ns = 0;  // 0: until stopped
+  /// Each query's `for` and `limit`, by query number.
+  std::vector<QueryLimits> queries;
+  uint64_t duration_ns = 0;  // -d: the whole session; 0: until stopped
   pid_t child = 0;           // -c: stop when it exits
   pid_t traced = 0;          // -p: stop when it exits (not our child: watched with a pidfd)
   const ::btf* kernel_btf = nullptr;
 };
 
-struct SessionResult {
-  uint64_t events = 0;
-  uint64_t lost = 0;          // records the ring buffer had no room for
-  uint64_t not_counted = 0;   // events an aggregate table had no room for
-  int child_status = 0;
-  bool traced_exited = false;  // -p: the process ended the session
-};
-
-SessionResult runSession(const LoadedObject& object, const ProgramPlan& plan,
+SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
                          const SessionOptions& options, std::ostream& out, std::ostream& err);
 
 /// A command started for -c: forked at once but held before exec until release().

@@ -1,44 +1,43 @@
 #include "runtime/symbols.h"
 
-#include "runtime/kallsyms.h"
+#include "kernel/kallsyms.h"
 
 #include <algorithm>
-#include <vector>
 
 #include <fmt/format.h>
 
 namespace kq::runtime {
-namespace {
-
-struct Symbol {
-  uint64_t address;
-  std::string name;
-};
-
-const std::vector<Symbol>& kallsyms() {
-  static const std::vector<Symbol> symbols = [] {
-    std::vector<Symbol> out;
-    forEachKernelTextSymbol([&](uint64_t address, std::string_view name) {
-      if (address != 0) out.push_back({address, std::string(name)});
+std::string KernelSymbols::name(uint64_t address) {
+  if (!loaded_) {
+    loaded_ = true;
+    symbols_.clear();
+    source_([&](uint64_t at, std::string_view symbol) {
+      if (at != 0) symbols_.push_back({at, std::string(symbol)});
     });
-    std::sort(out.begin(), out.end(), [](const Symbol& a, const Symbol& b) { return a.address < b.address; });
-    return out;
-  }();
-  return symbols;
-}
-
-}  // namespace
-
-std::string kernelSymbol(uint64_t address) {
-  const auto& symbols = kallsyms();
-  auto it = std::upper_bound(symbols.begin(), symbols.end(), address,
+    std::sort(symbols_.begin(), symbols_.end(),
+              [](const Symbol& a, const Symbol& b) { return a.address < b.address; });
+  }
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), address,
                              [](uint64_t a, const Symbol& s) { return a < s.address; });
-  if (it == symbols.begin()) return fmt::format("0x{:x}", address);
+  if (it == symbols_.begin()) return fmt::format("0x{:x}", address);
   --it;
   uint64_t offset = address - it->address;
   if (offset > (1u << 20)) return fmt::format("0x{:x}", address);
   return offset ? fmt::format("{}+0x{:x}", it->name, offset) : it->name;
 }
+
+namespace {
+
+KernelSymbols& runningKernelSymbols() {
+  static KernelSymbols symbols(kernel::forEachKernelTextSymbol);
+  return symbols;
+}
+
+}  // namespace
+
+void refreshKernelSymbols() { runningKernelSymbols().refresh(); }
+
+std::string kernelSymbol(uint64_t address) { return runningKernelSymbols().name(address); }
 
 std::string errnoName(int64_t value) {
   static const char* names[] = {

@@ -1,6 +1,6 @@
 #include "compiler/kernel/kernel_info.h"
 
-#include "runtime/kallsyms.h"
+#include "kernel/kallsyms.h"
 
 #include <dirent.h>
 #include <sys/mount.h>
@@ -82,7 +82,7 @@ class SystemKernel : public KernelInfo {
   Known inKallsyms(const std::string& function) override {
     if (!kallsyms_loaded_) {
       kallsyms_loaded_ = true;
-      runtime::forEachKernelTextSymbol(
+      forEachKernelTextSymbol(
           [&](uint64_t, std::string_view name) { kallsyms_.emplace(name); });
     }
     if (kallsyms_.empty()) return Known::Unknown;
@@ -94,20 +94,12 @@ class SystemKernel : public KernelInfo {
   }
 
  private:
-  // tracefs, mounted at /sys/kernel/tracing if it is nowhere yet (this needs root).
+  // tracefs where it is mounted; kq mounts it only to run a query (mountTracefs).
   Result<std::string> tracefs() {
     if (tracefs_) return *tracefs_;
-    for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
-      if (exists(std::string(dir) + "/events")) return *(tracefs_ = dir);
-    }
-    if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0 &&
-        exists("/sys/kernel/tracing/events")) {
-      return *(tracefs_ = "/sys/kernel/tracing");
-    }
-    return Error{fmt::format(
-        "tracefs is not mounted and mounting it at /sys/kernel/tracing failed ({}); "
-        "as root: mount -t tracefs tracefs /sys/kernel/tracing",
-        std::strerror(errno))};
+    auto root = findTracefs();
+    if (root) tracefs_ = *root;
+    return root;
   }
 
   void loadFilterFunctions() {
@@ -160,6 +152,26 @@ class UnknownKernel : public KernelInfo {
 };
 
 }  // namespace
+
+Result<std::string> findTracefs() {
+  for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+    if (exists(std::string(dir) + "/events")) return std::string(dir);
+  }
+  return Error{"tracefs is not mounted (kq mounts it at /sys/kernel/tracing to run a query; "
+               "as root: mount -t tracefs tracefs /sys/kernel/tracing)"};
+}
+
+Result<std::string> mountTracefs() {
+  if (auto root = findTracefs()) return root;
+  if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr) == 0 &&
+      exists("/sys/kernel/tracing/events")) {
+    return std::string("/sys/kernel/tracing");
+  }
+  return Error{fmt::format(
+      "tracefs is not mounted and mounting it at /sys/kernel/tracing failed ({}); "
+      "as root: mount -t tracefs tracefs /sys/kernel/tracing",
+      std::strerror(errno))};
+}
 
 Result<TracepointFormat> parseTracepointFormat(std::string_view text) {
   TracepointFormat format;

@@ -56,9 +56,15 @@ class KernelInfo {
   virtual Known hasKprobes() = 0;
 };
 
-/// The running kernel, through tracefs (mounted on first use if it is not), /proc/kallsyms
-/// and sysfs.
+/// The running kernel, through tracefs (where it is mounted: it never mounts it),
+/// /proc/kallsyms and sysfs.
 std::unique_ptr<KernelInfo> systemKernel();
+
+/// Where tracefs is mounted; an error says it is not.
+Result<std::string> findTracefs();
+/// Mounts tracefs at /sys/kernel/tracing unless it is mounted (needs root). Only running a
+/// query does this: `kq check` must change nothing on the machine.
+Result<std::string> mountTracefs();
 
 /// A kernel about which nothing is known: for checking against a BTF file from elsewhere.
 std::unique_ptr<KernelInfo> unknownKernel(std::string why);

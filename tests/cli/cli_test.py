@@ -241,6 +241,33 @@ class HostileInput(unittest.TestCase):
                 self.assertIn("error:", err)
 
 
+def without_tracefs(command):
+    """Runs `command` (a shell line) in a private mount namespace with tracefs unmounted, so
+    the machine's own mount is never touched; then says whether tracefs came back."""
+    script = ("umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; "
+              f"{command}; echo status=$?; test -e /sys/kernel/tracing/events && echo mounted")
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, timeout=60)
+    return proc.stdout.decode(), proc.stderr.decode()
+
+
+@unittest.skipIf(os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"),
+                 "mount namespaces need root, and the running kernel's BTF")
+class Tracefs(unittest.TestCase):
+    QUERY = "trace syscall:openat select filename"
+
+    def test_check_does_not_mount_tracefs(self):
+        out, err = without_tracefs(f"{KQ} check -e '{self.QUERY}'")
+        self.assertNotIn("mounted", out, err)
+        # Without tracefs the arguments' names are unknown, and kq says why.
+        self.assertIn("tracefs is not mounted", err)
+
+    def test_running_a_query_mounts_tracefs(self):
+        out, err = without_tracefs(f"{KQ} --dump bpf -e '{self.QUERY}' >/dev/null")
+        self.assertIn("status=0", out, err)
+        self.assertIn("mounted", out, err)
+
+
 if __name__ == "__main__":
     KQ, SOURCE_DIR = sys.argv[1], sys.argv[2]
     unittest.main(argv=[sys.argv[0], "-v"])

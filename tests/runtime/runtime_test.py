@@ -213,6 +213,48 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertLess(time.monotonic() - start, 25)
         self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
 
+    def test_for_ends_one_query_and_the_others_go_on(self):
+        script = write_script("for.kq", "trace tracepoint:sched:sched_switch for 1s select cpu\n"
+                                        'trace syscall:getppid where comm == "python3" select comm\n')
+        status, out, err = kq(script, "-c", f"{sys.executable} -c 'import os, time\n"
+                                            "for i in range(25): os.getppid(); time.sleep(0.1)'")
+        self.assertEqual(status, 0, err)
+
+        def seconds(row):
+            h, m, s = row.split()[0].split(":")
+            return int(h) * 3600 + int(m) * 60 + float(s)
+        first = [seconds(r) for r in out.splitlines() if " 1:tracepoint:sched:sched_switch " in r]
+        second = [seconds(r) for r in out.splitlines() if " 2:syscall:getppid " in r]
+        self.assertTrue(first, out)
+        self.assertEqual(len(second), 25, out)
+        # The first query stopped after its second; the second printed for a while after.
+        self.assertLess(max(first) - min(first + second), 1.5, out)
+        self.assertGreater(max(second) - max(first), 0.8, out)
+
+    def test_limit_ends_one_query_and_cuts_a_table(self):
+        script = write_script("limit.kq", 'trace syscall:getppid where comm == "python3" limit 2 select comm\n'
+                                          'trace syscall:getpid where comm == "python3" select comm\n'
+                                          'trace syscall:getuid where comm == "python3" group by pid select pid, count() limit 1\n'
+                                          'trace syscall:read where comm == "python3" group by fd select fd, count() limit 1\n')
+        status, out, err = kq(script, "-c", f"{sys.executable} -c 'import os\n"
+                                            "for i in range(10): os.getppid(); os.getpid(); os.getuid()'")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len([r for r in out.splitlines() if " 1:syscall:getppid " in r]), 2, out)
+        self.assertEqual(len([r for r in out.splitlines() if " 2:syscall:getpid " in r]), 10, out)
+        self.assertIn("kq: 12 events", err)
+        # An aggregate query's `limit` shows the busiest rows of its table.
+        table = out.split("@ query 4\n")[1].splitlines()
+        self.assertTrue(table[0].startswith("fd"), out)
+        self.assertRegex(table[1], r"^ *\d+ +\d+$")
+        self.assertRegex(table[2], r"^\(\d+ more groups?\)$")
+
+    def test_json_summary_has_every_lost_reason(self):
+        status, out, err = kq("-o", "json", "trace syscall:getppid", "-c", "/bin/true")
+        self.assertEqual(status, 0, err)
+        summary = json.loads(err.strip().splitlines()[-1])["summary"]
+        self.assertEqual(set(summary), {"events", "lost", "not_counted", "entries_not_kept",
+                                        "exits_without_entry"})
+
     def check_signal(self, sig):
         proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -260,6 +302,30 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertRegex(err, r"\n  fentry: ")
         self.assertRegex(err, r"\n  kprobe: ")
         self.assertIn("kq list 'tracepoint:net:*'", err)
+
+    def test_verbose_says_which_method_each_group_used(self):
+        status, out, err = kq("-v", "-d", "1s", "trace tracepoint:sched:sched_switch select cpu")
+        self.assertEqual(status, 0, err)
+        self.assertIn("kq: tracepoint:sched:sched_switch: tp_btf\n", err)
+        status, out, err = kq("-d", "1s", "trace tracepoint:sched:sched_switch select cpu")
+        self.assertEqual(status, 0, err)
+        self.assertRegex(err, r"^kq: \d+ events?, \d+ lost\n$")
+
+    def test_a_glob_of_functions_is_decided_without_retries(self):
+        start = time.monotonic()
+        status, out, err = kq("-d", "1s", "trace tcp_*")
+        if status == 0:
+            self.skipTest("this kernel attaches kernel functions; the VM tier tests those paths")
+        self.assertLess(time.monotonic() - start, 20)
+        self.assertEqual(status, 1, err)
+        self.assertNotIn("could not settle", err)
+        self.assertRegex(err, r"cannot attach to tcp_\* \(\d+ functions\):\n  fentry: .*\n  kprobe.multi: .*\n  kprobe: ")
+
+    def test_dump_verifier_prints_each_programs_log(self):
+        status, out, err = kq("--dump", "verifier", "-e", "trace tracepoint:sched:sched_switch select cpu")
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"^# kq_\w+\n")
+        self.assertIn("processed ", out)
 
     def test_a_script_runs_its_queries_together(self):
         script = write_script("two.kq", 'trace syscall:openat where comm == "cat" select str(filename)\n'

@@ -42,6 +42,9 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
     }
     env = &*loaded;
   }
+  // Running a query reads tracepoint formats: mount tracefs first (sema looks lazily). A
+  // failure is left for sema to explain where it matters.
+  if (run_after && request.btf.empty()) (void)kernel::mountTracefs();
   std::optional<sema::CheckedProgram> checked =
       sema::analyze(*script, sources, *env->btf, *env->kernel, diags);
   if (!checked || !run_after || request.dump == "types") {

@@ -24,12 +24,13 @@
 namespace kq::cli {
 namespace {
 
-/// The smallest value of a clause (`for`, `limit`) over the script's queries; 0: none.
-uint64_t smallest(const sema::CheckedProgram& checked,
-                  std::optional<ast::NumberClause> ast::Clauses::*clause) {
-  uint64_t out = 0;
+/// Each query's `for` and `limit`, in the order of the script (the plan's query numbers).
+std::vector<runtime::QueryLimits> queryLimits(const sema::CheckedProgram& checked) {
+  std::vector<runtime::QueryLimits> out;
   for (const sema::ResolvedQuery& q : checked.program.queries) {
-    if (const auto& c = q.query->clauses.*clause) out = out ? std::min(out, c->value) : c->value;
+    const ast::Clauses& clauses = q.query->clauses;
+    out.push_back({clauses.for_duration ? clauses.for_duration->value : 0,
+                   clauses.limit ? clauses.limit->value : 0});
   }
   return out;
 }
@@ -89,7 +90,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
                Diagnostics& diags, bool color, Io& io) {
   runtime::setLibbpfVerbose(request.verbose);
-  uint64_t duration = smallest(checked, &ast::Clauses::for_duration);
+  uint64_t duration = 0;
   if (!request.duration.empty()) {
     auto parsed = parse::decodeNumber(request.duration);
     auto* n = std::get_if<parse::DecodedNumber>(&parsed);
@@ -98,7 +99,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
                             request.duration);
       return 2;
     }
-    duration = duration ? std::min(duration, n->value) : n->value;
+    duration = n->value;
   }
   bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
   if (!dump_only && geteuid() != 0) {
@@ -193,7 +194,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
 
   runtime::SessionOptions session;
   session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
-  session.limit = smallest(checked, &ast::Clauses::limit);
+  session.queries = queryLimits(checked);
   session.duration_ns = duration;
   session.child = child ? child->pid() : 0;
   session.traced = static_cast<pid_t>(request.pid);

@@ -1,4 +1,4 @@
-#include "runtime/kallsyms.h"
+#include "kernel/kallsyms.h"
 
 #include <sstream>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-namespace kq::runtime {
+namespace kq::kernel {
 namespace {
 
 std::vector<std::pair<uint64_t, std::string>> textSymbols(const std::string& text) {
@@ -49,4 +49,4 @@ TEST(Kallsyms, MalformedLinesAreSkipped) {
 }
 
 }  // namespace
-}  // namespace kq::runtime
+}  // namespace kq::kernel

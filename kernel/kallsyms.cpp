@@ -1,10 +1,10 @@
-#include "runtime/kallsyms.h"
+#include "kernel/kallsyms.h"
 
 #include <charconv>
 #include <fstream>
 #include <string>
 
-namespace kq::runtime {
+namespace kq::kernel {
 
 void forEachTextSymbol(std::istream& in,
                        const std::function<void(uint64_t address, std::string_view name)>& visit) {
@@ -35,4 +35,4 @@ bool forEachKernelTextSymbol(
   return true;
 }
 
-}  // namespace kq::runtime
+}  // namespace kq::kernel

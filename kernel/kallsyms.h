@@ -1,5 +1,6 @@
 // The kernel's text symbols as /proc/kallsyms lists them. Both phases read it: the
-// compiler to say whether a function can be probed, the runtime to name addresses.
+// compiler to say whether a function can be probed, the runtime to name addresses; so it
+// lives below both (kernel/: what kq reads of the running kernel, for every phase).
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include <istream>
 #include <string_view>
 
-namespace kq::runtime {
+namespace kq::kernel {
 
 /// Calls `visit(address, name)` for every text symbol (`T` or `t`) in `in`, which holds
 /// lines such as "ffffffff8205dbd0 T ip_send_skb" or "... t name\t[module]". The address
@@ -19,4 +20,4 @@ void forEachTextSymbol(std::istream& in,
 bool forEachKernelTextSymbol(
     const std::function<void(uint64_t address, std::string_view name)>& visit);
 
-}  // namespace kq::runtime
+}  // namespace kq::kernel

@@ -1,0 +1,109 @@
+#include "runtime/attach_methods.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kq::runtime {
+namespace {
+
+bool isKernelFunction(Attach a) {
+  return a == Attach::Fentry || a == Attach::Fexit || a == Attach::Kprobe ||
+         a == Attach::Kretprobe || a == Attach::KprobeMulti || a == Attach::KretprobeMulti;
+}
+
+std::string groupName(const ProgramPlan& plan, uint32_t group) {
+  return group < plan.group_names.size() ? plan.group_names[group]
+                                         : fmt::format("probe {}", group + 1);
+}
+
+}  // namespace
+
+AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
+                             const std::string& only)
+    : plan_(plan), features_(features), only_(only) {
+  groups_.resize(plan.group_names.size());
+  for (const PlannedProgram& p : plan.programs) {
+    if (p.group >= groups_.size()) groups_.resize(p.group + 1);
+    std::vector<Method>& methods = groups_[p.group].methods;
+    if (p.method >= methods.size()) methods.resize(p.method + 1);
+    Method& m = methods[p.method];
+    m.number = p.method;
+    // Named after its first attach kind: fentry (with fexit), kprobe (with kretprobe).
+    if (m.features.empty() || p.attach < m.first) m.first = p.attach;
+    Feature f = featureOf(p.attach);
+    if (std::find(m.features.begin(), m.features.end(), f) == m.features.end()) {
+      m.features.push_back(f);
+    }
+    m.kernel_function = m.kernel_function || isKernelFunction(p.attach);
+    m.fentry = m.fentry || p.attach == Attach::Fentry || p.attach == Attach::Fexit;
+  }
+  for (Group& g : groups_) settle(g);
+}
+
+std::optional<std::string> AttachMethods::unusable(const Method& method) {
+  if (method.features.empty()) return std::string("the plan has no programs for it");
+  if (method.kernel_function && !only_.empty() && (only_ == "fentry") != method.fentry) {
+    return fmt::format("not tried (--attach {})", only_);
+  }
+  for (Feature f : method.features) {
+    if (auto why = features_.missing(f)) return why;
+  }
+  return std::nullopt;
+}
+
+void AttachMethods::settle(Group& group) {
+  while (group.next < group.methods.size()) {
+    const Method& m = group.methods[group.next];
+    auto why = unusable(m);
+    if (!why) return;
+    group.passed_over.push_back(fmt::format("{}: {}", attachName(m.first), *why));
+    ++group.next;
+  }
+}
+
+std::optional<uint32_t> AttachMethods::chosen(uint32_t group) const {
+  if (group >= groups_.size()) return std::nullopt;
+  const Group& g = groups_[group];
+  if (g.next >= g.methods.size()) return std::nullopt;
+  return g.methods[g.next].number;
+}
+
+std::optional<uint32_t> AttachMethods::firstUnusable() const {
+  for (uint32_t g = 0; g < groups_.size(); ++g) {
+    if (!groups_[g].methods.empty() && !chosen(g)) return g;
+  }
+  return std::nullopt;
+}
+
+bool AttachMethods::refuse(uint32_t group, const std::string& why) {
+  if (group >= groups_.size()) return false;
+  Group& g = groups_[group];
+  if (g.next >= g.methods.size()) return false;
+  g.passed_over.push_back(fmt::format("{}: {}", attachName(g.methods[g.next].first), why));
+  ++g.next;
+  settle(g);
+  return g.next < g.methods.size();
+}
+
+std::string AttachMethods::failure(uint32_t group) const {
+  std::string out = fmt::format("cannot attach to {}:", groupName(plan_, group));
+  if (group < groups_.size()) {
+    for (const std::string& why : groups_[group].passed_over) out += "\n  " + why;
+  }
+  return out;
+}
+
+std::string AttachMethods::note(uint32_t group) const {
+  std::string out = groupName(plan_, group);
+  auto method = chosen(group);
+  if (!method) return out + ": not attached";
+  out += fmt::format(": {}", attachName(groups_[group].methods[*method].first));
+  const auto& passed = groups_[group].passed_over;
+  for (size_t i = 0; i < passed.size(); ++i) {
+    out += (i == 0 ? " (passed over " : "; ") + passed[i];
+  }
+  return passed.empty() ? out : out + ")";
+}
+
+}  // namespace kq::runtime

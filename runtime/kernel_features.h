@@ -1,0 +1,53 @@
+// What the running kernel lets kq load and attach, found by loading and attaching tiny
+// programs once per process (the REPL asks for every query; the answers do not change).
+// Behind an interface so the choice of attach methods (attach_methods.h) is tested with a
+// fake kernel.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "runtime/program_plan.h"
+
+namespace kq::runtime {
+
+/// BPF helpers that some programs call and not every kernel or program type allows.
+enum class Helper : uint8_t {
+  FuncIp,         // bpf_get_func_ip
+  AttachCookie,   // bpf_get_attach_cookie
+};
+/// The program families a helper is probed in.
+enum class HelperUse : uint8_t { Kprobe, Fentry };
+
+class KernelFeatures {
+ public:
+  virtual ~KernelFeatures() = default;
+  /// Nothing when the kernel offers `feature`; otherwise why not, in the kernel's terms
+  /// ("this kernel has no kprobe support (...)").
+  virtual std::optional<std::string> missing(Feature feature) = 0;
+  /// The same for a helper called from programs of one family.
+  virtual std::optional<std::string> missing(Helper helper, HelperUse use) = 0;
+};
+
+/// The running kernel, probed on first use of each feature and remembered for the process.
+KernelFeatures& runningKernel();
+
+/// `features`, except that the attach kind named `attach` ("fentry", "kprobe": the
+/// KQ_TEST_FAIL_ATTACH test hook) is missing; `features` when `attach` is empty.
+class WithoutAttach : public KernelFeatures {
+ public:
+  WithoutAttach(KernelFeatures& features, std::string attach)
+      : features_(features), attach_(std::move(attach)) {}
+  std::optional<std::string> missing(Feature feature) override;
+  std::optional<std::string> missing(Helper helper, HelperUse use) override {
+    return features_.missing(helper, use);
+  }
+
+ private:
+  KernelFeatures& features_;
+  std::string attach_;
+};
+
+const char* featureName(Feature feature);
+
+}  // namespace kq::runtime

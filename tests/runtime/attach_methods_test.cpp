@@ -1,0 +1,119 @@
+#include "runtime/attach_methods.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace kq::runtime {
+namespace {
+
+/// A kernel offering every feature except those given a reason.
+class FakeKernel : public KernelFeatures {
+ public:
+  std::map<Feature, std::string> absent;
+  int probes = 0;
+  std::optional<std::string> missing(Feature feature) override {
+    ++probes;
+    auto it = absent.find(feature);
+    if (it == absent.end()) return std::nullopt;
+    return it->second;
+  }
+  std::optional<std::string> missing(Helper, HelperUse) override { return std::nullopt; }
+};
+
+PlannedProgram program(const std::string& name, Attach attach, uint32_t group, uint32_t method) {
+  PlannedProgram p;
+  p.function = name;
+  p.attach = attach;
+  p.group = group;
+  p.method = method;
+  return p;
+}
+
+/// `trace ip_send_skb select return`: fentry + fexit, then kprobe + kretprobe.
+ProgramPlan functionAtExit() {
+  ProgramPlan plan;
+  plan.group_names = {"ip_send_skb"};
+  plan.programs = {program("e0", Attach::Fentry, 0, 0), program("x0", Attach::Fexit, 0, 0),
+                   program("e1", Attach::Kprobe, 0, 1), program("x1", Attach::Kretprobe, 0, 1)};
+  return plan;
+}
+
+TEST(AttachMethods, TakesTheFirstMethodTheKernelOffers) {
+  FakeKernel kernel;
+  ProgramPlan plan = functionAtExit();
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.chosen(0), 0u);
+  EXPECT_EQ(methods.note(0), "ip_send_skb: fentry");
+}
+
+TEST(AttachMethods, SkipsAMethodWhoseFeatureIsMissing) {
+  FakeKernel kernel;
+  kernel.absent[Feature::Trampoline] = "the kernel refused loading a fentry program (EPERM)";
+  ProgramPlan plan = functionAtExit();
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.chosen(0), 1u);
+  EXPECT_FALSE(methods.firstUnusable());
+  EXPECT_EQ(methods.note(0),
+            "ip_send_skb: kprobe (passed over fentry: the kernel refused loading a fentry "
+            "program (EPERM))");
+}
+
+TEST(AttachMethods, NamesEveryMethodWhenNoneWorks) {
+  FakeKernel kernel;
+  kernel.absent[Feature::Trampoline] = "no trampolines";
+  kernel.absent[Feature::Kprobe] = "no kprobes";
+  ProgramPlan plan = functionAtExit();
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.firstUnusable(), 0u);
+  EXPECT_EQ(methods.failure(0),
+            "cannot attach to ip_send_skb:\n  fentry: no trampolines\n  kprobe: no kprobes");
+}
+
+TEST(AttachMethods, AttachOptionKeepsOneFamily) {
+  FakeKernel kernel;
+  ProgramPlan plan = functionAtExit();
+  plan.group_names.push_back("sched_switch");
+  plan.programs.push_back(program("t", Attach::TpBtf, 1, 0));
+  AttachMethods kprobe(plan, kernel, "kprobe");
+  EXPECT_EQ(kprobe.chosen(0), 1u);
+  EXPECT_EQ(kprobe.chosen(1), 0u);  // not a kernel function: untouched
+  AttachMethods fentry(plan, kernel, "fentry");
+  EXPECT_EQ(fentry.chosen(0), 0u);
+  kernel.absent[Feature::Trampoline] = "no trampolines";
+  AttachMethods none(plan, kernel, "fentry");
+  EXPECT_EQ(none.failure(0),
+            "cannot attach to ip_send_skb:\n  fentry: no trampolines\n  kprobe: not tried "
+            "(--attach fentry)");
+}
+
+TEST(AttachMethods, ARefusedProgramMovesOnlyItsGroupAndEnds) {
+  FakeKernel kernel;
+  ProgramPlan plan = functionAtExit();
+  plan.group_names.push_back("tcp_sendmsg");
+  plan.programs.push_back(program("f", Attach::Fentry, 1, 0));
+  plan.programs.push_back(program("k", Attach::Kprobe, 1, 1));
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_TRUE(methods.refuse(1, "the kernel refused attaching a fentry program"));
+  EXPECT_EQ(methods.chosen(0), 0u);
+  EXPECT_EQ(methods.chosen(1), 1u);
+  EXPECT_FALSE(methods.refuse(1, "no such function"));
+  EXPECT_FALSE(methods.chosen(1));
+  EXPECT_FALSE(methods.refuse(1, "again"));
+  EXPECT_EQ(methods.failure(1),
+            "cannot attach to tcp_sendmsg:\n  fentry: the kernel refused attaching a fentry "
+            "program\n  kprobe: no such function");
+}
+
+TEST(AttachMethods, ForcedFailureHidesOneAttachKind) {
+  FakeKernel kernel;
+  WithoutAttach features(kernel, "fentry");
+  ProgramPlan plan = functionAtExit();
+  AttachMethods methods(plan, features, "");
+  EXPECT_EQ(methods.chosen(0), 1u);
+  EXPECT_EQ(methods.note(0),
+            "ip_send_skb: kprobe (passed over fentry: failed on purpose (KQ_TEST_FAIL_ATTACH))");
+}
+
+}  // namespace
+}  // namespace kq::runtime
