@@ -63,6 +63,9 @@ struct PlannedProgram {
   uint32_t query = 0;
   /// Bytes of BPF stack the program uses, as planned before LLVM ran.
   uint32_t stack_bytes = 0;
+  /// The BPF helpers it calls (ids from include/uapi/linux/bpf.h), so a method whose
+  /// helpers the kernel lacks is not chosen.
+  std::vector<int> helpers;
 };
 
 /// A map of the object, with what it costs (for `--dump plan`).

@@ -1,5 +1,6 @@
 #include "compiler/lower/bpf_module.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -184,8 +185,19 @@ llvm::Function* BpfModule::addProgram(const std::string& name, const std::string
   return fn;
 }
 
+std::vector<int> BpfModule::helpersOf(const llvm::Function* fn) const {
+  auto it = helpers_.find(fn);
+  return it == helpers_.end() ? std::vector<int>{} : it->second;
+}
+
 llvm::Value* BpfModule::callHelper(llvm::IRBuilder<>& b, Helper helper, llvm::Type* ret,
                                    std::vector<llvm::Value*> args) {
+  if (llvm::BasicBlock* block = b.GetInsertBlock()) {
+    std::vector<int>& used = helpers_[block->getParent()];
+    if (std::find(used.begin(), used.end(), static_cast<int>(helper)) == used.end()) {
+      used.push_back(static_cast<int>(helper));
+    }
+  }
   std::vector<llvm::Type*> types;
   for (llvm::Value* a : args) types.push_back(a->getType());
   auto* fn_type = llvm::FunctionType::get(ret, types, false);

@@ -95,6 +95,9 @@ class BpfModule {
   llvm::Function* addProgram(const std::string& name, const std::string& section,
                              uint32_t offset = 0);
 
+  /// The helpers the program `fn` calls, in the order first called.
+  std::vector<int> helpersOf(const llvm::Function* fn) const;
+
   /// Calls a helper through its constant address, as clang does.
   llvm::Value* callHelper(llvm::IRBuilder<>& b, Helper helper, llvm::Type* ret,
                           std::vector<llvm::Value*> args);
@@ -120,6 +123,7 @@ class BpfModule {
   const SourceFile& source_;
   std::map<uint32_t, llvm::DIType*> int_di_;
   std::vector<CodegenProblem> problems_;
+  std::map<const llvm::Function*, std::vector<int>> helpers_;
 };
 
 }  // namespace kq::lower

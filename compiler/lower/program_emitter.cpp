@@ -58,6 +58,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.period_ns = site.period_ns;
   planned.frequency_hz = site.frequency_hz;
   planned.stack_bytes = program.frame.stackBytes();
+  planned.helpers = object_.module().helpersOf(program.fn);
   object_.addProgram(std::move(planned));
 }
 
