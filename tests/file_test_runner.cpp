@@ -10,6 +10,9 @@
 //   whose files check against the running kernel (and skip where it has no BTF). In
 //   `# ARGS:`, `%fakebtf` names a raw BTF file of the fake kernel, for `--btf`.
 // - A final test checks that every diagnostic kind is produced by some file test.
+// - `CheckedCompiles`: every file `kq check` accepts (a positive test of `check`) also
+//   compiles, through sema, lowering and LLVM (`--dump plan`), with no diagnostic: what
+//   `kq check` accepts is what runs.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +168,45 @@ class FileTest : public testing::Test {
   std::string display_path_;
 };
 
+/// A positive `check` test, compiled all the way (`--dump plan`): it must succeed silently.
+class CheckedCompiles : public testing::Test {
+ public:
+  CheckedCompiles(fs::path path, std::string display_path)
+      : path_(std::move(path)), display_path_(std::move(display_path)) {}
+
+  void TestBody() override {
+    TestFile file = loadTestFile(path_, display_path_);
+    std::ostringstream output;
+    kq::cli::Io io{output, output,
+                   [&](const std::string& path, std::string& error) -> std::optional<std::string> {
+                     if (path == display_path_) return file.script;
+                     error = "No such file or directory";
+                     return std::nullopt;
+                   },
+                   false,
+                   [&](const std::string&) -> kq::Result<kq::cli::KernelEnvironment> {
+                     return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
+                                                       kq::testing::fakeKernelInfo()};
+                   }};
+    int status = kq::cli::run({"--dump", "plan", display_path_}, io);
+    EXPECT_EQ(status, 0) << "`kq check` accepts it, so it must compile; output:\n" << output.str();
+    EXPECT_EQ(output.str().find("error"), std::string::npos) << output.str();
+  }
+
+  /// Whether `path` is a test this applies to: a script that `kq check` is expected to
+  /// accept (not `info` or `list`, nor a parse-only `--dump ast`).
+  static bool appliesTo(const fs::path& path, const std::string& display_path) {
+    if (startsWith(path.filename().string(), "fail_") || startsWith(display_path, "kernel/")) return false;
+    TestFile file = loadTestFile(path, display_path);
+    bool parse_only = std::find(file.args.begin(), file.args.end(), "ast") != file.args.end();
+    return file.args[0] != "info" && file.args[0] != "list" && !parse_only;
+  }
+
+ private:
+  fs::path path_;
+  std::string display_path_;
+};
+
 std::vector<fs::path> testFiles() {
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(KQ_TESTS_DIR)) {
@@ -222,6 +264,12 @@ int main(int argc, char** argv) {
                           __FILE__, __LINE__, [=]() -> testing::Test* {
                             return new FileTest(path, relative);
                           });
+    if (CheckedCompiles::appliesTo(path, relative)) {
+      testing::RegisterTest("CheckedCompiles", testName(relative).c_str(), nullptr,
+                            relative.c_str(), __FILE__, __LINE__, [=]() -> testing::Test* {
+                              return new CheckedCompiles(path, relative);
+                            });
+    }
   }
   int status = RUN_ALL_TESTS();
   fs::remove(g_fake_btf_path);

@@ -94,7 +94,11 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
       }
     }
   } else if (t.function.isGlob()) {
-    out.functions = ctx.btf.matchFunctions(name);
+    // A glob means the functions that can be traced: those ftrace lists (not inlined
+    // away, not notrace), when the kernel says which.
+    for (btf::Function& f : ctx.btf.matchFunctions(name)) {
+      if (ctx.kernel.inFilterFunctions(f.name) != Known::No) out.functions.push_back(std::move(f));
+    }
   } else if (auto f = ctx.btf.findFunction(name)) {
     out.functions.push_back(std::move(*f));
   }
