@@ -170,6 +170,22 @@ class Repl(unittest.TestCase):
         self.assertIn("[ExpectedName]", err)
         self.assertNotIn("never_reached", err)
 
+    def test_survives_what_once_ended_it(self):
+        # Arguments past the registers at exit (an internal error once), a query whose
+        # temporaries overflow the BPF stack and scratch (LLVM's exit once): each gets a
+        # diagnostic, and the session goes on to the next line.
+        if not os.path.exists("/sys/kernel/btf/vmlinux"):
+            self.skipTest("this kernel has no BTF")
+        many = " or ".join(["comm == comm"] * 300)
+        lines = "\n".join(["trace ip_append_data(flags, return)",
+                            f"trace tracepoint:net:net_dev_xmit where {many}",
+                            "decls", "help"]) + "\n"
+        status, out, err = kq("--repl", "--dump", "bpf", input_bytes=lines.encode())
+        self.assertNotIn("internal error", err)
+        self.assertNotIn("LLVM ERROR", err)
+        self.assertIn("[ResourceLimit]", err)
+        self.assertIn("check QUERY", out)  # `help` ran after both
+
 
 class HostileInput(unittest.TestCase):
     def check_file(self, data: bytes, kind: str):
