@@ -12,23 +12,24 @@ using sema::BuiltinVar;
 
 Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& variable) {
   const sema::Type* type = info(e).type;
-  auto call = [&](Helper h) { return module_.callHelper(b_, h, b_.getInt64Ty(), {}); };
   llvm::Value* v = b_.getInt64(0);
   switch (variable.id) {
-    case BuiltinVar::Pid: v = b_.CreateLShr(call(Helper::GetCurrentPidTgid), b_.getInt64(32)); break;
-    case BuiltinVar::Tid: v = b_.CreateAnd(call(Helper::GetCurrentPidTgid), b_.getInt64(0xffffffff)); break;
-    case BuiltinVar::Uid: v = b_.CreateAnd(call(Helper::GetCurrentUidGid), b_.getInt64(0xffffffff)); break;
-    case BuiltinVar::Gid: v = b_.CreateLShr(call(Helper::GetCurrentUidGid), b_.getInt64(32)); break;
-    case BuiltinVar::Cpu: v = call(Helper::GetSmpProcessorId); break;
-    case BuiltinVar::Time: v = call(Helper::KtimeGetNs); break;
-    case BuiltinVar::Cgroup: v = call(Helper::GetCurrentCgroupId); break;
-    case BuiltinVar::Netns: v = currentTaskChain({"nsproxy", "net_ns", "ns", "inum"}).v; break;
+    case BuiltinVar::Computed: {
+      const sema::ValueRecipe& recipe = variable.recipe;
+      if (!recipe.task_path.empty()) return extend(currentTaskChain(recipe.task_path).v, type);
+      v = module_.callHelper(b_, static_cast<Helper>(recipe.helper), b_.getInt64Ty(), {});
+      if (recipe.shift) v = b_.CreateLShr(v, b_.getInt64(recipe.shift));
+      if (recipe.mask != ~0ull) v = b_.CreateAnd(v, b_.getInt64(recipe.mask));
+      break;
+    }
     case BuiltinVar::Func:
       // The traced function's address where one program serves many; else text.
       if (args_.func_ip) v = module_.callHelper(b_, Helper::GetFuncIp, b_.getInt64Ty(), {args_.ctx});
       break;
     case BuiltinVar::Duration:
-      if (args_.entry_ns) v = b_.CreateSub(call(Helper::KtimeGetNs), args_.entry_ns);
+      if (args_.entry_ns) {
+        v = b_.CreateSub(module_.callHelper(b_, Helper::KtimeGetNs, b_.getInt64Ty(), {}), args_.entry_ns);
+      }
       break;
     case BuiltinVar::Comm:
     case BuiltinVar::Probe:

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -26,9 +27,20 @@ enum class Needs : uint8_t {
   Function,  // only where a function is traced: `func`
 };
 
-/// Builtin variables by what they are.
+/// Builtin variables that need code of their own, by what they are; `Computed` ones are
+/// made from their `ValueRecipe` alone.
 enum class BuiltinVar : uint8_t {
-  Pid, Tid, Comm, Cpu, Time, Uid, Gid, Cgroup, Netns, Func, Probe, Kstack, Ustack, Duration,
+  Computed, Comm, Func, Probe, Kstack, Ustack, Duration,
+};
+
+/// How a `Computed` builtin variable's value is made, with no code of its own: a BPF
+/// helper's result (shifted right, then masked), or members followed from the current
+/// task (`current->real_parent->tgid`), relocated by CO-RE.
+struct ValueRecipe {
+  int helper = 0;  // a helper id from include/uapi/linux/bpf.h, or 0
+  uint8_t shift = 0;
+  uint64_t mask = ~0ull;
+  std::vector<std::string> task_path;
 };
 
 /// The record field a builtin's value is kept in: how it prints and how many bytes it takes
@@ -46,6 +58,8 @@ struct BuiltinVariable {
   std::string_view doc;
   /// The field holding it, when its type alone does not say (`kstack`, `comm`).
   std::optional<FieldShape> field = std::nullopt;
+  /// `Computed`: how to make it.
+  ValueRecipe recipe = {};
 };
 
 /// Builtin functions and aggregates by what they are.

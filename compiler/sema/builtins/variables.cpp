@@ -1,7 +1,22 @@
-// Builtin variables about the current task, CPU and time.
+// Builtin variables about the current task, CPU and time. Most are `Computed` from a
+// recipe (a helper's result, or members of the current task): adding one such is adding a
+// line here (docs/hacking.md shows `ppid`).
 #include "compiler/sema/builtins/builtins.h"
 
 namespace kq::sema {
+namespace {
+
+// BPF helper ids (include/uapi/linux/bpf.h).
+constexpr int kKtimeGetNs = 5;
+constexpr int kGetSmpProcessorId = 8;
+constexpr int kGetCurrentPidTgid = 14;
+constexpr int kGetCurrentUidGid = 15;
+constexpr int kGetCurrentCgroupId = 80;
+
+ValueRecipe helper(int id, uint8_t shift = 0, uint64_t mask = ~0ull) { return {id, shift, mask, {}}; }
+ValueRecipe task(std::vector<std::string> path) { return {0, 0, ~0ull, std::move(path)}; }
+
+}  // namespace
 
 void addProcessVariables(std::vector<BuiltinVariable>& out) {
   using runtime::FieldKind;
@@ -9,17 +24,28 @@ void addProcessVariables(std::vector<BuiltinVariable>& out) {
   auto u64 = [](TypeTable& t) { return t.u64(); };
   auto text = [](TypeTable& t) { return t.string(); };
   constexpr uint32_t kStackBytes = 8 * 32;  // 32 return addresses
+  constexpr uint64_t kLow32 = 0xffffffff;
+  const auto computed = BuiltinVar::Computed;
   out.insert(out.end(), {
-      {"pid", BuiltinVar::Pid, u32, Needs::Nothing, "process id (the thread group id)"},
-      {"tid", BuiltinVar::Tid, u32, Needs::Nothing, "thread id"},
+      {"pid", computed, u32, Needs::Nothing, "process id (the thread group id)", std::nullopt,
+       helper(kGetCurrentPidTgid, 32)},
+      {"tid", computed, u32, Needs::Nothing, "thread id", std::nullopt,
+       helper(kGetCurrentPidTgid, 0, kLow32)},
+      {"ppid", computed, u32, Needs::Nothing, "the parent's process id", std::nullopt,
+       task({"real_parent", "tgid"})},
       {"comm", BuiltinVar::Comm, text, Needs::Nothing, "the task's command name, up to 16 bytes",
        FieldShape{FieldKind::String, 16}},
-      {"cpu", BuiltinVar::Cpu, u32, Needs::Nothing, "the CPU the event happened on"},
-      {"time", BuiltinVar::Time, u64, Needs::Nothing, "nanoseconds since boot"},
-      {"uid", BuiltinVar::Uid, u32, Needs::Nothing, "user id"},
-      {"gid", BuiltinVar::Gid, u32, Needs::Nothing, "group id"},
-      {"cgroup", BuiltinVar::Cgroup, u64, Needs::Nothing, "cgroup v2 id"},
-      {"netns", BuiltinVar::Netns, u32, Needs::Nothing, "network namespace inode number"},
+      {"cpu", computed, u32, Needs::Nothing, "the CPU the event happened on", std::nullopt,
+       helper(kGetSmpProcessorId)},
+      {"time", computed, u64, Needs::Nothing, "nanoseconds since boot", std::nullopt,
+       helper(kKtimeGetNs)},
+      {"uid", computed, u32, Needs::Nothing, "user id", std::nullopt,
+       helper(kGetCurrentUidGid, 0, kLow32)},
+      {"gid", computed, u32, Needs::Nothing, "group id", std::nullopt, helper(kGetCurrentUidGid, 32)},
+      {"cgroup", computed, u64, Needs::Nothing, "cgroup v2 id", std::nullopt,
+       helper(kGetCurrentCgroupId)},
+      {"netns", computed, u32, Needs::Nothing, "network namespace inode number", std::nullopt,
+       task({"nsproxy", "net_ns", "ns", "inum"})},
       {"func", BuiltinVar::Func, text, Needs::Function,
        "the traced function's name (useful with globs)"},
       {"probe", BuiltinVar::Probe, text, Needs::Nothing, "the probe's full name"},
