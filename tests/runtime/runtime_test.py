@@ -19,6 +19,7 @@ import time
 import unittest
 
 KQ = None
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 WORKDIR = tempfile.mkdtemp(prefix="kq-runtime-")
 SO_MARK = 36
 
@@ -131,6 +132,37 @@ class Runtime(unittest.TestCase):
         self.assertTrue(all(e["mark"] == 0xdeadbeef for e in events))
         self.assertEqual(events[0]["skb"]["len"], events[0]["skb->len"])
         self.assertTrue(events[0]["skb"]["address"].startswith("0x"))
+
+    def test_ntop_prints_ipv6_and_ipv4_addresses(self):
+        # A TCP connection over ::1 (then one over 127.0.0.1): its sockets change state.
+        common = "((struct sock *)sk)->__sk_common"
+        query = ("trace tracepoint:sock:inet_sock_set_state where comm == \"python3\" and newstate == 1 "
+                 f"select ntop({common}.skc_v6_daddr) as daddr, ntop({common}.skc_v6_rcv_saddr) as saddr, "
+                 f"ntop({common}.skc_daddr) as daddr4")
+        send = f"{sys.executable} {SUPPORT}/send_tcp.py"
+        status, out, err = kq(query, "-c", f"{send} ::1")
+        self.assertEqual(status, 0, err)
+        rows = out.splitlines()[1:]
+        self.assertTrue(rows, out)
+        self.assertTrue(all(r.split()[-3:-1] == ["::1", "::1"] for r in rows), out)
+        status, out, err = kq("-o", "json", query, "-c", f"{send} ::1")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertTrue(events, out)
+        self.assertTrue(all((e["daddr"], e["saddr"]) == ("::1", "::1") for e in events), out)
+        status, out, err = kq("-o", "json", query, "-c", f"{send} 127.0.0.1")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertTrue(events, out)
+        self.assertTrue(all(e["daddr4"] == "127.0.0.1" for e in events), out)
+        # An address as a table's key prints the same way.
+        status, out, err = kq("-o", "json", "trace tracepoint:sock:inet_sock_set_state "
+                              "where comm == \"python3\" and newstate == 1 "
+                              f"group by ntop({common}.skc_v6_daddr) select ntop({common}.skc_v6_daddr) as daddr, count()",
+                              "-c", f"{send} ::1")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertEqual([r["daddr"] for r in rows], ["::1"], out)
 
     def test_bitfields_are_read_where_this_kernel_has_them(self):
         # Through CO-RE field-info relocations: skb->pkt_type and ip_summed (direct loads in
