@@ -122,6 +122,19 @@ class Runtime(unittest.TestCase):
         self.assertIn("skb = *(0x", out)
         self.assertIn("(struct sk_buff){", out)
 
+    def test_typed_dumps_use_the_running_kernels_types_with_btf_file(self):
+        # Compiled against a BTF file, the runtime still dumps with this kernel's types,
+        # found by name: `struct sk_buff` and the drop reason's enumerators.
+        btf = os.path.join(WORKDIR, "vmlinux.btf")
+        shutil.copy("/sys/kernel/btf/vmlinux", btf)
+        status, out, err = kq("--btf", btf, "-o", "json",
+                              "trace tracepoint:skb:kfree_skb(skb) where reason == SKB_DROP_REASON_NO_SOCKET "
+                              "select reason", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([e["reason"] for e in events], ["SKB_DROP_REASON_NO_SOCKET"] * 5, out[:2000])
+        self.assertTrue(all(e["skb"]["len"] > 0 for e in events), out[:2000])
+
     def test_marked_packets_as_json(self):
         status, out, err = kq("-o", "json",
                               "trace tracepoint:net:net_dev_xmit(skb) where mark == 0xdeadbeef select skb->len, mark",
