@@ -155,19 +155,16 @@ class Runtime(unittest.TestCase):
         send = f"{sys.executable} {SUPPORT}/send_tcp.py"
         status, out, err = kq(query, "-c", f"{send} ::1")
         self.assertEqual(status, 0, err)
-        rows = out.splitlines()[1:]
-        self.assertTrue(rows, out)
-        self.assertTrue(all(r.split()[-3:-1] == ["::1", "::1"] for r in rows), out)
+        # Other python3 processes may connect meanwhile: ours is among the rows.
+        self.assertIn(["::1", "::1"], [r.split()[-3:-1] for r in out.splitlines()[1:]], out)
         status, out, err = kq("-o", "json", query, "-c", f"{send} ::1")
         self.assertEqual(status, 0, err)
         events = [json.loads(line) for line in out.splitlines()]
-        self.assertTrue(events, out)
-        self.assertTrue(all((e["daddr"], e["saddr"]) == ("::1", "::1") for e in events), out)
+        self.assertIn(("::1", "::1"), [(e["daddr"], e["saddr"]) for e in events], out)
         status, out, err = kq("-o", "json", query, "-c", f"{send} 127.0.0.1")
         self.assertEqual(status, 0, err)
         events = [json.loads(line) for line in out.splitlines()]
-        self.assertTrue(events, out)
-        self.assertTrue(all(e["daddr4"] == "127.0.0.1" for e in events), out)
+        self.assertIn("127.0.0.1", [e["daddr4"] for e in events], out)
         # An address as a table's key prints the same way.
         status, out, err = kq("-o", "json", "trace tracepoint:sock:inet_sock_set_state "
                               "where comm == \"python3\" and newstate == 1 "
@@ -175,7 +172,7 @@ class Runtime(unittest.TestCase):
                               "-c", f"{send} ::1")
         self.assertEqual(status, 0, err)
         rows = json.loads(out.splitlines()[-1])["rows"]
-        self.assertEqual([r["daddr"] for r in rows], ["::1"], out)
+        self.assertIn("::1", [r["daddr"] for r in rows], out)
 
     def test_bitfields_are_read_where_this_kernel_has_them(self):
         # Through CO-RE field-info relocations: skb->pkt_type and ip_summed (direct loads in
