@@ -101,7 +101,7 @@ std::vector<Row> readRows(int fd, const AggregateLayout& layout) {
 }
 
 void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLayout& layout,
-               const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out) {
+               TypeDumper& types, int64_t wall_ns, bool several_queries, std::ostream& out) {
   std::string title = layout.every_ns ? clockText(wall_ns, ClockPrecision::Seconds) : "";
   if (several_queries) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
   if (!title.empty()) out << "@ " << title << "\n";
@@ -119,7 +119,7 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
     std::vector<std::string> line;
     for (const auto& [is_key, i] : layout.columns) {
       if (is_key) {
-        line.push_back(fieldText(layout.keys[i], layout.keys, row.key.data(), btf));
+        line.push_back(fieldText(layout.keys[i], layout.keys, row.key.data(), types));
       } else if (!isHistogram(layout.slots[i])) {
         auto v = scalar(layout.slots[i], row.value.data());
         line.push_back(v ? std::to_string(*v) : "-");
@@ -170,7 +170,7 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
 }
 
 void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLayout& layout,
-               const ::btf* btf, int64_t wall_ns, std::ostream& out) {
+               TypeDumper& types, int64_t wall_ns, std::ostream& out) {
   Json table;
   table["time_ns"] = wall_ns;
   table["query"] = layout.query + 1;
@@ -180,7 +180,7 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
     for (const auto& [is_key, i] : layout.columns) {
       if (is_key) {
         const FieldLayout& k = layout.keys[i];
-        std::string text = fieldText(k, layout.keys, row.key.data(), btf);
+        std::string text = fieldText(k, layout.keys, row.key.data(), types);
         if (k.kind == FieldKind::Signed) j[k.name] = readSigned(row.key.data() + k.offset);
         else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(readSigned(row.key.data() + k.offset));
         else j[k.name] = text;
@@ -215,7 +215,7 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
 }  // namespace
 
 void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
-                     const ::btf* btf, int64_t wall_ns, bool several_queries, std::ostream& out,
+                     TypeDumper& types, int64_t wall_ns, bool several_queries, std::ostream& out,
                      bool clear, bool skip_empty, uint64_t max_rows) {
   if (fd < 0) return;
   std::vector<Row> rows = readRows(fd, layout);
@@ -226,9 +226,9 @@ void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
   if (max_rows) shown = std::min<size_t>(shown, max_rows);
   std::vector<Row> kept(rows.begin(), rows.begin() + static_cast<ptrdiff_t>(shown));
   if (format == OutputFormat::Json) {
-    printJson(kept, rows.size() - shown, layout, btf, wall_ns, out);
+    printJson(kept, rows.size() - shown, layout, types, wall_ns, out);
   } else {
-    printText(kept, rows.size() - shown, layout, btf, wall_ns, several_queries, out);
+    printText(kept, rows.size() - shown, layout, types, wall_ns, several_queries, out);
   }
   if (clear) {
     for (const Row& row : rows) bpf_map_delete_elem(fd, row.key.data());

@@ -1,5 +1,7 @@
 #include "runtime/attach_methods.h"
 
+#include <linux/bpf.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -10,6 +12,22 @@ namespace {
 bool isKernelFunction(Attach a) {
   return a == Attach::Fentry || a == Attach::Fexit || a == Attach::Kprobe ||
          a == Attach::Kretprobe || a == Attach::KprobeMulti || a == Attach::KretprobeMulti;
+}
+
+/// The program family whose rules a helper call in a program of `attach` follows; nothing
+/// for families whose helpers kq does not probe.
+std::optional<HelperUse> helperUse(Attach a) {
+  if (a == Attach::Fentry || a == Attach::Fexit) return HelperUse::Fentry;
+  if (isKernelFunction(a)) return HelperUse::Kprobe;
+  return std::nullopt;
+}
+
+/// The probed helper with BPF helper id `id`; nothing for helpers every kernel kq runs on
+/// allows.
+std::optional<Helper> probedHelper(int id) {
+  if (id == BPF_FUNC_get_func_ip) return Helper::FuncIp;
+  if (id == BPF_FUNC_get_attach_cookie) return Helper::AttachCookie;
+  return std::nullopt;
 }
 
 std::string groupName(const ProgramPlan& plan, uint32_t group) {
@@ -37,6 +55,15 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
     }
     m.kernel_function = m.kernel_function || isKernelFunction(p.attach);
     m.fentry = m.fentry || p.attach == Attach::Fentry || p.attach == Attach::Fexit;
+    auto use = helperUse(p.attach);
+    for (int id : p.helpers) {
+      auto helper = probedHelper(id);
+      if (!use || !helper) continue;
+      std::pair<Helper, HelperUse> needed{*helper, *use};
+      if (std::find(m.helpers.begin(), m.helpers.end(), needed) == m.helpers.end()) {
+        m.helpers.push_back(needed);
+      }
+    }
   }
   for (Group& g : groups_) settle(g);
 }
@@ -48,6 +75,11 @@ std::optional<std::string> AttachMethods::unusable(const Method& method) {
   }
   for (Feature f : method.features) {
     if (auto why = features_.missing(f)) return why;
+  }
+  // A kernel can offer kprobes yet refuse bpf_get_func_ip in them (before 5.15), so a
+  // method whose programs call it would load nowhere: pass it over with the kernel's reason.
+  for (const auto& [helper, use] : method.helpers) {
+    if (auto why = features_.missing(helper, use)) return why;
   }
   return std::nullopt;
 }

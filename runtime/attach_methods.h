@@ -40,6 +40,8 @@ class AttachMethods {
     std::vector<Feature> features;       // what its programs need
     bool kernel_function = false;        // fentry/fexit or kprobes of some kind
     bool fentry = false;                 // fentry/fexit
+    /// Helpers its programs call that some kernels refuse in that program family.
+    std::vector<std::pair<Helper, HelperUse>> helpers;
   };
   struct Group {
     std::vector<Method> methods;  // by number

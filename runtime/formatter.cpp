@@ -2,9 +2,6 @@
 
 #include <arpa/inet.h>
 
-#include <bpf/btf.h>
-
-#include <cstdarg>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -13,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/symbols.h"
+#include "runtime/type_dump.h"
 
 namespace kq::runtime {
 
@@ -40,11 +38,6 @@ std::string clockText(int64_t wall_ns, ClockPrecision precision) {
   return "";
 }
 
-namespace {
-
-using Json = nlohmann::ordered_json;
-
-/// Printable text of a NUL-terminated string of at most `size` bytes.
 std::string stringText(const uint8_t* p, size_t size) {
   std::string out;
   for (size_t i = 0; i < size && p[i]; ++i) {
@@ -60,21 +53,9 @@ std::string stringText(const uint8_t* p, size_t size) {
   return out;
 }
 
-std::string enumName(const ::btf* btf, uint32_t id, int64_t value) {
-  if (btf && id) {
-    const ::btf_type* t = btf__type_by_id(btf, id);
-    if (t && btf_is_any_enum(t)) {
-      for (uint16_t i = 0; i < btf_vlen(t); ++i) {
-        bool is64 = btf_is_enum64(t);
-        int64_t v = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i])) : btf_enum(t)[i].val;
-        if (v == value) {
-          return btf__name_by_offset(btf, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
-        }
-      }
-    }
-  }
-  return std::to_string(value);
-}
+namespace {
+
+using Json = nlohmann::ordered_json;
 
 std::string ipv4Text(const uint8_t* p) { return fmt::format("{}.{}.{}.{}", p[0], p[1], p[2], p[3]); }
 
@@ -84,13 +65,13 @@ std::string ipv6Text(const uint8_t* p) {
 }
 
 /// A scalar field as text (stacks and records are shown apart).
-std::string scalarText(const FieldLayout& f, const uint8_t* p, const ::btf* btf) {
+std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types) {
   switch (f.kind) {
     case FieldKind::Signed: return std::to_string(readSigned(p));
     case FieldKind::Unsigned: return std::to_string(readU64(p));
     case FieldKind::Hex: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Bool: return readU64(p) ? "true" : "false";
-    case FieldKind::Enum: return enumName(btf, f.btf_id, readSigned(p));
+    case FieldKind::Enum: return types.enumText(f, readSigned(p));
     case FieldKind::String: return stringText(p, f.size);
     case FieldKind::Pointer: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Symbol: return kernelSymbol(readU64(p));
@@ -113,7 +94,7 @@ std::string withoutTrailingSpaces(std::string line) {
 /// fmt("%s:%d", a, b): each directive takes the next argument field, shown as it would be
 /// by itself (`%x` in hex); `%%` is a percent sign.
 std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
-                       const uint8_t* record, const ::btf* btf) {
+                       const uint8_t* record, TypeDumper& types) {
   std::string out;
   size_t next = 0;
   for (size_t i = 0; i < f.format.size(); ++i) {
@@ -141,121 +122,16 @@ std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fie
     if (conversion == 'x' && (arg.kind == FieldKind::Signed || arg.kind == FieldKind::Unsigned)) {
       out += fmt::format("{:x}", readU64(p));
     } else {
-      out += scalarText(arg, p, btf);
+      out += scalarText(arg, p, types);
     }
   }
   return out;
-}
-
-void appendFormatted(void* ctx, const char* format, va_list args) {
-  auto* out = static_cast<std::string*>(ctx);
-  char buffer[1024];
-  int n = std::vsnprintf(buffer, sizeof buffer, format, args);
-  if (n > 0) out->append(buffer, std::min<size_t>(n, sizeof buffer - 1));
-}
-
-/// A struct's bytes as C, ksnoop-style; bytes past what was captured read as zero.
-std::string recordDump(const ::btf* btf, const FieldLayout& f, const uint8_t* p) {
-  if (!btf || !f.btf_id) return "(no BTF to show it with)";
-  int64_t full = btf__resolve_size(btf, f.btf_id);
-  if (full <= 0) return "(unknown size)";
-  std::vector<uint8_t> bytes(static_cast<size_t>(full), 0);
-  std::memcpy(bytes.data(), p, std::min<size_t>(f.size, bytes.size()));
-  std::string out;
-  btf_dump* d = btf_dump__new(btf, appendFormatted, &out, nullptr);
-  if (!d) return "(cannot dump)";
-  LIBBPF_OPTS(btf_dump_type_data_opts, opts, .indent_str = "    ", .emit_zeroes = false);
-  int err = btf_dump__dump_type_data(d, f.btf_id, bytes.data(), bytes.size(), &opts);
-  btf_dump__free(d);
-  if (err < 0) return fmt::format("(cannot dump: {})", std::strerror(-err));
-  if (static_cast<int64_t>(f.size) < full) {
-    out += fmt::format("  /* first {} of {} bytes */", f.size, full);
-  }
-  return out;
-}
-
-/// A value of BTF type `id` as JSON: objects for records, strings for char arrays, enumerator
-/// names, numbers.
-Json jsonOf(const ::btf* btf, uint32_t id, const uint8_t* p, size_t avail, int depth) {
-  const ::btf_type* t = btf__type_by_id(btf, id);
-  while (t && (btf_is_typedef(t) || btf_is_mod(t) || btf_is_type_tag(t))) {
-    id = t->type;
-    t = btf__type_by_id(btf, id);
-  }
-  if (!t || depth > 16) return nullptr;
-  int64_t size = btf__resolve_size(btf, id);
-  if (size > 0 && static_cast<size_t>(size) > avail) return nullptr;  // not captured
-  switch (btf_kind(t)) {
-    case BTF_KIND_INT: {
-      uint64_t v = 0;
-      std::memcpy(&v, p, std::min<size_t>(t->size, 8));
-      if (btf_int_encoding(t) & BTF_INT_BOOL) return v != 0;
-      if (btf_int_encoding(t) & BTF_INT_SIGNED) {
-        int shift = 64 - 8 * std::min<int>(t->size, 8);
-        return static_cast<int64_t>(v << shift) >> shift;
-      }
-      return v;
-    }
-    case BTF_KIND_PTR: {
-      uint64_t v;
-      std::memcpy(&v, p, 8);
-      return fmt::format("0x{:x}", v);
-    }
-    case BTF_KIND_ENUM:
-    case BTF_KIND_ENUM64: {
-      int64_t v = 0;
-      std::memcpy(&v, p, std::min<size_t>(t->size, 8));
-      if (t->size < 8) v = static_cast<int64_t>(static_cast<int32_t>(v));
-      return enumName(btf, id, v);
-    }
-    case BTF_KIND_ARRAY: {
-      const struct btf_array* a = btf_array(t);
-      const ::btf_type* elem = btf__type_by_id(btf, a->type);
-      while (elem && (btf_is_typedef(elem) || btf_is_mod(elem))) elem = btf__type_by_id(btf, elem->type);
-      if (elem && btf_is_int(elem) && elem->size == 1 && (btf_int_encoding(elem) & BTF_INT_CHAR)) {
-        return stringText(p, a->nelems);
-      }
-      int64_t elem_size = btf__resolve_size(btf, a->type);
-      Json out = Json::array();
-      for (uint32_t i = 0; i < a->nelems && elem_size > 0; ++i) {
-        out.push_back(jsonOf(btf, a->type, p + i * elem_size, avail - i * elem_size, depth + 1));
-      }
-      return out;
-    }
-    case BTF_KIND_STRUCT:
-    case BTF_KIND_UNION: {
-      Json out = Json::object();
-      const btf_member* m = btf_members(t);
-      for (uint16_t i = 0; i < btf_vlen(t); ++i) {
-        uint32_t bit = btf_member_bit_offset(t, i);
-        uint32_t bits = btf_member_bitfield_size(t, i);
-        const char* name = btf__name_by_offset(btf, m[i].name_off);
-        if (bit / 8 >= avail) continue;
-        if (bits) {
-          uint64_t v = 0;
-          std::memcpy(&v, p + bit / 8, std::min<size_t>(8, avail - bit / 8));
-          v = (v >> (bit % 8)) & (bits >= 64 ? ~0ull : (1ull << bits) - 1);
-          out[name] = v;
-          continue;
-        }
-        Json value = jsonOf(btf, m[i].type, p + bit / 8, avail - bit / 8, depth + 1);
-        if (!name || !*name) {
-          if (value.is_object()) out.update(value);  // anonymous members lift into the parent
-          continue;
-        }
-        out[name] = value;
-      }
-      return out;
-    }
-    default:
-      return nullptr;
-  }
 }
 
 class TextFormatter : public Formatter {
  public:
-  TextFormatter(const ProgramLayout& layout, const ::btf* btf, int64_t offset, std::ostream& out)
-      : layout_(layout), btf_(btf), offset_(offset), out_(out) {
+  TextFormatter(const ProgramLayout& layout, TypeDumper& types, int64_t offset, std::ostream& out)
+      : layout_(layout), types_(types), offset_(offset), out_(out) {
     // One header for all probes when they share their columns; otherwise name=value pairs.
     for (const ProbeLayout& p : layout.probes) {
       if (p.aggregate) continue;
@@ -304,7 +180,7 @@ class TextFormatter : public Formatter {
       const uint8_t* p = record + f.offset;
       if (f.kind == FieldKind::Record) {
         uint64_t address = f.address_field >= 0 ? readU64(record + probe.fields[f.address_field].offset) : 0;
-        std::string dump = recordDump(btf_, f, p);
+        std::string dump = types_.recordText(f, p);
         blocks.push_back(fmt::format("{} = *(0x{:x}) {}", f.name, address, dump));
         if (!f.is_capture) line += shared_columns_ ? fmt::format("  0x{:x}", address)
                                                    : fmt::format("  {}=0x{:x}", f.name, address);
@@ -320,8 +196,8 @@ class TextFormatter : public Formatter {
         blocks.push_back(stack);
         continue;
       }
-      std::string value = f.kind == FieldKind::Format ? formatText(f, probe.fields, record, btf_)
-                                                       : scalarText(f, p, btf_);
+      std::string value = f.kind == FieldKind::Format ? formatText(f, probe.fields, record, types_)
+                                                       : scalarText(f, p, types_);
       if (f.is_capture) {
         blocks.push_back(fmt::format("{} = {}", f.name, value));
       } else {
@@ -343,7 +219,7 @@ class TextFormatter : public Formatter {
 
  private:
   const ProgramLayout& layout_;
-  const ::btf* btf_;
+  TypeDumper& types_;
   int64_t offset_;
   std::ostream& out_;
   std::vector<std::string> columns_;
@@ -355,8 +231,8 @@ class TextFormatter : public Formatter {
 
 class JsonFormatter : public Formatter {
  public:
-  JsonFormatter(const ProgramLayout& layout, const ::btf* btf, int64_t offset, std::ostream& out)
-      : layout_(layout), btf_(btf), offset_(offset), out_(out) {}
+  JsonFormatter(const ProgramLayout& layout, TypeDumper& types, int64_t offset, std::ostream& out)
+      : layout_(layout), types_(types), offset_(offset), out_(out) {}
 
   void begin() override {}
 
@@ -388,7 +264,7 @@ class JsonFormatter : public Formatter {
       case FieldKind::Unsigned: return readU64(p);
       case FieldKind::Bool: return readU64(p) != 0;
       case FieldKind::Record: {
-        Json value = btf_ ? jsonOf(btf_, f.btf_id, p, f.size, 0) : Json(nullptr);
+        Json value = types_.recordJson(f, p);
         if (value.is_object() && f.address_field >= 0) {
           Json with_address;
           with_address["address"] =
@@ -409,9 +285,9 @@ class JsonFormatter : public Formatter {
         return frames;
       }
       case FieldKind::Format:
-        return formatText(f, probe.fields, record, btf_);
+        return formatText(f, probe.fields, record, types_);
       default:
-        return scalarText(f, p, btf_);
+        return scalarText(f, p, types_);
     }
   }
 
@@ -427,7 +303,7 @@ class JsonFormatter : public Formatter {
   }
 
   const ProgramLayout& layout_;
-  const ::btf* btf_;
+  TypeDumper& types_;
   int64_t offset_;
   std::ostream& out_;
 };
@@ -435,18 +311,18 @@ class JsonFormatter : public Formatter {
 }  // namespace
 
 std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
-                      const uint8_t* record, const ::btf* btf) {
-  if (f.kind == FieldKind::Format) return formatText(f, fields, record, btf);
-  return scalarText(f, record + f.offset, btf);
+                      const uint8_t* record, TypeDumper& types) {
+  if (f.kind == FieldKind::Format) return formatText(f, fields, record, types);
+  return scalarText(f, record + f.offset, types);
 }
 
 std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayout& layout,
-                                         const ::btf* kernel_btf, int64_t boot_offset_ns,
+                                         TypeDumper& types, int64_t boot_offset_ns,
                                          std::ostream& out) {
   if (format == OutputFormat::Json) {
-    return std::make_unique<JsonFormatter>(layout, kernel_btf, boot_offset_ns, out);
+    return std::make_unique<JsonFormatter>(layout, types, boot_offset_ns, out);
   }
-  return std::make_unique<TextFormatter>(layout, kernel_btf, boot_offset_ns, out);
+  return std::make_unique<TextFormatter>(layout, types, boot_offset_ns, out);
 }
 
 }  // namespace kq::runtime

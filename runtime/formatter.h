@@ -11,9 +11,9 @@
 
 #include "runtime/event_layout.h"
 
-struct btf;
-
 namespace kq::runtime {
+
+class TypeDumper;
 
 enum class OutputFormat { Text, Json };
 
@@ -26,10 +26,10 @@ class Formatter {
                      size_t size) = 0;
 };
 
-/// `kernel_btf` (may be null) gives struct dumps and enumerator names; `boot_offset_ns`
-/// turns bpf_ktime_get_ns() into wall-clock time.
+/// `types` shows struct dumps and enumerator names (its fields prepared for `layout`);
+/// `boot_offset_ns` turns bpf_ktime_get_ns() into wall-clock time.
 std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayout& layout,
-                                         const ::btf* kernel_btf, int64_t boot_offset_ns,
+                                         TypeDumper& types, int64_t boot_offset_ns,
                                          std::ostream& out);
 
 // Values as the output shows them; aggregate tables (aggregates.cpp) use them too.
@@ -37,6 +37,8 @@ std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayou
 /// An 8-byte record slot (records are 8-byte aligned only by layout, so copied out).
 uint64_t readU64(const uint8_t* p);
 int64_t readSigned(const uint8_t* p);
+/// Printable text of a NUL-terminated string of at most `size` bytes (`\x01` escapes).
+std::string stringText(const uint8_t* p, size_t size);
 
 enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
 /// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.
@@ -45,6 +47,6 @@ std::string clockText(int64_t wall_ns, ClockPrecision precision);
 /// A field's value as text; `fields` and `record` are the whole record (or key), which a
 /// `fmt` draws its arguments from.
 std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
-                      const uint8_t* record, const ::btf* btf);
+                      const uint8_t* record, TypeDumper& types);
 
 }  // namespace kq::runtime

@@ -4,6 +4,7 @@
 #include "runtime/query_ends.h"
 #include "runtime/session_summary.h"
 #include "runtime/symbols.h"
+#include "runtime/type_dump.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -76,8 +77,8 @@ uint64_t lostEvents(int fd, Lost why) {
 class Tables {
  public:
   Tables(const LoadedObject& object, const ProgramPlan& plan, const SessionOptions& options,
-         const QueryEnds& ends, std::ostream& out)
-      : object_(object), plan_(plan), options_(options), ends_(ends), out_(out),
+         const QueryEnds& ends, TypeDumper& types, std::ostream& out)
+      : object_(object), plan_(plan), options_(options), ends_(ends), types_(types), out_(out),
         printed_(plan.layout.aggregates.size(), false) {}
 
   void printFinal(std::optional<uint32_t> query) {
@@ -92,7 +93,7 @@ class Tables {
   }
 
   void print(const AggregateLayout& a, bool clear, bool skip_empty) {
-    printAggregates(object_.mapFd(a.map), a, options_.format, options_.kernel_btf,
+    printAggregates(object_.mapFd(a.map), a, options_.format, types_,
                     nowNs(CLOCK_REALTIME), plan_.layout.queries > 1, out_, clear, skip_empty,
                     ends_.tableRows(a.query));
   }
@@ -102,6 +103,7 @@ class Tables {
   const ProgramPlan& plan_;
   const SessionOptions& options_;
   const QueryEnds& ends_;
+  TypeDumper& types_;
   std::ostream& out_;
   std::vector<bool> printed_;
 };
@@ -121,10 +123,13 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
   sigaction(SIGTERM, &action, &old_term);
 
   int64_t boot_offset = nowNs(CLOCK_REALTIME) - nowNs(CLOCK_MONOTONIC);
-  auto formatter = makeFormatter(options.format, plan.layout, options.kernel_btf, boot_offset, out);
+  // Every field's type is found once, here, not as events arrive.
+  TypeDumper types(options.kernel_types);
+  types.prepare(plan.layout);
+  auto formatter = makeFormatter(options.format, plan.layout, types, boot_offset, out);
   QueryEnds ends(options.queries, plan.layout, nowNs(CLOCK_MONOTONIC));
   Reader reader{plan, *formatter, ends};
-  Tables tables(object, plan, options, ends, out);
+  Tables tables(object, plan, options, ends, types, out);
   ring_buffer* ring = ring_buffer__new(object.mapFd(plan.events_map), onEvent, &reader, nullptr);
   if (!ring) {
     err << "kq: error: cannot read the event ring buffer: " << std::strerror(errno) << "\n";

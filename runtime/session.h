@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "runtime/formatter.h"
+#include "runtime/kernel_types.h"
 #include "runtime/loader.h"
 #include "runtime/query_ends.h"
 #include "runtime/session_summary.h"
@@ -22,7 +23,8 @@ struct SessionOptions {
   uint64_t duration_ns = 0;  // -d: the whole session; 0: until stopped
   pid_t child = 0;           // -c: stop when it exits
   pid_t traced = 0;          // -p: stop when it exits (not our child: watched with a pidfd)
-  const ::btf* kernel_btf = nullptr;
+  /// The running kernel's types, for typed dumps and enumerator names (may be null).
+  KernelTypes* kernel_types = nullptr;
 };
 
 SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,

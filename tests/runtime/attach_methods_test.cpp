@@ -11,6 +11,7 @@ namespace {
 class FakeKernel : public KernelFeatures {
  public:
   std::map<Feature, std::string> absent;
+  std::map<std::pair<Helper, HelperUse>, std::string> refused_helpers;
   int probes = 0;
   std::optional<std::string> missing(Feature feature) override {
     ++probes;
@@ -18,7 +19,11 @@ class FakeKernel : public KernelFeatures {
     if (it == absent.end()) return std::nullopt;
     return it->second;
   }
-  std::optional<std::string> missing(Helper, HelperUse) override { return std::nullopt; }
+  std::optional<std::string> missing(Helper helper, HelperUse use) override {
+    auto it = refused_helpers.find({helper, use});
+    if (it == refused_helpers.end()) return std::nullopt;
+    return it->second;
+  }
 };
 
 PlannedProgram program(const std::string& name, Attach attach, uint32_t group, uint32_t method) {
@@ -113,6 +118,45 @@ TEST(AttachMethods, ForcedFailureHidesOneAttachKind) {
   EXPECT_EQ(methods.chosen(0), 1u);
   EXPECT_EQ(methods.note(0),
             "ip_send_skb: kprobe (passed over fentry: failed on purpose (KQ_TEST_FAIL_ATTACH))");
+}
+
+constexpr int kGetFuncIp = 173;  // bpf_get_func_ip
+constexpr int kGetAttachCookie = 174;  // bpf_get_attach_cookie
+
+TEST(AttachMethods, SkipsAMethodCallingAHelperItsProgramFamilyIsRefused) {
+  // `trace tcp_* select func`: kprobe.multi programs call bpf_get_func_ip, which this
+  // kernel refuses in kprobes, while fentry is absent: the plain kprobes (which read the
+  // address from the registers) are left.
+  FakeKernel kernel;
+  kernel.absent[Feature::Trampoline] = "no trampolines";
+  kernel.refused_helpers[{Helper::FuncIp, HelperUse::Kprobe}] =
+      "the kernel refused a kprobe program calling bpf_get_func_ip (Invalid argument)";
+  ProgramPlan plan;
+  plan.group_names = {"tcp_*"};
+  plan.programs = {program("f", Attach::Fentry, 0, 0), program("m", Attach::KprobeMulti, 0, 1),
+                   program("k", Attach::Kprobe, 0, 2)};
+  plan.programs[0].helpers = {kGetFuncIp};
+  plan.programs[1].helpers = {14, kGetFuncIp};  // bpf_get_current_pid_tgid too: not probed
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.chosen(0), 2u);
+  EXPECT_EQ(methods.note(0),
+            "tcp_*: kprobe (passed over fentry: no trampolines; kprobe.multi: the kernel refused "
+            "a kprobe program calling bpf_get_func_ip (Invalid argument))");
+}
+
+TEST(AttachMethods, AHelperIsJudgedInTheFamilyOfTheProgramCallingIt) {
+  FakeKernel kernel;
+  kernel.refused_helpers[{Helper::AttachCookie, HelperUse::Fentry}] = "no cookies in fentry";
+  ProgramPlan plan = functionAtExit();
+  plan.programs[1].helpers = {kGetAttachCookie};  // the fexit program
+  plan.programs[3].helpers = {kGetAttachCookie};  // the kretprobe: allowed there
+  plan.group_names.push_back("sched_switch");
+  plan.programs.push_back(program("t", Attach::TpBtf, 1, 0));
+  plan.programs.back().helpers = {kGetAttachCookie};  // not a family kq probes helpers in
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.chosen(0), 1u);
+  EXPECT_EQ(methods.chosen(1), 0u);
+  EXPECT_EQ(methods.failure(0).find("cannot attach to ip_send_skb:\n  fentry: no cookies in fentry"), 0u);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ import time
 import unittest
 
 KQ = None
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 WORKDIR = tempfile.mkdtemp(prefix="kq-runtime-")
 SO_MARK = 36
 
@@ -121,6 +122,19 @@ class Runtime(unittest.TestCase):
         self.assertIn("skb = *(0x", out)
         self.assertIn("(struct sk_buff){", out)
 
+    def test_typed_dumps_use_the_running_kernels_types_with_btf_file(self):
+        # Compiled against a BTF file, the runtime still dumps with this kernel's types,
+        # found by name: `struct sk_buff` and the drop reason's enumerators.
+        btf = os.path.join(WORKDIR, "vmlinux.btf")
+        shutil.copy("/sys/kernel/btf/vmlinux", btf)
+        status, out, err = kq("--btf", btf, "-o", "json",
+                              "trace tracepoint:skb:kfree_skb(skb) where reason == SKB_DROP_REASON_NO_SOCKET "
+                              "select reason", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([e["reason"] for e in events], ["SKB_DROP_REASON_NO_SOCKET"] * 5, out[:2000])
+        self.assertTrue(all(e["skb"]["len"] > 0 for e in events), out[:2000])
+
     def test_marked_packets_as_json(self):
         status, out, err = kq("-o", "json",
                               "trace tracepoint:net:net_dev_xmit(skb) where mark == 0xdeadbeef select skb->len, mark",
@@ -131,6 +145,34 @@ class Runtime(unittest.TestCase):
         self.assertTrue(all(e["mark"] == 0xdeadbeef for e in events))
         self.assertEqual(events[0]["skb"]["len"], events[0]["skb->len"])
         self.assertTrue(events[0]["skb"]["address"].startswith("0x"))
+
+    def test_ntop_prints_ipv6_and_ipv4_addresses(self):
+        # A TCP connection over ::1 (then one over 127.0.0.1): its sockets change state.
+        common = "((struct sock *)sk)->__sk_common"
+        query = ("trace tracepoint:sock:inet_sock_set_state where comm == \"python3\" and newstate == 1 "
+                 f"select ntop({common}.skc_v6_daddr) as daddr, ntop({common}.skc_v6_rcv_saddr) as saddr, "
+                 f"ntop({common}.skc_daddr) as daddr4")
+        send = f"{sys.executable} {SUPPORT}/send_tcp.py"
+        status, out, err = kq(query, "-c", f"{send} ::1")
+        self.assertEqual(status, 0, err)
+        # Other python3 processes may connect meanwhile: ours is among the rows.
+        self.assertIn(["::1", "::1"], [r.split()[-3:-1] for r in out.splitlines()[1:]], out)
+        status, out, err = kq("-o", "json", query, "-c", f"{send} ::1")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertIn(("::1", "::1"), [(e["daddr"], e["saddr"]) for e in events], out)
+        status, out, err = kq("-o", "json", query, "-c", f"{send} 127.0.0.1")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertIn("127.0.0.1", [e["daddr4"] for e in events], out)
+        # An address as a table's key prints the same way.
+        status, out, err = kq("-o", "json", "trace tracepoint:sock:inet_sock_set_state "
+                              "where comm == \"python3\" and newstate == 1 "
+                              f"group by ntop({common}.skc_v6_daddr) select ntop({common}.skc_v6_daddr) as daddr, count()",
+                              "-c", f"{send} ::1")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertIn("::1", [r["daddr"] for r in rows], out)
 
     def test_bitfields_are_read_where_this_kernel_has_them(self):
         # Through CO-RE field-info relocations: skb->pkt_type and ip_summed (direct loads in

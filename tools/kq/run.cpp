@@ -198,7 +198,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   session.duration_ns = duration;
   session.child = child ? child->pid() : 0;
   session.traced = static_cast<pid_t>(request.pid);
-  session.kernel_btf = env.btf->vmlinux().btf;
+  // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
+  // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s.
+  runtime::KernelTypes kernel_types("/sys/kernel/btf",
+                                    request.btf.empty() ? env.btf->vmlinux().btf : nullptr);
+  session.kernel_types = &kernel_types;
   runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
   return 0;
 }

@@ -1,0 +1,162 @@
+#include "runtime/kernel_types.h"
+
+#include <bpf/btf.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+namespace kq::runtime {
+namespace {
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+/// `id` with const, volatile, restrict and type tags stepped over (never typedefs: a
+/// typedef is part of how the compiler spells a type).
+uint32_t withoutModifiers(const ::btf* btf, uint32_t id) {
+  const ::btf_type* t = btf__type_by_id(btf, id);
+  while (t && (btf_is_mod(t) || btf_is_type_tag(t))) {
+    id = t->type;
+    t = btf__type_by_id(btf, id);
+  }
+  return id;
+}
+
+/// The first type of `kind` that refers to `target`, matched by `fits` (BTF has one array
+/// or pointer type per use, all anonymous, so they are found by what they point at).
+template <typename Fits>
+std::optional<uint32_t> findReferring(const ::btf* btf, uint32_t kind, Fits fits) {
+  uint32_t count = btf__type_cnt(btf);
+  for (uint32_t id = 1; id < count; ++id) {
+    const ::btf_type* t = btf__type_by_id(btf, id);
+    if (btf_kind(t) == kind && fits(t)) return id;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint32_t> findNamed(const ::btf* btf, std::string_view name,
+                                  std::initializer_list<uint32_t> kinds) {
+  std::string text(name);
+  for (uint32_t kind : kinds) {
+    int id = btf__find_by_name_kind(btf, text.c_str(), kind);
+    if (id > 0) return static_cast<uint32_t>(id);
+  }
+  return std::nullopt;
+}
+
+/// The id of the type spelled `s`; 0 is `void`.
+std::optional<uint32_t> lookup(const ::btf* btf, std::string_view s) {
+  s = trimmed(s);
+  // `T[3][2]` is two `T[3]`: the last bound is the outermost array's.
+  if (!s.empty() && s.back() == ']') {
+    size_t open = s.rfind('[');
+    if (open == std::string_view::npos) return std::nullopt;
+    uint32_t count = 0;
+    std::string_view digits = s.substr(open + 1, s.size() - open - 2);
+    auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), count);
+    if (parsed.ec != std::errc() || parsed.ptr != digits.data() + digits.size()) return std::nullopt;
+    auto element = lookup(btf, s.substr(0, open));
+    if (!element) return std::nullopt;
+    return findReferring(btf, BTF_KIND_ARRAY, [&](const ::btf_type* t) {
+      const struct btf_array* a = btf_array(t);
+      return a->nelems == count && withoutModifiers(btf, a->type) == *element;
+    });
+  }
+  if (!s.empty() && s.back() == '*') {
+    auto pointee = lookup(btf, s.substr(0, s.size() - 1));
+    if (!pointee) return std::nullopt;
+    return findReferring(btf, BTF_KIND_PTR, [&](const ::btf_type* t) {
+      return withoutModifiers(btf, t->type) == *pointee;
+    });
+  }
+  for (std::string_view modifier : {"const ", "volatile "}) {
+    if (startsWith(s, modifier)) return lookup(btf, s.substr(modifier.size()));
+  }
+  if (s == "void") return 0;
+  if (startsWith(s, "struct ")) return findNamed(btf, s.substr(7), {BTF_KIND_STRUCT});
+  if (startsWith(s, "union ")) return findNamed(btf, s.substr(6), {BTF_KIND_UNION});
+  if (startsWith(s, "enum ")) return findNamed(btf, s.substr(5), {BTF_KIND_ENUM, BTF_KIND_ENUM64});
+  return findNamed(btf, s, {BTF_KIND_TYPEDEF, BTF_KIND_INT, BTF_KIND_FLOAT});
+}
+
+}  // namespace
+
+uint32_t findTypeIn(const ::btf* btf, const std::string& spelling) {
+  if (!btf || spelling.empty()) return 0;
+  auto id = lookup(btf, spelling);
+  if (!id || *id == 0) return 0;
+  // Dumps and enumerator names want the type itself: step over typedefs too.
+  int resolved = btf__resolve_type(btf, *id);
+  return resolved > 0 ? static_cast<uint32_t>(resolved) : *id;
+}
+
+KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against)
+    : dir_(std::move(dir)), vmlinux_(compiled_against), ids_trusted_(compiled_against != nullptr),
+      vmlinux_loaded_(compiled_against != nullptr) {}
+
+KernelTypes::~KernelTypes() {
+  // Modules first: each is split on top of vmlinux.
+  for (::btf* module : modules_) btf__free(module);
+  btf__free(owned_vmlinux_);
+}
+
+const ::btf* KernelTypes::vmlinux() {
+  if (!vmlinux_loaded_) {
+    vmlinux_loaded_ = true;
+    ::btf* loaded = btf__parse((dir_ + "/vmlinux").c_str(), nullptr);
+    if (loaded) vmlinux_ = owned_vmlinux_ = loaded;
+  }
+  return vmlinux_;
+}
+
+const std::vector<::btf*>& KernelTypes::modules() {
+  if (modules_loaded_ || !vmlinux()) return modules_;
+  modules_loaded_ = true;
+  std::vector<std::string> paths;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+    if (entry.path().filename() != "vmlinux") paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());  // the same order, so the same answers, every run
+  // libbpf takes the base as non-const but only reads it.
+  auto* base = const_cast<::btf*>(vmlinux_);
+  for (const std::string& path : paths) {
+    if (::btf* module = btf__parse_split(path.c_str(), base)) modules_.push_back(module);
+  }
+  return modules_;
+}
+
+KernelType KernelTypes::find(const std::string& spelling) {
+  if (spelling.empty()) return {};
+  if (auto it = found_.find(spelling); it != found_.end()) return it->second;
+  KernelType type;
+  if (uint32_t id = findTypeIn(vmlinux(), spelling)) {
+    type = {vmlinux_, id};
+  } else {
+    for (const ::btf* module : modules()) {
+      if (uint32_t in_module = findTypeIn(module, spelling)) {
+        type = {module, in_module};
+        break;
+      }
+    }
+  }
+  found_[spelling] = type;
+  return type;
+}
+
+KernelType KernelTypes::byVmlinuxId(uint32_t id) {
+  if (!ids_trusted_ || !id || !vmlinux() || id >= btf__type_cnt(vmlinux_)) return {};
+  return {vmlinux_, id};
+}
+
+}  // namespace kq::runtime

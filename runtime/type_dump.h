@@ -1,0 +1,47 @@
+// Values of kernel types in records, shown with the running kernel's BTF: structs and unions
+// dumped as C (ksnoop-style) or as JSON objects, enumerators by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/event_layout.h"
+#include "runtime/kernel_types.h"
+
+struct btf_dump;
+
+namespace kq::runtime {
+
+class TypeDumper {
+ public:
+  /// `types` may be null (no BTF): records are then not shown, enumerators print as numbers.
+  explicit TypeDumper(KernelTypes* types);
+  ~TypeDumper();
+  TypeDumper(const TypeDumper&) = delete;
+  TypeDumper& operator=(const TypeDumper&) = delete;
+
+  /// Finds the type of every field of `layout` now, so that no event waits for a lookup.
+  void prepare(const ProgramLayout& layout);
+
+  /// An Enum field's value: its enumerator's name, or the number.
+  std::string enumText(const FieldLayout& f, int64_t value);
+  /// A Record field's bytes as C; bytes past what was captured read as zero.
+  std::string recordText(const FieldLayout& f, const uint8_t* bytes);
+  /// A Record field's bytes as a JSON object (null without BTF).
+  nlohmann::ordered_json recordJson(const FieldLayout& f, const uint8_t* bytes);
+
+ private:
+  /// The kernel's type for `f`: by its name, else (when the ids are this kernel's) its id.
+  KernelType typeOf(const FieldLayout& f);
+  ::btf_dump* dumperFor(const ::btf* btf);
+
+  KernelTypes* types_;
+  std::unordered_map<const FieldLayout*, KernelType> fields_;
+  std::unordered_map<const ::btf*, ::btf_dump*> dumpers_;
+  std::string dumped_;  // where every btf_dump prints
+};
+
+}  // namespace kq::runtime
