@@ -523,6 +523,18 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertEqual(e["tid"], e["pid"])
         self.assertTrue(any("sys_enter" in f or "trace" in f for f in e["kstack"]), e["kstack"])
 
+    def test_ppid_is_the_parent(self):
+        # `ppid` is a builtin computed from the current task (real_parent->tgid): each exec
+        # of a chain of shells names the one before it as its parent.
+        status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_exec select pid, ppid",
+                              "-c", "sh -c 'sh -c /bin/true'")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        # kq runs the command through a shell of its own: sh -> sh -> sh -> true.
+        self.assertEqual([e["comm"] for e in events][-2:], ["sh", "true"], out)
+        for parent, child in zip(events, events[1:]):
+            self.assertEqual(child["ppid"], parent["pid"], events)
+
     def test_dump_bpf_has_the_filter_and_direct_loads(self):
         status, out, err = kq("--dump", "bpf", "-e",
                               "trace tracepoint:net:net_dev_xmit() where skb->len > 100 select skb->len")
@@ -539,6 +551,6 @@ if __name__ == "__main__":
     if reason:
         print(f"SKIPPED: {reason}")
     try:
-        unittest.main(argv=[sys.argv[0], "-v"])
+        unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
     finally:
         shutil.rmtree(WORKDIR, ignore_errors=True)
