@@ -160,3 +160,32 @@ void checkQueries(Context& ctx, Program& program) {
 }
 
 }  // namespace kq::sema
+
+namespace kq::sema {
+
+void checkExtensions(Context& ctx, Program& program) {
+  for (const ast::Item& item : ctx.script.items) {
+    const auto* decl = std::get_if<ast::ExtensionDecl>(&item);
+    if (!decl) continue;
+    ResolvedExtension& ext = program.extensions.emplace_back();
+    ext.decl = decl;
+    ext.target.description = "an ipftrace2 extension";
+    if (auto skb = ctx.btf.findStruct("sk_buff")) {
+      ext.target.args.push_back({"skb", ctx.types.pointerTo(ctx.types.fromBtf(*skb)), 0});
+    }
+    Scope scope;
+    scope.target = &ext.target;
+    ExprChecker checker(ctx, scope, ext.exprs);
+    const ast::Clauses& clauses = decl->clauses;
+    if (clauses.where) {
+      const Type* t = checker.check(*clauses.where);
+      if (!isTruthy(t)) {
+        ctx.diags.report(DiagKind::TypeMismatch, clauses.where->range,
+                         fmt::format("`where` needs a condition, not a `{}`", t->spelling));
+      }
+    }
+    for (const ast::SelectItem& item : clauses.select) checker.check(*item.expr);
+  }
+}
+
+}  // namespace kq::sema

@@ -272,8 +272,14 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     info.operands = std::move(bc.operands);
     return info;
   }
-  auto fn = ctx_.decls.fns.find(c.callee);
-  if (fn == ctx_.decls.fns.end()) {
+  const ast::FnDecl* fn = nullptr;
+  if (scope_.module) {
+    // Inside a stdlib function: its own module's functions first.
+    const auto& own = ctx_.module_fns[scope_.module];
+    if (auto it = own.find(c.callee); it != own.end()) fn = it->second;
+  }
+  if (auto it = ctx_.decls.fns.find(c.callee); !fn && it != ctx_.decls.fns.end()) fn = it->second;
+  if (!fn) {
     unknownCall(c);
     for (const ast::ExprPtr& arg : c.args) check(*arg);
     info.type = error();
@@ -281,26 +287,26 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
   }
   std::vector<const Type*> arg_types;
   for (const ast::ExprPtr& arg : c.args) arg_types.push_back(check(*arg));
-  if (c.args.size() != fn->second->params.size()) {
+  if (c.args.size() != fn->params.size()) {
     report(DiagKind::WrongArgumentCount, c.range,
-           fmt::format("`{}` takes {} argument{}, not {}", c.callee, fn->second->params.size(),
-                       fn->second->params.size() == 1 ? "" : "s", c.args.size()))
-        .note(fn->second->name_range, "declared here");
+           fmt::format("`{}` takes {} argument{}, not {}", c.callee, fn->params.size(),
+                       fn->params.size() == 1 ? "" : "s", c.args.size()))
+        .note(fn->name_range, "declared here");
     info.type = error();
     return info;
   }
   for (size_t i = 0; i < arg_types.size(); ++i) {
-    const Type* wanted = paramType(*fn->second, i);
+    const Type* wanted = paramType(*fn, i);
     if (wanted && !arg_types[i]->isError() && !wanted->isError() &&
         !assignable(arg_types[i], wanted)) {
       report(DiagKind::TypeMismatch, c.args[i]->range,
              fmt::format("`{}` takes `{}` as `{}`, not `{}`", c.callee, wanted->spelling,
-                         fn->second->params[i].name, arg_types[i]->spelling));
+                         fn->params[i].name, arg_types[i]->spelling));
       info.type = error();
       return info;
     }
   }
-  info = expandFn(*fn->second, c, arg_types);
+  info = expandFn(*fn, c, arg_types);
   info.ref = Ref::Fn;
   return info;
 }
@@ -362,6 +368,8 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
   inner.in_where = scope_.in_where;
   inner.calls = scope_.calls;
   inner.calls.push_back(&fn);
+  auto home = ctx_.fn_home.find(&fn);
+  inner.module = home == ctx_.fn_home.end() ? nullptr : home->second;
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const Type* declared = fn.params[i].type ? paramType(fn, i) : nullptr;
     inner.params.emplace_back(fn.params[i].name, declared ? declared : arg_types[i]);

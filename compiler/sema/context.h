@@ -42,6 +42,10 @@ struct Context {
   std::map<std::string, std::vector<const ast::FnDecl*>, std::less<>> properties;
   bool properties_loaded = false;
   std::set<std::string> property_modules;  // stdlib modules whose properties are loaded
+  /// Each stdlib `fn` and the module declaring it, and each module's `fn`s: a body calls
+  /// the functions of its own module, whether or not the script `use`s it.
+  std::map<const ast::FnDecl*, const ast::Script*> fn_home;
+  std::map<const ast::Script*, std::map<std::string, const ast::FnDecl*, std::less<>>> module_fns;
 
   /// Parses the stdlib module `name` once; null when there is no such module.
   const ast::Script* loadModule(const std::string& name);
@@ -61,6 +65,9 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
 
 /// Type-checks the expressions of each query in each of its probes.
 void checkQueries(Context& ctx, Program& program);
+
+/// Type-checks each `extension`'s clauses, with `skb` in scope.
+void checkExtensions(Context& ctx, Program& program);
 
 /// Type-checks `let` values and functions whose parameters all have types.
 void checkDeclarations(Context& ctx);

@@ -26,6 +26,8 @@ struct Scope {
   std::vector<const ast::FnDecl*> calls;
   /// Whether aggregates may appear here (directly in a `select` item).
   bool aggregates_allowed = false;
+  /// The stdlib module whose `fn` body this is (its other `fn`s are in scope), or null.
+  const ast::Script* module = nullptr;
   /// Where uses of `func` are recorded, and whether this is the query's `where`.
   FuncUse* func = nullptr;
   bool in_where = false;

@@ -193,8 +193,12 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
           {handler->params[i].name, ctx.types.fromBtf(handler->params[i].type), i - 1});
     }
     out.functions.push_back(std::move(*handler));
+    // Only tp_btf: the expressions are typed against its arguments, which the classic
+    // record does not have.
     out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
-  } else if (out.format) {
+    return out;
+  }
+  if (out.format) {
     uint32_t i = 0;
     for (const kernel::TracepointField& field : out.format->fields) {
       if (out.category == "syscalls" && field.name == "__syscall_nr") continue;

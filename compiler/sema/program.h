@@ -153,8 +153,17 @@ struct ResolvedQuery {
   QueryShape shape;
 };
 
+/// An ipftrace2 extension (`extension where ... select ...`): checked in a scope of one
+/// argument, `skb` (a `struct sk_buff *`), as ipftrace2's `module()` receives it.
+struct ResolvedExtension {
+  const ast::ExtensionDecl* decl = nullptr;
+  ResolvedTarget target;
+  ExprTable exprs;
+};
+
 struct Program {
   std::vector<ResolvedQuery> queries;
+  std::vector<ResolvedExtension> extensions;
 };
 
 }  // namespace kq::sema

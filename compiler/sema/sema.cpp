@@ -18,7 +18,14 @@ const ast::Script* Context::loadModule(const std::string& name) {
     std::optional<ast::Script> parsed = parse::parseScript(sources, file, diags);
     if (!parsed) return nullptr;
     modules.push_back(std::make_unique<ast::Script>(std::move(*parsed)));
-    return modules.back().get();
+    const ast::Script* script = modules.back().get();
+    for (const ast::Item& item : script->items) {
+      if (const auto* fn = std::get_if<ast::FnDecl>(&item)) {
+        fn_home[fn] = script;
+        module_fns[script][fn->name] = fn;
+      }
+    }
+    return script;
   }
   return nullptr;
 }
@@ -146,6 +153,7 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
   checkDeclarations(ctx);
   if (diags.errorCount() > after_probes) return std::nullopt;
   checkQueries(ctx, out.program);
+  checkExtensions(ctx, out.program);
   if (failed()) return std::nullopt;
   for (ResolvedQuery& query : out.program.queries) checkQueryShape(ctx, query);
   if (failed()) return std::nullopt;
