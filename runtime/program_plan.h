@@ -76,9 +76,10 @@ struct PlannedMap {
   uint32_t value_size = 0;
   uint32_t max_entries = 0;
   bool preallocated = false;
-  /// An estimate of the kernel memory it takes at its fullest (what bpftool calls
-  /// bytes_memlock for a preallocated map).
+  /// The kernel memory it takes at its fullest (what bpftool calls bytes_memlock for a
+  /// preallocated map); for a per-CPU map, on each CPU.
   uint64_t bytes = 0;
+  bool per_cpu = false;
 };
 
 /// Why an event was lost: the slots of the lost-event map.

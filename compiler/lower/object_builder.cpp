@@ -1,7 +1,5 @@
 #include "compiler/lower/object_builder.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 namespace kq::lower {
@@ -20,10 +18,6 @@ const char* mapTypeName(MapType type) {
   return "?";
 }
 
-uint32_t possibleCpus() {
-  long n = sysconf(_SC_NPROCESSORS_CONF);
-  return n > 0 ? static_cast<uint32_t>(n) : 1;
-}
 
 }  // namespace
 
@@ -76,7 +70,8 @@ llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {
   planned.max_entries = spec.max_entries;
   bool hash = spec.type == MapType::Hash || spec.type == MapType::PercpuHash;
   planned.preallocated = !(hash && (spec.flags & kMapNoPrealloc));
-  planned.bytes = mapBytes(spec, possibleCpus());
+  planned.per_cpu = spec.type == MapType::PercpuArray || spec.type == MapType::PercpuHash;
+  planned.bytes = mapBytes(spec, 1);
   plan_.maps.push_back(std::move(planned));
   return module_.addMap(spec);
 }
@@ -125,7 +120,7 @@ void ObjectBuilder::finishScratch() {
   MapSpec spec{"scratch", MapType::PercpuArray, scratch_entries_, 4,
                std::max<uint32_t>(round8(scratch_bytes_), 8)};
   runtime::PlannedMap planned{spec.name, "percpu_array", spec.key_size, spec.value_size,
-                              spec.max_entries, true, mapBytes(spec, possibleCpus())};
+                              spec.max_entries, true, mapBytes(spec, 1), true};
   plan_.maps.push_back(planned);
   scratch_ = module_.describeMap(scratch_, spec);
 }

@@ -523,6 +523,20 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertEqual(e["tid"], e["pid"])
         self.assertTrue(any("sys_enter" in f or "trace" in f for f in e["kstack"]), e["kstack"])
 
+    def test_strings_past_the_stack_compile_and_run(self):
+        # Eight string alternatives and six str() columns once overflowed the 512-byte BPF
+        # stack and LLVM ended the process; now each alternative is written straight into
+        # the record, and compared strings past the stack budget live in scratch memory.
+        chain = " : ".join(f'pid == {i} ? "s{i}"' for i in range(1, 8)) + ' : "s8"'
+        columns = ", ".join(["str(filename)"] * 6)
+        status, out, err = kq(f"trace syscall:openat where comm == \"cat\" and "
+                              f"str(filename) == str(filename) select {chain} as which, {columns}",
+                              "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        mine = [line.split() for line in out.splitlines() if "/etc/hostname" in line]
+        self.assertEqual(len(mine), 1, out)
+        self.assertEqual(mine[0][-7:], ["s8"] + ["/etc/hostname"] * 6, out)
+
     def test_ppid_is_the_parent(self):
         # `ppid` is a builtin computed from the current task (real_parent->tgid): each exec
         # of a chain of shells names the one before it as its parent.

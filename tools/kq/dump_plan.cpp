@@ -49,19 +49,22 @@ void dumpPrograms(const runtime::ProgramPlan& plan, std::ostream& out) {
 
 void dumpMaps(const runtime::ProgramPlan& plan, std::ostream& out) {
   out << fmt::format("maps: {}\n", plan.maps.size());
-  uint64_t preallocated = 0, at_most = 0;
+  uint64_t preallocated = 0, at_most = 0, per_cpu = 0;
   for (const runtime::PlannedMap& m : plan.maps) {
     std::string shape = m.type == "ringbuf"
                             ? fmt::format("{} bytes", m.max_entries)
-                            : fmt::format("key {} B, value {} B, {} entries", m.key_size, m.value_size,
-                                          m.max_entries);
+                            : fmt::format("key {} B, value {} B, {} entr{}", m.key_size, m.value_size,
+                                          m.max_entries, m.max_entries == 1 ? "y" : "ies");
+    std::string size = byteSize(m.bytes) + (m.per_cpu ? " per CPU" : "");
     out << fmt::format("  {:<12} {:<13} {:<44} {}\n", m.name, m.type, shape,
-                       m.preallocated ? byteSize(m.bytes)
-                                      : fmt::format("up to {} (allocated on use)", byteSize(m.bytes)));
-    (m.preallocated ? preallocated : at_most) += m.bytes;
+                       m.preallocated ? size : fmt::format("up to {} (allocated on use)", size));
+    uint64_t& total = m.per_cpu ? per_cpu : (m.preallocated ? preallocated : at_most);
+    total += m.bytes;
   }
-  out << fmt::format("map memory: {} when loaded, up to {} more as entries are added\n",
-                     byteSize(preallocated), byteSize(at_most));
+  out << fmt::format("map memory: {} when loaded{}, up to {} more as entries are added\n",
+                     byteSize(preallocated),
+                     per_cpu ? fmt::format(" and {} per CPU", byteSize(per_cpu)) : "",
+                     byteSize(at_most));
 }
 
 }  // namespace
