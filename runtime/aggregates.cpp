@@ -3,6 +3,9 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <cstring>
+#include <ctime>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,15 +76,61 @@ const AggregateSlot* topSlot(const AggregateLayout& layout) {
   return nullptr;
 }
 
-std::vector<Row> readRows(int fd, const AggregateLayout& layout) {
+void writeU64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof v); }
+
+/// Adds the value `from` into `into`: the same group counted in two intervals.
+void mergeValue(const AggregateLayout& layout, uint8_t* into, const uint8_t* from) {
+  auto add = [](uint8_t* a, const uint8_t* b) { writeU64(a, readU64(a) + readU64(b)); };
+  for (const AggregateSlot& s : layout.slots) {
+    uint8_t* a = into + s.offset;
+    const uint8_t* b = from + s.offset;
+    switch (s.kind) {
+      case AggregateKind::Count:
+      case AggregateKind::Top:
+      case AggregateKind::Sum: add(a, b); break;
+      case AggregateKind::Avg:
+        add(a, b);
+        add(a + 8, b + 8);
+        break;
+      case AggregateKind::Min:
+      case AggregateKind::Max: {
+        if (!readU64(b)) break;  // nothing seen there
+        bool better = s.kind == AggregateKind::Min ? readSigned(b + 8) < readSigned(a + 8)
+                                                   : readSigned(b + 8) > readSigned(a + 8);
+        if (!readU64(a) || better) std::copy(b, b + 16, a);
+        break;
+      }
+      case AggregateKind::Hist:
+      case AggregateKind::Lhist:
+        for (uint32_t i = 0; i < s.buckets; ++i) add(a + 8 * i, b + 8 * i);
+        break;
+    }
+  }
+}
+
+/// The map's rows, each group once (its intervals merged); with `before`, only the rows of
+/// intervals before it. `keys` gets every key read, to delete.
+std::vector<Row> readRows(int fd, const AggregateLayout& layout, std::optional<uint64_t> before,
+                          std::vector<std::vector<uint8_t>>* keys = nullptr) {
   std::vector<Row> rows;
+  std::map<std::vector<uint8_t>, size_t> group_row;
   std::vector<uint8_t> key(layout.key_size), next(layout.key_size);
   void* prev = nullptr;
   while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
-    Row row{next, std::vector<uint8_t>(layout.value_size)};
-    if (bpf_map_lookup_elem(fd, next.data(), row.value.data()) == 0) rows.push_back(row);
     key = next;
     prev = key.data();
+    uint64_t interval = layout.interval_bytes ? readU64(next.data()) : 0;
+    if (before && interval >= *before) continue;
+    Row row{next, std::vector<uint8_t>(layout.value_size)};
+    if (bpf_map_lookup_elem(fd, next.data(), row.value.data()) != 0) continue;
+    if (keys) keys->push_back(next);
+    std::vector<uint8_t> group(next.begin() + layout.interval_bytes, next.end());
+    auto [it, added] = group_row.emplace(group, rows.size());
+    if (added) {
+      rows.push_back(std::move(row));
+    } else {
+      mergeValue(layout, rows[it->second].value.data(), row.value.data());
+    }
   }
   // Largest first, by `top` or else the first scalar aggregate.
   const AggregateSlot* order = topSlot(layout);
@@ -218,7 +267,16 @@ void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
                      TypeDumper& types, int64_t wall_ns, bool several_queries, std::ostream& out,
                      bool clear, bool skip_empty, uint64_t max_rows) {
   if (fd < 0) return;
-  std::vector<Row> rows = readRows(fd, layout);
+  // A tick prints the intervals that have ended; the end of a query, everything.
+  std::optional<uint64_t> before;
+  if (clear && layout.interval_bytes && layout.every_ns) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + now.tv_nsec;
+    before = ns / layout.every_ns;
+  }
+  std::vector<std::vector<uint8_t>> keys;
+  std::vector<Row> rows = readRows(fd, layout, before, &keys);
   if (rows.empty() && skip_empty) return;
   // `top(n)` shows the n largest groups and says how many it left out.
   const AggregateSlot* top = topSlot(layout);
@@ -231,7 +289,7 @@ void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
     printText(kept, rows.size() - shown, layout, types, wall_ns, several_queries, out);
   }
   if (clear) {
-    for (const Row& row : rows) bpf_map_delete_elem(fd, row.key.data());
+    for (const std::vector<uint8_t>& key : keys) bpf_map_delete_elem(fd, key.data());
   }
   out.flush();
 }

@@ -82,7 +82,10 @@ struct AggregateSlot {
 };
 
 /// A query with aggregates: one map, keyed by its `group by` keys, printed as a table at
-/// each `every` tick (the map is then cleared) and when the session ends.
+/// each `every` tick and when the session ends. With `every`, a key starts with the
+/// interval it counts in (8 bytes: bpf_ktime_get_ns() / every_ns), so a tick prints and
+/// deletes finished intervals while events fill the next: no update is lost between
+/// reading a table and clearing it.
 struct AggregateLayout {
   uint32_t query = 0;
   std::string map;
@@ -93,6 +96,8 @@ struct AggregateLayout {
   /// The `select` order: (true, i) for keys[i], (false, i) for slots[i].
   std::vector<std::pair<bool, uint32_t>> columns;
   uint64_t every_ns = 0;
+  /// 8 when keys start with their interval (see above), else 0.
+  uint32_t interval_bytes = 0;
 };
 
 struct ProgramLayout {

@@ -26,6 +26,9 @@
 #include <fmt/format.h>
 
 namespace kq::runtime {
+
+/// How long after an interval ends its table is read: events that began in it finish.
+constexpr int64_t kTickGraceNs = 2'000'000;
 namespace {
 
 std::atomic<bool> g_stop{false};
@@ -161,7 +164,10 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
   const auto& aggregates = plan.layout.aggregates;
   std::vector<int64_t> ticks;
   for (const AggregateLayout& a : aggregates) {
-    ticks.push_back(a.every_ns ? nowNs(CLOCK_MONOTONIC) + static_cast<int64_t>(a.every_ns) : 0);
+    // Ticks just after the end of each interval of the clock (the kernel counts each event
+    // in the interval its time falls in), so every table is a whole interval.
+    int64_t every = static_cast<int64_t>(a.every_ns);
+    ticks.push_back(every ? (nowNs(CLOCK_MONOTONIC) / every + 1) * every + kTickGraceNs : 0);
   }
   auto msUntil = [](int64_t when) {
     int64_t left = when - nowNs(CLOCK_MONOTONIC);

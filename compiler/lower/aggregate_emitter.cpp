@@ -101,6 +101,11 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
   for (uint32_t i = 0; i < agg.layout.key_size; i += 8) {
     b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), key, b.getInt64(i)));
   }
+  if (agg.layout.interval_bytes) {
+    // The interval this event counts in: ticks print finished intervals only.
+    llvm::Value* now = emitter.object().module().callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {});
+    b.CreateStore(b.CreateUDiv(now, b.getInt64(agg.layout.every_ns)), key);
+  }
   for (const Field& f : agg.keys) emitter.writeKeyField(program, lower, key, f, agg.keys);
   llvm::Value* value = findOrAdd(emitter, program, agg.map, key);
 

@@ -254,7 +254,9 @@ void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Res
   // The key: the `group by` expressions, laid out like record fields, but small: a struct
   // by its address, a string by its first bytes.
   runtime::AggregateLayout& layout = agg.layout;
-  uint32_t offset = 0;
+  // With `every`, the interval an event counts in leads the key (written by the program).
+  layout.interval_bytes = query.shape.every_ns ? 8 : 0;
+  uint32_t offset = layout.interval_bytes;
   auto place = [&](Field f) {
     if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer, f.layout.size = 8;
     if (f.layout.kind == FieldKind::String) f.layout.size = std::min(f.layout.size, kKeyStringBytes);

@@ -438,6 +438,22 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         times = [t["time_ns"] for t in tables]
         self.assertEqual(times, sorted(times))
 
+    def test_every_loses_no_event(self):
+        # A busy loop of getppid() counted in 20 ms tables: every call is in exactly one
+        # table (the kernel counts each in its interval; a tick reads only finished ones),
+        # where reading a table and then clearing it once lost the calls in between.
+        loop = os.path.join(WORKDIR, "kqgetppid")
+        shutil.copy(sys.executable, loop)
+        calls = 2000000
+        status, out, err = kq("-o", "json", f'trace syscall:getppid where comm == "kqgetppid" '
+                              f"select count() every 20ms", "-c",
+                              f"{loop} -c 'import os\nfor _ in range({calls}): os.getppid()'",
+                              timeout=120)
+        self.assertEqual(status, 0, err)
+        tables = [json.loads(line) for line in out.splitlines()]
+        self.assertGreater(len(tables), 2, out)
+        self.assertEqual(sum(row["count()"] for t in tables for row in t["rows"]), calls, out)
+
     def test_repl_runs_queries(self):
         cat = os.path.join(WORKDIR, "kqreplcat")
         shutil.copy("/bin/cat", cat)
