@@ -39,9 +39,14 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
     case AggregateKind::Min:
     case AggregateKind::Max:
       if (!readSigned(p)) return std::nullopt;
-      return readSigned(p + 8);
+      return static_cast<int64_t>(decodeExtreme(s.kind, s.is_signed, readU64(p + 8)));
     default: return std::nullopt;
   }
+}
+
+/// A min or max of unsigned values: printed as unsigned (its bits are an int64_t here).
+bool unsignedExtreme(const AggregateSlot& s) {
+  return (s.kind == AggregateKind::Min || s.kind == AggregateKind::Max) && !s.is_signed;
 }
 
 bool isHistogram(const AggregateSlot& s) {
@@ -94,10 +99,9 @@ void mergeValue(const AggregateLayout& layout, uint8_t* into, const uint8_t* fro
         break;
       case AggregateKind::Min:
       case AggregateKind::Max: {
+        // Both keep the largest encoded value (see encodeExtreme).
         if (!readU64(b)) break;  // nothing seen there
-        bool better = s.kind == AggregateKind::Min ? readSigned(b + 8) < readSigned(a + 8)
-                                                   : readSigned(b + 8) > readSigned(a + 8);
-        if (!readU64(a) || better) std::copy(b, b + 16, a);
+        if (!readU64(a) || readU64(b + 8) > readU64(a + 8)) std::copy(b, b + 16, a);
         break;
       }
       case AggregateKind::Hist:
@@ -171,7 +175,8 @@ void printText(const std::vector<Row>& rows, size_t left_out, const AggregateLay
         line.push_back(fieldText(layout.keys[i], layout.keys, row.key.data(), types));
       } else if (!isHistogram(layout.slots[i])) {
         auto v = scalar(layout.slots[i], row.value.data());
-        line.push_back(v ? std::to_string(*v) : "-");
+        line.push_back(!v ? "-" : unsignedExtreme(layout.slots[i]) ? std::to_string(static_cast<uint64_t>(*v))
+                                                               : std::to_string(*v));
       }
     }
     cells.push_back(line);
@@ -238,7 +243,7 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
       const AggregateSlot& s = layout.slots[i];
       if (!isHistogram(s)) {
         auto v = scalar(s, row.value.data());
-        j[s.name] = v ? Json(*v) : Json(nullptr);
+        j[s.name] = !v ? Json(nullptr) : unsignedExtreme(s) ? Json(static_cast<uint64_t>(*v)) : Json(*v);
         continue;
       }
       Json buckets = Json::array();

@@ -73,13 +73,26 @@ struct AggregateSlot {
   std::string name;  // column header: `count()`, `hist(size)`, or the `as` name
   AggregateKind kind = AggregateKind::Count;
   uint32_t offset = 0;  // in the map value
-  /// Avg: a sum, then a count. Min, Max: a seen flag, then the value. Hist: 65 power-of-two
-  /// buckets (below 1, then [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of
-  /// `step`, then from `hi` up.
+  /// Avg: a sum, then a count. Min, Max: a seen flag, then the value encoded so that the
+  /// kernel keeps the largest as an unsigned number (an atomic compare-and-swap, exact
+  /// under contention; see `decodeExtreme`). Hist: 65 power-of-two buckets (below 1, then
+  /// [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of `step`, then from `hi` up.
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;
   uint32_t limit = 0;  // Top: how many groups the table keeps
+  bool is_signed = true;  // Min, Max: the values compared are signed
 };
+
+/// Min and Max keep their value as the largest of an unsigned encoding, starting from 0:
+/// a signed value is biased by 2^63 (so the smallest is 0), and Min keeps its complement.
+inline uint64_t encodeExtreme(AggregateKind kind, bool is_signed, uint64_t value) {
+  uint64_t biased = is_signed ? value ^ (uint64_t{1} << 63) : value;
+  return kind == AggregateKind::Min ? ~biased : biased;
+}
+inline uint64_t decodeExtreme(AggregateKind kind, bool is_signed, uint64_t encoded) {
+  uint64_t biased = kind == AggregateKind::Min ? ~encoded : encoded;
+  return is_signed ? biased ^ (uint64_t{1} << 63) : biased;
+}
 
 /// A query with aggregates: one map, keyed by its `group by` keys, printed as a table at
 /// each `every` tick and when the session ends. With `every`, a key starts with the

@@ -74,22 +74,35 @@ llvm::Value* linearBucket(llvm::IRBuilder<>& b, llvm::Value* x, const AggregateS
   return b.CreateSelect(b.CreateICmpUGT(index, last), last, index);
 }
 
-/// min/max: a seen flag, then the value; two CPUs racing may lose one update.
-void updateExtreme(Program& program, llvm::Value* slot, llvm::Value* x, bool min) {
+/// min/max: a seen flag, then the value's encoding (runtime::encodeExtreme), of which the
+/// slot keeps the largest by compare-and-swap: exact when CPUs race, in at most
+/// kCasAttempts tries (each failure means another CPU stored a larger one meanwhile, so
+/// the loop ends quickly; it is unrolled, as the verifier wants bounded code).
+void updateExtreme(Program& program, llvm::Value* slot, llvm::Value* x, const AggregateSlot& s) {
+  constexpr int kCasAttempts = 4;
   llvm::IRBuilder<>& b = program.b;
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Value* encoded = x;
+  if (s.is_signed) encoded = b.CreateXor(encoded, b.getInt64(uint64_t{1} << 63));
+  if (s.kind == AggregateKind::Min) encoded = b.CreateNot(encoded);
   llvm::Value* value_at = b.CreateGEP(b.getInt8Ty(), slot, b.getInt64(8));
-  llvm::Value* seen = b.CreateLoad(b.getInt64Ty(), slot);
+  auto* done = llvm::BasicBlock::Create(ctx, "extreme_done", program.fn);
   llvm::Value* old = b.CreateLoad(b.getInt64Ty(), value_at);
-  llvm::Value* better = min ? b.CreateICmpSLT(x, old) : b.CreateICmpSGT(x, old);
-  llvm::Value* store = b.CreateOr(b.CreateICmpEQ(seen, b.getInt64(0)), better);
-  auto* set = llvm::BasicBlock::Create(b.getContext(), "minmax", program.fn);
-  auto* next = llvm::BasicBlock::Create(b.getContext(), "after_minmax", program.fn);
-  b.CreateCondBr(store, set, next);
-  b.SetInsertPoint(set);
-  b.CreateStore(x, value_at);
-  b.CreateStore(b.getInt64(1), slot);
-  b.CreateBr(next);
-  b.SetInsertPoint(next);
+  for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    auto* swap = llvm::BasicBlock::Create(ctx, "extreme_swap", program.fn);
+    b.CreateCondBr(b.CreateICmpULE(encoded, old), done, swap);
+    b.SetInsertPoint(swap);
+    llvm::Value* result = b.CreateAtomicCmpXchg(value_at, old, encoded, llvm::MaybeAlign(8),
+                                                llvm::AtomicOrdering::Monotonic,
+                                                llvm::AtomicOrdering::Monotonic);
+    auto* retry = llvm::BasicBlock::Create(ctx, "extreme_retry", program.fn);
+    b.CreateCondBr(b.CreateExtractValue(result, 1), done, retry);
+    b.SetInsertPoint(retry);
+    old = b.CreateExtractValue(result, 0);
+  }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateStore(b.getInt64(1), slot);  // seen: idempotent, no race to lose
 }
 
 }  // namespace
@@ -130,7 +143,7 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
         add(at(s.offset + 8), b.getInt64(1));
         break;
       case AggregateKind::Min:
-      case AggregateKind::Max: updateExtreme(program, at(s.offset), x, s.kind == AggregateKind::Min); break;
+      case AggregateKind::Max: updateExtreme(program, at(s.offset), x, s); break;
       case AggregateKind::Hist: bucket(s, log2Bucket(b, x)); break;
       case AggregateKind::Lhist: bucket(s, linearBucket(b, x, s)); break;
     }

@@ -307,6 +307,12 @@ void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Re
     if (c.key >= 0) continue;
     const sema::ExprInfo& info = probe.exprs.at(c.expr);
     runtime::AggregateSlot s = slotFor(info, c.name);
+    if (s.kind == AggregateKind::Min || s.kind == AggregateKind::Max) {
+      // Compared as the argument's type says (a u64 above 2^63 is large, not negative).
+      const ast::Expr& arg = *ast::as<ast::Call>(*c.expr).args[0];
+      auto it = probe.exprs.find(&arg);
+      s.is_signed = it == probe.exprs.end() || !it->second.type->isInteger() || it->second.type->is_signed;
+    }
     s.offset = value;
     value += slotBytes(s);
     layout.columns[at] = {false, static_cast<uint32_t>(layout.slots.size())};

@@ -454,6 +454,20 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertGreater(len(tables), 2, out)
         self.assertEqual(sum(row["count()"] for t in tables for row in t["rows"]), calls, out)
 
+    def test_min_and_max_compare_as_their_type(self):
+        # read()'s count is a size_t: 2^63 + 7 is the largest, not a negative number; the
+        # extremes are kept by compare-and-swap, exact whichever CPU sees which.
+        prog = os.path.join(WORKDIR, "kqminmax")
+        shutil.copy(sys.executable, prog)
+        script = ("import ctypes\nlibc = ctypes.CDLL(None)\nfd = open('/dev/null').fileno()\n"
+                  "for n in [12345, 2**63 + 7, 54321]: libc.read(fd, None, ctypes.c_size_t(n))")
+        status, out, err = kq("-o", "json", 'trace syscall:read where comm == "kqminmax" and '
+                              "(count == 12345 or count == 54321 or count > 0xffffffff) "
+                              "select min(count), max(count), count()", "-c", f"{prog} -c \"{script}\"")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertEqual(rows, [{"min(count)": 12345, "max(count)": 2**63 + 7, "count()": 3}], out)
+
     def test_repl_runs_queries(self):
         cat = os.path.join(WORKDIR, "kqreplcat")
         shutil.copy("/bin/cat", cat)
