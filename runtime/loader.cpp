@@ -23,39 +23,6 @@
 
 namespace kq::runtime {
 
-const char* attachName(Attach attach) {
-  switch (attach) {
-    case Attach::Fentry: return "fentry";
-    case Attach::Fexit: return "fexit";
-    case Attach::Kprobe: return "kprobe";
-    case Attach::Kretprobe: return "kretprobe";
-    case Attach::KprobeMulti: return "kprobe.multi";
-    case Attach::KretprobeMulti: return "kretprobe.multi";
-    case Attach::TpBtf: return "tp_btf";
-    case Attach::Tracepoint: return "tracepoint";
-    case Attach::Uprobe: return "uprobe";
-    case Attach::Uretprobe: return "uretprobe";
-    case Attach::PerfEvent: return "perf_event";
-  }
-  return "?";
-}
-
-Feature featureOf(Attach attach) {
-  switch (attach) {
-    case Attach::Fentry:
-    case Attach::Fexit: return Feature::Trampoline;
-    case Attach::Kprobe:
-    case Attach::Kretprobe: return Feature::Kprobe;
-    case Attach::KprobeMulti:
-    case Attach::KretprobeMulti: return Feature::KprobeMulti;
-    case Attach::TpBtf: return Feature::TpBtf;
-    case Attach::Tracepoint: return Feature::Tracepoint;
-    case Attach::Uprobe:
-    case Attach::Uretprobe: return Feature::Uprobe;
-    case Attach::PerfEvent: return Feature::PerfEvent;
-  }
-  return Feature::Tracepoint;
-}
 
 LoadedObject::~LoadedObject() {
   for (const Link& link : links_) bpf_link__destroy(link.link);

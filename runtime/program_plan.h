@@ -28,7 +28,22 @@ enum class Attach : uint8_t {
   Uretprobe, PerfEvent,
 };
 
-const char* attachName(Attach attach);
+constexpr const char* attachName(Attach attach) {
+  switch (attach) {
+    case Attach::Fentry: return "fentry";
+    case Attach::Fexit: return "fexit";
+    case Attach::Kprobe: return "kprobe";
+    case Attach::Kretprobe: return "kretprobe";
+    case Attach::KprobeMulti: return "kprobe.multi";
+    case Attach::KretprobeMulti: return "kretprobe.multi";
+    case Attach::TpBtf: return "tp_btf";
+    case Attach::Tracepoint: return "tracepoint";
+    case Attach::Uprobe: return "uprobe";
+    case Attach::Uretprobe: return "uretprobe";
+    case Attach::PerfEvent: return "perf_event";
+  }
+  return "?";
+}
 
 /// A kernel facility that some attach kinds need; the runtime probes each once per run.
 enum class Feature : uint8_t {
@@ -40,7 +55,22 @@ enum class Feature : uint8_t {
   Uprobe,
   PerfEvent,       // CPU-clock perf events
 };
-Feature featureOf(Attach attach);
+constexpr Feature featureOf(Attach attach) {
+  switch (attach) {
+    case Attach::Fentry:
+    case Attach::Fexit: return Feature::Trampoline;
+    case Attach::Kprobe:
+    case Attach::Kretprobe: return Feature::Kprobe;
+    case Attach::KprobeMulti:
+    case Attach::KretprobeMulti: return Feature::KprobeMulti;
+    case Attach::TpBtf: return Feature::TpBtf;
+    case Attach::Tracepoint: return Feature::Tracepoint;
+    case Attach::Uprobe:
+    case Attach::Uretprobe: return Feature::Uprobe;
+    case Attach::PerfEvent: return Feature::PerfEvent;
+  }
+  return Feature::Tracepoint;
+}
 
 struct PlannedProgram {
   std::string function;  // the BPF program's name in the object

@@ -7,21 +7,6 @@
 
 namespace kq::sema {
 
-std::string_view attachKindName(AttachKind kind) {
-  switch (kind) {
-    case AttachKind::Fentry: return "fentry";
-    case AttachKind::Fexit: return "fexit";
-    case AttachKind::Kprobe: return "kprobe";
-    case AttachKind::Kretprobe: return "kretprobe";
-    case AttachKind::TpBtf: return "tp_btf";
-    case AttachKind::Tracepoint: return "tracepoint";
-    case AttachKind::Uprobe: return "uprobe";
-    case AttachKind::Uretprobe: return "uretprobe";
-    case AttachKind::PerfEvent: return "perf_event";
-  }
-  return "?";
-}
-
 namespace {
 
 using kernel::Known;

@@ -12,14 +12,13 @@
 #include "compiler/btf/btf.h"
 #include "compiler/kernel/kernel_info.h"
 #include "compiler/sema/types.h"
+#include "runtime/program_plan.h"
 
 namespace kq::sema {
 
-/// A way to attach a probe, in the order kq will try them.
-enum class AttachKind : uint8_t {
-  Fentry, Fexit, Kprobe, Kretprobe, TpBtf, Tracepoint, Uprobe, Uretprobe, PerfEvent,
-};
-std::string_view attachKindName(AttachKind kind);
+/// A way to attach a probe, in the order kq will try them (runtime::Attach: the same
+/// names the plan and the loader use).
+using AttachKind = runtime::Attach;
 
 struct AttachMethod {
   AttachKind kind;
