@@ -1,6 +1,7 @@
 #include "runtime/aggregates.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -112,6 +113,18 @@ void mergeValue(const AggregateLayout& layout, uint8_t* into, const uint8_t* fro
   }
 }
 
+/// A group's value; a per-CPU map's copies merged into one.
+bool lookupValue(int fd, const AggregateLayout& layout, const uint8_t* key, std::vector<uint8_t>& value) {
+  if (!layout.per_cpu) return bpf_map_lookup_elem(fd, key, value.data()) == 0;
+  static const int cpus = std::max(libbpf_num_possible_cpus(), 1);
+  size_t stride = (layout.value_size + 7) / 8 * 8;
+  std::vector<uint8_t> copies(stride * cpus);
+  if (bpf_map_lookup_elem(fd, key, copies.data()) != 0) return false;
+  std::copy(copies.begin(), copies.begin() + layout.value_size, value.begin());
+  for (int cpu = 1; cpu < cpus; ++cpu) mergeValue(layout, value.data(), copies.data() + stride * cpu);
+  return true;
+}
+
 /// The map's rows, each group once (its intervals merged); with `before`, only the rows of
 /// intervals before it. `keys` gets every key read, to delete.
 std::vector<Row> readRows(int fd, const AggregateLayout& layout, std::optional<uint64_t> before,
@@ -126,7 +139,7 @@ std::vector<Row> readRows(int fd, const AggregateLayout& layout, std::optional<u
     uint64_t interval = layout.interval_bytes ? readU64(next.data()) : 0;
     if (before && interval >= *before) continue;
     Row row{next, std::vector<uint8_t>(layout.value_size)};
-    if (bpf_map_lookup_elem(fd, next.data(), row.value.data()) != 0) continue;
+    if (!lookupValue(fd, layout, next.data(), row.value)) continue;
     if (keys) keys->push_back(next);
     std::vector<uint8_t> group(next.begin() + layout.interval_bytes, next.end());
     auto [it, added] = group_row.emplace(group, rows.size());

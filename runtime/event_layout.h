@@ -111,6 +111,9 @@ struct AggregateLayout {
   uint64_t every_ns = 0;
   /// 8 when keys start with their interval (see above), else 0.
   uint32_t interval_bytes = 0;
+  /// The map is per CPU (each CPU counts in its own copy of a group's value, merged when
+  /// read): small values, which busy CPUs would otherwise fight over.
+  bool per_cpu = false;
 };
 
 struct ProgramLayout {

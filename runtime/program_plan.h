@@ -107,9 +107,9 @@ struct PlannedMap {
   uint32_t max_entries = 0;
   bool preallocated = false;
   /// The kernel memory it takes at its fullest (what bpftool calls bytes_memlock for a
-  /// preallocated map); for a per-CPU map, on each CPU.
+  /// preallocated map): `bytes`, plus `bytes_per_cpu` on each CPU (per-CPU maps' values).
   uint64_t bytes = 0;
-  bool per_cpu = false;
+  uint64_t bytes_per_cpu = 0;
 };
 
 /// Why an event was lost: the slots of the lost-event map.

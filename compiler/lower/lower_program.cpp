@@ -7,6 +7,9 @@
 namespace kq::lower {
 namespace {
 
+/// The largest aggregate value kept per CPU (a few counters; not histograms).
+constexpr uint32_t kPerCpuValueBytes = 64;
+
 /// Why LLVM could not compile the object, located at the kq expression its debug
 /// location names.
 void reportProblems(ObjectBuilder& object, FileId main_file) {
@@ -48,9 +51,13 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                      std::holds_alternative<ast::PacketTarget>(first.chain.back().target->kind);
     aggregations[q] = aggregationOf(queries[q], first, static_cast<uint32_t>(q), layout_options);
     runtime::AggregateLayout& layout = aggregations[q]->layout;
-    // Entries are allocated as groups appear: a table of few groups costs little.
-    aggregations[q]->map = object.addMap({layout.map, MapType::Hash, runtime::kAggregateGroups,
-                                          layout.key_size, layout.value_size, kMapNoPrealloc});
+    // Entries are allocated as groups appear: a table of few groups costs little. Small
+    // values are per CPU (no cache line for busy CPUs to fight over); histograms, whose
+    // values are large, are shared.
+    layout.per_cpu = layout.value_size <= kPerCpuValueBytes;
+    aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
+                                          runtime::kAggregateGroups, layout.key_size,
+                                          layout.value_size, kMapNoPrealloc});
     largest = std::max(largest, layout.value_size);
     plan.layout.aggregates.push_back(layout);
   }

@@ -21,21 +21,21 @@ const char* mapTypeName(MapType type) {
 
 }  // namespace
 
-uint64_t mapBytes(const MapSpec& spec, uint32_t cpus) {
+MapCost mapCost(const MapSpec& spec) {
   // The kernel's own accounting (htab_map_mem_usage, array_map_mem_usage), to the byte
   // where it matters: an element of a hash map is a struct htab_elem (48 bytes) followed by
-  // the key and the value, both rounded to 8.
+  // the key and the value (or, per CPU, a pointer to the values), each rounded to 8.
   constexpr uint64_t kHashElem = 48;
   uint64_t entries = spec.max_entries;
   uint64_t value = round8(spec.value_size);
   switch (spec.type) {
-    case MapType::Hash: return entries * (kHashElem + round8(spec.key_size) + value);
-    case MapType::PercpuHash: return entries * (kHashElem + round8(spec.key_size) + 8 + value * cpus);
-    case MapType::Array: return entries * value;
-    case MapType::PercpuArray: return entries * value * cpus;
-    case MapType::Ringbuf: return entries;
+    case MapType::Hash: return {entries * (kHashElem + round8(spec.key_size) + value), 0};
+    case MapType::PercpuHash: return {entries * (kHashElem + round8(spec.key_size) + 8), entries * value};
+    case MapType::Array: return {entries * value, 0};
+    case MapType::PercpuArray: return {0, entries * value};
+    case MapType::Ringbuf: return {entries, 0};
   }
-  return 0;
+  return {};
 }
 
 ObjectBuilder::ObjectBuilder(const sema::CheckedProgram& checked, const btf::Btf& btf,
@@ -70,8 +70,9 @@ llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {
   planned.max_entries = spec.max_entries;
   bool hash = spec.type == MapType::Hash || spec.type == MapType::PercpuHash;
   planned.preallocated = !(hash && (spec.flags & kMapNoPrealloc));
-  planned.per_cpu = spec.type == MapType::PercpuArray || spec.type == MapType::PercpuHash;
-  planned.bytes = mapBytes(spec, 1);
+  MapCost cost = mapCost(spec);
+  planned.bytes = cost.shared;
+  planned.bytes_per_cpu = cost.per_cpu;
   plan_.maps.push_back(std::move(planned));
   return module_.addMap(spec);
 }
@@ -119,8 +120,9 @@ void ObjectBuilder::finishScratch() {
   if (!scratch_) return;
   MapSpec spec{"scratch", MapType::PercpuArray, scratch_entries_, 4,
                std::max<uint32_t>(round8(scratch_bytes_), 8)};
+  MapCost cost = mapCost(spec);
   runtime::PlannedMap planned{spec.name, "percpu_array", spec.key_size, spec.value_size,
-                              spec.max_entries, true, mapBytes(spec, 1), true};
+                              spec.max_entries, true, cost.shared, cost.per_cpu};
   plan_.maps.push_back(planned);
   scratch_ = module_.describeMap(scratch_, spec);
 }

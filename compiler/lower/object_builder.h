@@ -81,7 +81,12 @@ class ObjectBuilder {
   uint32_t scratch_bytes_ = 0;
 };
 
-/// What a map takes at its fullest, as the kernel charges it (bpftool's bytes_memlock).
-uint64_t mapBytes(const MapSpec& spec, uint32_t cpus);
+/// What a map takes at its fullest, as the kernel charges it (bpftool's bytes_memlock):
+/// shared, and on each CPU.
+struct MapCost {
+  uint64_t shared = 0;
+  uint64_t per_cpu = 0;
+};
+MapCost mapCost(const MapSpec& spec);
 
 }  // namespace kq::lower

@@ -47,24 +47,29 @@ void dumpPrograms(const runtime::ProgramPlan& plan, std::ostream& out) {
   }
 }
 
+/// `4.0 MiB`, `32 B per CPU`, `800.0 KiB + 80.0 KiB per CPU`.
+std::string cost(uint64_t shared, uint64_t per_cpu) {
+  if (!per_cpu) return byteSize(shared);
+  std::string cpus = byteSize(per_cpu) + " per CPU";
+  return shared ? byteSize(shared) + " + " + cpus : cpus;
+}
+
 void dumpMaps(const runtime::ProgramPlan& plan, std::ostream& out) {
   out << fmt::format("maps: {}\n", plan.maps.size());
-  uint64_t preallocated = 0, at_most = 0, per_cpu = 0;
+  uint64_t loaded = 0, loaded_per_cpu = 0, on_use = 0, on_use_per_cpu = 0;
   for (const runtime::PlannedMap& m : plan.maps) {
     std::string shape = m.type == "ringbuf"
                             ? fmt::format("{} bytes", m.max_entries)
                             : fmt::format("key {} B, value {} B, {} entr{}", m.key_size, m.value_size,
                                           m.max_entries, m.max_entries == 1 ? "y" : "ies");
-    std::string size = byteSize(m.bytes) + (m.per_cpu ? " per CPU" : "");
+    std::string size = cost(m.bytes, m.bytes_per_cpu);
     out << fmt::format("  {:<12} {:<13} {:<44} {}\n", m.name, m.type, shape,
                        m.preallocated ? size : fmt::format("up to {} (allocated on use)", size));
-    uint64_t& total = m.per_cpu ? per_cpu : (m.preallocated ? preallocated : at_most);
-    total += m.bytes;
+    (m.preallocated ? loaded : on_use) += m.bytes;
+    (m.preallocated ? loaded_per_cpu : on_use_per_cpu) += m.bytes_per_cpu;
   }
-  out << fmt::format("map memory: {} when loaded{}, up to {} more as entries are added\n",
-                     byteSize(preallocated),
-                     per_cpu ? fmt::format(" and {} per CPU", byteSize(per_cpu)) : "",
-                     byteSize(at_most));
+  out << fmt::format("map memory: {} when loaded, up to {} more as entries are added\n",
+                     cost(loaded, loaded_per_cpu), cost(on_use, on_use_per_cpu));
 }
 
 }  // namespace
