@@ -38,9 +38,10 @@ std::string clockText(int64_t wall_ns, ClockPrecision precision) {
   return "";
 }
 
-std::string stringText(const uint8_t* p, size_t size) {
+std::string stringText(const uint8_t* p, size_t size, bool mark_cut) {
   std::string out;
-  for (size_t i = 0; i < size && p[i]; ++i) {
+  size_t i = 0;
+  for (; i < size && p[i]; ++i) {
     unsigned char c = p[i];
     if (c == '\\') {
       out += "\\\\";
@@ -50,12 +51,52 @@ std::string stringText(const uint8_t* p, size_t size) {
       out += static_cast<char>(c);
     }
   }
+  // A string that fills its field (the read keeps a NUL at the end) was most likely longer
+  // than kq kept: say so (`str(p, n)` keeps more).
+  if (mark_cut && size > 0 && i + 1 >= size) out += "…";
   return out;
 }
 
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+/// `comm` fields: the kernel's own 16 bytes, never cut by kq.
+constexpr uint32_t kCommBytes = 16;
+
+/// Whether a kernel frame is the tracing machinery that ran kq's program (BPF itself,
+/// the tracepoint or kprobe dispatch): not part of the traced code's stack.
+bool isTracingFrame(const std::string& symbol) {
+  for (const char* prefix : {"bpf_prog_", "bpf_trace_run", "__bpf_trace_", "bpf_trampoline_",
+                             "__bpf_prog_enter", "__bpf_prog_exit", "trace_call_bpf",
+                             "kprobe_perf_func", "kprobe_ftrace_handler", "perf_trace_run_bpf_submit",
+                             "kprobe_multi_link_", "fprobe_", "bpf_get_stack"}) {
+    if (symbol.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+/// A stack's frames, innermost first, without the tracing machinery's own frames on top.
+std::vector<std::string> stackFrames(const FieldLayout& f, const uint8_t* p) {
+  std::vector<std::string> frames;
+  for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
+    uint64_t a = readU64(p + i);
+    if (!a) break;
+    std::string frame = f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a);
+    if (frames.empty() && f.kind == FieldKind::KernelStack && isTracingFrame(frame)) continue;
+    frames.push_back(std::move(frame));
+  }
+  return frames;
+}
+
+/// A stack on one line, outermost frame first, `;` between (the folded form flame graph
+/// tools read): how a stack shows as a table's key.
+std::string foldedStack(const FieldLayout& f, const uint8_t* p) {
+  std::vector<std::string> frames = stackFrames(f, p);
+  std::string out;
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) out += (out.empty() ? "" : ";") + *it;
+  return out;
+}
 
 std::string ipv4Text(const uint8_t* p) { return fmt::format("{}.{}.{}.{}", p[0], p[1], p[2], p[3]); }
 
@@ -72,15 +113,15 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types
     case FieldKind::Hex: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Bool: return readU64(p) ? "true" : "false";
     case FieldKind::Enum: return types.enumText(f, readSigned(p));
-    case FieldKind::String: return stringText(p, f.size);
+    case FieldKind::String: return stringText(p, f.size, /*mark_cut=*/f.size > kCommBytes);
     case FieldKind::Pointer: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Symbol: return kernelSymbol(readU64(p));
     case FieldKind::Errno: return errnoName(readSigned(p));
     case FieldKind::Ipv4: return ipv4Text(p);
     case FieldKind::Ipv6: return ipv6Text(p);
-    case FieldKind::Record:
     case FieldKind::KernelStack:
-    case FieldKind::UserStack:
+    case FieldKind::UserStack: return foldedStack(f, p);
+    case FieldKind::Record:
     case FieldKind::Format: break;
   }
   return "";
@@ -188,11 +229,7 @@ class TextFormatter : public Formatter {
       }
       if (f.kind == FieldKind::KernelStack || f.kind == FieldKind::UserStack) {
         std::string stack = f.name + ":";
-        for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
-          uint64_t a = readU64(p + i);
-          if (!a) break;
-          stack += "\n    " + (f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a));
-        }
+        for (const std::string& frame : stackFrames(f, p)) stack += "\n    " + frame;
         blocks.push_back(stack);
         continue;
       }
@@ -277,11 +314,7 @@ class JsonFormatter : public Formatter {
       case FieldKind::KernelStack:
       case FieldKind::UserStack: {
         Json frames = Json::array();
-        for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
-          uint64_t a = readU64(p + i);
-          if (!a) break;
-          frames.push_back(f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a));
-        }
+        for (const std::string& frame : stackFrames(f, p)) frames.push_back(frame);
         return frames;
       }
       case FieldKind::Format:

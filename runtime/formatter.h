@@ -38,7 +38,9 @@ std::unique_ptr<Formatter> makeFormatter(OutputFormat format, const ProgramLayou
 uint64_t readU64(const uint8_t* p);
 int64_t readSigned(const uint8_t* p);
 /// Printable text of a NUL-terminated string of at most `size` bytes (`\x01` escapes).
-std::string stringText(const uint8_t* p, size_t size);
+/// Printable text of a NUL-terminated string in `size` bytes; with `mark_cut`, a string
+/// that fills them ends in `…`.
+std::string stringText(const uint8_t* p, size_t size, bool mark_cut = false);
 
 enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
 /// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.

@@ -15,8 +15,6 @@ using runtime::FieldLayout;
 using sema::TypeKind;
 
 constexpr uint32_t kHeaderBytes = sizeof(runtime::EventHeader);
-/// A `group by` string keeps this many bytes of the key (keys stay small).
-constexpr uint32_t kKeyStringBytes = 32;
 
 uint32_t round8(uint32_t n) { return (n + 7) / 8 * 8; }
 
@@ -251,15 +249,16 @@ runtime::AggregateSlot slotFor(const sema::ExprInfo& info, std::string name) {
 
 void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
              const LayoutOptions& options) {
-  // The key: the `group by` expressions, laid out like record fields, but small: a struct
-  // by its address, a string by its first bytes.
+  // The key: the `group by` expressions, laid out like record fields, but a struct by its
+  // address; a string keeps all the bytes a record would (two paths that differ late stay
+  // two groups; one longer than that is marked as cut when printed).
   runtime::AggregateLayout& layout = agg.layout;
   // With `every`, the interval an event counts in leads the key (written by the program).
   layout.interval_bytes = query.shape.every_ns ? 8 : 0;
   uint32_t offset = layout.interval_bytes;
   auto place = [&](Field f) {
     if (f.layout.kind == FieldKind::Record) f.layout.kind = FieldKind::Pointer, f.layout.size = 8;
-    if (f.layout.kind == FieldKind::String) f.layout.size = std::min(f.layout.size, kKeyStringBytes);
+
     f.layout.offset = offset;
     offset += round8(f.layout.size);
     layout.keys.push_back(f.layout);

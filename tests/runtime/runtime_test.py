@@ -468,6 +468,36 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         rows = json.loads(out.splitlines()[-1])["rows"]
         self.assertEqual(rows, [{"min(count)": 12345, "max(count)": 2**63 + 7, "count()": 3}], out)
 
+    def test_long_string_keys_stay_apart(self):
+        # Two paths alike in their first 60 bytes are two groups (keys were cut at 31
+        # bytes and merged); a path longer than a key keeps is marked as cut.
+        base = os.path.join(WORKDIR, "k" * (60 - len(WORKDIR)))  # 61 or 62 bytes in all
+        long = os.path.join(WORKDIR, "l" * 80)
+        for path in [base + "1", base + "2", long]:
+            open(path, "w").close()
+        status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
+                              "group by str(filename) select count()",
+                              "-c", f"cat {base}1 {base}2 {base}1 {long}")
+        self.assertEqual(status, 0, err)
+        rows = {r["str(filename)"]: r["count()"] for r in json.loads(out.splitlines()[-1])["rows"]}
+        self.assertEqual(rows.get(base + "1"), 2, rows)
+        self.assertEqual(rows.get(base + "2"), 1, rows)
+        cut = [k for k in rows if k.startswith(WORKDIR + "/lll")]
+        self.assertEqual(len(cut), 1, rows)
+        self.assertTrue(cut[0].endswith("…"), cut)
+
+    def test_group_by_kstack_shows_the_stacks(self):
+        status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_exec "
+                              "group by kstack select count()", "-c", "/bin/true")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertTrue(rows, out)
+        for row in rows:
+            frames = row["kstack"].split(";")
+            self.assertGreater(len(frames), 2, row)
+            self.assertTrue(any("exec" in f for f in frames), row)
+            self.assertFalse(any(f.startswith("bpf_prog_") for f in frames), row)
+
     def test_repl_runs_queries(self):
         cat = os.path.join(WORKDIR, "kqreplcat")
         shutil.copy("/bin/cat", cat)
