@@ -129,7 +129,9 @@ Val ExprLowering::returnValue(const sema::Type* type) {
       return Val{b_.getInt64(0), type};
   }
   Val out = extend(v, type);
-  out.user = args_.user_args && type->isPointer();
+  // A uprobe's or a syscall's return value is an address in the process if it is one at
+  // all (uprobes have no types: `str(return)` of a plain 64-bit value reads user memory).
+  out.user = args_.user_args;
   return out;
 }
 

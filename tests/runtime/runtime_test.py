@@ -226,6 +226,22 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertIn("return = 20", out)
         self.assertIn("return = 60", out)
 
+    def test_strings_of_a_uprobe_are_user_memory(self):
+        # A uprobe's return value and arguments have no types: `str()` of them reads the
+        # process's memory (it read kernel memory and printed nothing).
+        source = write_script("greet.c", """
+#include <stdio.h>
+__attribute__((noinline)) const char *kq_greet(const char *who) { return who[0] == 'w' ? "hello, world" : "hi"; }
+int main(void) { puts(kq_greet("world")); return 0; }
+""")
+        binary = os.path.join(WORKDIR, "greet")
+        subprocess.run(["gcc", "-O1", "-o", binary, source], check=True)
+        status, out, err = kq("-o", "json", f"trace uretprobe:{binary}:kq_greet select str(arg0) as who, "
+                              "str(return) as greeting", "-c", f"{binary} >/dev/null")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([(e["who"], e["greeting"]) for e in events], [("world", "hello, world")], out)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
