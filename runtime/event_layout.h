@@ -51,6 +51,9 @@ struct FieldLayout {
   int32_t address_field = -1;
   /// Read by other fields only (a record's address, fmt's arguments), never shown by itself.
   bool hidden = false;
+  /// Signed, Unsigned, Hex, Enum: the C type's width in bytes (the field holds 8), for
+  /// `fmt`'s `%d` and `%x`, which read a value at its own width as C's printf does.
+  uint8_t int_bytes = 8;
   /// Format: the format string and the indexes of the fields that fill it.
   std::string format;
   std::vector<int32_t> args;

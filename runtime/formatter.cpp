@@ -2,11 +2,14 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/printf.h>
 #include <nlohmann/json.hpp>
 
 #include "runtime/symbols.h"
@@ -134,6 +137,40 @@ std::string withoutTrailingSpaces(std::string line) {
 
 /// fmt("%s:%d", a, b): each directive takes the next argument field, shown as it would be
 /// by itself (`%x` in hex); `%%` is a percent sign.
+/// An integer field's value at its C width: signed or unsigned, as a conversion asks.
+int64_t signedAtWidth(const FieldLayout& f, const uint8_t* p) {
+  uint64_t v = readU64(p);
+  uint32_t bits = 8u * f.int_bytes;
+  if (bits >= 64) return static_cast<int64_t>(v);
+  uint64_t sign = uint64_t{1} << (bits - 1);
+  v &= (sign << 1) - 1;
+  return static_cast<int64_t>((v ^ sign) - sign);
+}
+uint64_t unsignedAtWidth(const FieldLayout& f, const uint8_t* p) {
+  uint64_t v = readU64(p);
+  uint32_t bits = 8u * f.int_bytes;
+  return bits >= 64 ? v : v & ((uint64_t{1} << bits) - 1);
+}
+
+/// One conversion of a `fmt` (`%d`, `%-8s`, `%08x`), as C's printf prints it: integers
+/// at their C type's width, flags and widths honoured.
+std::string convert(std::string spec, char conversion, const FieldLayout& arg, const uint8_t* p,
+                    TypeDumper& types) {
+  spec.erase(std::remove(spec.begin(), spec.end(), 'l'), spec.end());  // fmt sizes by type
+  bool integer = arg.kind == FieldKind::Signed || arg.kind == FieldKind::Unsigned ||
+                 arg.kind == FieldKind::Hex || arg.kind == FieldKind::Bool ||
+                 arg.kind == FieldKind::Pointer;
+  try {
+    if (integer && (conversion == 'd' || conversion == 'i')) return fmt::sprintf(spec, signedAtWidth(arg, p));
+    if (integer && std::strchr("uxXo", conversion)) return fmt::sprintf(spec, unsignedAtWidth(arg, p));
+    if (integer && conversion == 'c') return fmt::sprintf(spec, static_cast<char>(readU64(p)));
+    spec.back() = 's';
+    return fmt::sprintf(spec, scalarText(arg, p, types));
+  } catch (const fmt::format_error&) {
+    return scalarText(arg, p, types);
+  }
+}
+
 std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fields,
                        const uint8_t* record, TypeDumper& types) {
   std::string out;
@@ -144,27 +181,23 @@ std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fie
       out += c;
       continue;
     }
-    // Skip flags and widths (`%08x`), then the conversion.
+    // Flags and widths (`%08x`, `%-10s`), then the conversion.
     size_t j = i + 1;
     while (j < f.format.size() && std::strchr("-+ #0123456789.l", f.format[j])) ++j;
     if (j == f.format.size()) break;
+    std::string spec = f.format.substr(i, j - i + 1);
     char conversion = f.format[j];
     i = j;
     if (conversion == '%') {
       out += '%';
       continue;
     }
-    if (next >= f.args.size()) {
+    if (next >= f.args.size() || f.args[next] < 0 || static_cast<size_t>(f.args[next]) >= fields.size()) {
       out += "<missing>";
       continue;
     }
     const FieldLayout& arg = fields[f.args[next++]];
-    const uint8_t* p = record + arg.offset;
-    if (conversion == 'x' && (arg.kind == FieldKind::Signed || arg.kind == FieldKind::Unsigned)) {
-      out += fmt::format("{:x}", readU64(p));
-    } else {
-      out += scalarText(arg, p, types);
-    }
+    out += convert(spec, conversion, arg, record + arg.offset, types);
   }
   return out;
 }

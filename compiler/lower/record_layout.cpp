@@ -40,7 +40,10 @@ FieldLayout byType(const sema::Type* type, const LayoutOptions& options) {
       f.btf_id = type->btf.id;
       f.type_name = type->spelling;
       break;
-    case TypeKind::Int: f.kind = type->is_signed ? FieldKind::Signed : FieldKind::Unsigned; break;
+    case TypeKind::Int:
+      f.kind = type->is_signed ? FieldKind::Signed : FieldKind::Unsigned;
+      if (type->size >= 1 && type->size <= 8) f.int_bytes = static_cast<uint8_t>(type->size);
+      break;
     case TypeKind::Pointer:
       if (type->element->isRecord() && !type->element->incomplete) {
         record(type->element);

@@ -2,6 +2,10 @@
 // `select` item shows which `group by` key, the items that print through `fmt`, and the
 // limits code generation relies on (one `top`, call-context depth, `func` in a packet
 // `where`). Everything checked here is something `kq check` promises will compile.
+#include <algorithm>
+#include <set>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "compiler/ast/compare.h"
@@ -63,6 +67,37 @@ void findFormats(Context& ctx, const ast::Clauses& clauses, ResolvedProbe& probe
   };
   for (const ast::SelectItem& item : clauses.select) visit(*item.expr, "select");
   for (const ast::ExprPtr& key : clauses.group_by) visit(*key, "group by");
+}
+
+/// `fmt` formats a whole column: as a `select` item or key, or the body of a `fn` used as
+/// one. Anywhere else (inside `?:`, a comparison) it has no value to compute.
+void checkFormatPlaces(Context& ctx, const ResolvedProbe& probe) {
+  std::set<const ast::Expr*> allowed;
+  for (const auto& [item, use] : probe.formats) allowed.insert(use.call);
+  std::set<const ExprTable*> seen;
+  std::vector<const ExprTable*> tables = {&probe.exprs};
+  std::vector<const ast::Expr*> misplaced;
+  while (!tables.empty()) {
+    const ExprTable* table = tables.back();
+    tables.pop_back();
+    if (!seen.insert(table).second) continue;
+    for (const auto& [expr, info] : *table) {
+      if (info.body) tables.push_back(info.body.get());
+      if (info.function && info.function->id == BuiltinFn::Fmt && !allowed.count(expr)) {
+        misplaced.push_back(expr);
+      }
+    }
+  }
+  // In the order they are written (the tables are unordered).
+  std::sort(misplaced.begin(), misplaced.end(), [](const ast::Expr* a, const ast::Expr* b) {
+    return std::tie(a->range.file, a->range.begin) < std::tie(b->range.file, b->range.begin);
+  });
+  for (const ast::Expr* expr : misplaced) {
+    ctx.diags.report(DiagKind::Unsupported, expr->range,
+                     "`fmt` formats a whole column, not a value inside an expression")
+        .note("make it a `select` item (or a `group by` key) of its own, or the body of a "
+              "`fn` used as one");
+  }
 }
 
 void checkEventQuery(Context& ctx, ResolvedQuery& query) {
@@ -178,6 +213,7 @@ void checkQueryShape(Context& ctx, ResolvedQuery& query) {
       }
     }
     findFormats(ctx, clauses, probe);
+    checkFormatPlaces(ctx, probe);
     checkCallContext(ctx, probe);
     checkPacket(ctx, clauses, probe);
   }
