@@ -242,6 +242,15 @@ int main(void) { puts(kq_greet("world")); return 0; }
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual([(e["who"], e["greeting"]) for e in events], [("world", "hello, world")], out)
 
+    def test_fmt_converts_as_printf(self):
+        # As C prints them: %d of an unsigned -1 is -1 at its width; widths and flags count.
+        status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" select '
+                              'fmt("%d|%u|%x|%5d|%-6s|%08x", (unsigned int)-1, (unsigned int)-1, '
+                              '(u8)255, 42, comm, 255) as f', "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        values = {json.loads(line)["f"] for line in out.splitlines()}
+        self.assertEqual(values, {"-1|4294967295|ff|   42|cat   |000000ff"}, out)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
