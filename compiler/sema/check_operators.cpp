@@ -208,6 +208,7 @@ ExprInfo ExprChecker::binary(const ast::Binary& b) {
     return info;
   }
   if (l->isInteger() && r->isInteger()) {
+    if (!literalOperandFits(b)) return info;
     info.type = arithmetic(l, r);
     return info;
   }
@@ -217,6 +218,25 @@ ExprInfo ExprChecker::binary(const ast::Binary& b) {
          fmt::format("`{}` needs integers; {} is `{}`", ast::spell(b.op), quote(culprit),
                      bad->spelling));
   return info;
+}
+
+bool ExprChecker::literalOperandFits(const ast::Binary& b) {
+  // A literal right operand the machine cannot use: BPF (like C) leaves shifts by 64 or
+  // more undefined, and a division by zero has no value.
+  using Op = ast::BinaryOp;
+  if (b.rhs->kind != ast::ExprKind::Integer) return true;
+  uint64_t n = ast::as<ast::IntegerLiteral>(*b.rhs).value;
+  if ((b.op == Op::Shl || b.op == Op::Shr) && n >= 64) {
+    report(DiagKind::ValueOutOfRange, b.rhs->range,
+           fmt::format("a shift by {} bits has no value: kq's values have 64 bits", n));
+    return false;
+  }
+  if ((b.op == Op::Div || b.op == Op::Mod) && n == 0) {
+    report(DiagKind::ValueOutOfRange, b.rhs->range,
+           fmt::format("`{}` by zero has no value", ast::spell(b.op)));
+    return false;
+  }
+  return true;
 }
 
 const Type* ExprChecker::arithmetic(const Type* l, const Type* r) {

@@ -103,6 +103,8 @@ class ExprChecker {
   ExprInfo binary(const ast::Binary& b);
   /// C's usual arithmetic conversions, simplified: the wider type wins; at least 32 bits.
   const Type* arithmetic(const Type* l, const Type* r);
+  /// Reports a literal right operand with no meaning (a shift by 64 or more, `/ 0`).
+  bool literalOperandFits(const ast::Binary& b);
   /// In `reason == NAME`, NAME is looked up among `enum`'s own enumerators first.
   const Type* enumeratorOf(const Type* enum_type, const ast::Identifier& id);
   bool comparable(const ast::Binary& b, const Type* l, const Type* r);
