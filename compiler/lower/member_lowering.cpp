@@ -134,7 +134,11 @@ Val ExprLowering::load(const Place& p) {
   uint32_t size = std::min<uint32_t>(sizeOf(type), 8);
   llvm::Type* int_type = b_.getIntNTy(size * 8);
   llvm::Value* raw;
-  if (p.btf) {
+  // Direct loads where the verifier knows the memory, except of pointers: a pointer loaded
+  // directly is one the verifier thinks may be NULL (`rcu_ptr_or_null_`) and allows no
+  // arithmetic on, so the next member access could not be compiled; read as a number, it
+  // can be followed with probe reads (0 for NULL).
+  if (p.btf && !type->isPointer()) {
     raw = b_.CreateLoad(int_type, p.addr);
   } else {
     llvm::Value* tmp = slot(8);
@@ -146,7 +150,7 @@ Val ExprLowering::load(const Place& p) {
                       : isSigned(type) ? b_.CreateSExt(raw, b_.getInt64Ty())
                                        : b_.CreateZExt(raw, b_.getInt64Ty());
   Val out = extend(wide, type);
-  out.btf = type->isPointer() && p.btf;
+  out.btf = false;  // see above: what a loaded pointer points at is read with probe reads
   out.user = p.user;
   return out;
 }

@@ -187,7 +187,9 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
     addField(fields, std::move(skb));
     all = false;
   }
-  addCaptures(fields, probe, all, options);
+  // With `select`, a capture list only names the arguments (`trace tcp_sendmsg(sk, size)
+  // select comm, size`): the columns are what `select` says.
+  if (query.shape.columns.empty()) addCaptures(fields, probe, all, options);
   for (const sema::Column& column : query.shape.columns) {
     const ast::Expr& e = *column.expr;
     if (auto use = probe.formats.find(&e); use != probe.formats.end()) {

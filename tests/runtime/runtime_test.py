@@ -251,6 +251,22 @@ int main(void) { puts(kq_greet("world")); return 0; }
         values = {json.loads(line)["f"] for line in out.splitlines()}
         self.assertEqual(values, {"-1|4294967295|ff|   42|cat   |000000ff"}, out)
 
+    def test_pointers_read_from_a_typed_argument(self):
+        # `skb->sk->sk_mark` in tp_btf: the verifier refused the direct load through `sk`
+        # (it may be NULL); the mark the sender set is read. With `select`, the capture list
+        # only names `skb`: no struct dump under each row.
+        status, out, err = kq("trace tracepoint:net:net_dev_start_xmit(skb) where skb->len > 200 and skb->len < 600 "
+                              "select skb->len as len, hex(skb->sk->sk_mark) as mark",
+                              "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("skb = *(", out)
+        rows = sorted(tuple(line.split()[-2:]) for line in out.splitlines()[1:] if line[:1].isdigit())
+        marks = {len_: mark for len_, mark in rows}
+        # The datagrams (200, 300, 400, 500 bytes + 42 of headers); the ICMP errors they
+        # cause have no socket.
+        self.assertEqual([marks.get(n) for n in ["242", "342", "442", "542"]],
+                         ["0xdeadbeef", "0x0", "0xdeadbeef", "0x7"], out)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
