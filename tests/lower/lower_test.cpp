@@ -86,7 +86,7 @@ TEST_F(LowerTest, TracepointsWithBtfUseTpBtf) {
 }
 
 TEST_F(LowerTest, SyscallExitsStashArguments) {
-  Compiled c = compile("trace syscall:openat(filename, return) select pid");
+  Compiled c = compile("trace syscall:openat(return) select pid, str(filename)");
   ASSERT_TRUE(c.program);
   const auto& programs = c.program->plan.programs;
   ASSERT_EQ(programs.size(), 2u);
@@ -100,6 +100,7 @@ TEST_F(LowerTest, SyscallExitsStashArguments) {
 }
 
 TEST_F(LowerTest, LayoutsDescribeEveryField) {
+  // With `select`, the columns are what it says; a capture list only names arguments.
   Compiled c = compile("trace tcp_sendmsg(sk, size) where size > 4k select comm, size, hex(size) as h");
   ASSERT_TRUE(c.program);
   const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
@@ -107,12 +108,23 @@ TEST_F(LowerTest, LayoutsDescribeEveryField) {
   for (const auto& f : layout.fields) {
     if (!f.hidden) names.push_back(f.name);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"sk", "size", "comm", "size", "h"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"comm", "size", "h"}));
   EXPECT_EQ(layout.fields.back().kind, runtime::FieldKind::Hex);
+  EXPECT_EQ(layout.fields[0].kind, runtime::FieldKind::String);
+  EXPECT_EQ(layout.fields[1].int_bytes, 8);  // size_t
+}
+
+TEST_F(LowerTest, CapturesAreDumpedKsnoopStyle) {
+  Compiled c = compile("trace tcp_sendmsg(sk, size)");
+  ASSERT_TRUE(c.program);
+  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  ASSERT_EQ(layout.fields.size(), 3u);
   EXPECT_EQ(layout.fields[0].kind, runtime::FieldKind::Pointer);  // address of the dump
   EXPECT_TRUE(layout.fields[0].hidden);
   EXPECT_EQ(layout.fields[1].kind, runtime::FieldKind::Record);
   EXPECT_EQ(layout.fields[1].type_name, "struct sock");
+  EXPECT_TRUE(layout.fields[1].is_capture);
+  EXPECT_EQ(layout.fields[2].name, "size");
 }
 
 TEST_F(LowerTest, InstructionsMapBackToKqSource) {
