@@ -1,5 +1,7 @@
 #include "runtime/type_dump.h"
 
+#include "runtime/dump_zeroes.h"
+
 #include <bpf/btf.h>
 
 #include <cstdarg>
@@ -167,10 +169,11 @@ std::string TypeDumper::recordText(const FieldLayout& f, const uint8_t* bytes) {
   ::btf_dump* dumper = dumperFor(type.btf);
   if (!dumper) return "(cannot dump)";
   dumped_.clear();
-  LIBBPF_OPTS(btf_dump_type_data_opts, opts, .indent_str = "    ", .emit_zeroes = false);
+  LIBBPF_OPTS(btf_dump_type_data_opts, opts, .indent_str = "    ", .emit_zeroes = true);
   int err = btf_dump__dump_type_data(dumper, type.id, padded.data(), padded.size(), &opts);
   if (err < 0) return fmt::format("(cannot dump: {})", std::strerror(-err));
-  std::string out = std::move(dumped_);
+  // Every member from libbpf, then the zeroes left out here (see dump_zeroes.h).
+  std::string out = withoutZeroes(dumped_);
   if (static_cast<int64_t>(f.size) < full) out += fmt::format("  /* first {} of {} bytes */", f.size, full);
   return out;
 }

@@ -267,6 +267,16 @@ int main(void) { puts(kq_greet("world")); return 0; }
         self.assertEqual([marks.get(n) for n in ["242", "342", "442", "542"]],
                          ["0xdeadbeef", "0x0", "0xdeadbeef", "0x7"], out)
 
+    def test_typed_dump_keeps_nested_structs(self):
+        # An unconnected UDP socket's `__sk_common` starts with zero addresses; libbpf's own
+        # zero-skipping dropped the whole member, family and ports included.
+        status, out, err = kq("trace tracepoint:net:net_dev_start_xmit(skb->sk) where skb->len > 400 "
+                              "and skb->len < 500", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        self.assertIn(".__sk_common = (struct sock_common){", out)
+        self.assertIn(".skc_family = (short unsigned int)2,", out)
+        self.assertNotRegex(out, r"= \([^)]*\)0,\n")  # zero members are left out
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
