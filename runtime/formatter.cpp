@@ -137,18 +137,22 @@ std::string withoutTrailingSpaces(std::string line) {
 
 /// fmt("%s:%d", a, b): each directive takes the next argument field, shown as it would be
 /// by itself (`%x` in hex); `%%` is a percent sign.
-/// An integer field's value at its C width: signed or unsigned, as a conversion asks.
+/// An integer field's value as C's printf sees it after the usual promotions: types
+/// narrower than int become int (by their own signedness), `%d` of a 32-bit value reads an
+/// int, of a 64-bit one a long.
 int64_t signedAtWidth(const FieldLayout& f, const uint8_t* p) {
   uint64_t v = readU64(p);
   uint32_t bits = 8u * f.int_bytes;
   if (bits >= 64) return static_cast<int64_t>(v);
   uint64_t sign = uint64_t{1} << (bits - 1);
   v &= (sign << 1) - 1;
-  return static_cast<int64_t>((v ^ sign) - sign);
+  bool narrow_unsigned = f.kind == FieldKind::Unsigned && bits < 32;
+  return narrow_unsigned ? static_cast<int64_t>(v) : static_cast<int64_t>((v ^ sign) - sign);
 }
 uint64_t unsignedAtWidth(const FieldLayout& f, const uint8_t* p) {
   uint64_t v = readU64(p);
-  uint32_t bits = 8u * f.int_bytes;
+  uint32_t bits = std::max(32u, 8u * f.int_bytes);  // narrower types promote to int
+  if (f.kind == FieldKind::Signed && f.int_bytes < 4) v = static_cast<uint64_t>(signedAtWidth(f, p));
   return bits >= 64 ? v : v & ((uint64_t{1} << bits) - 1);
 }
 
