@@ -88,7 +88,7 @@ class KernelFunctions(unittest.TestCase):
             with self.subTest(method=method):
                 status, out, err = kq("--attach", method, "-o", "json",
                                       "trace tcp_sendmsg(sk, size, return) where comm == \"python3\" "
-                                      "select size, duration", "-c", SEND_TCP)
+                                      "select sk, size, return, duration", "-c", SEND_TCP)
                 self.assertEqual(status, 0, err)
                 events = [json.loads(line) for line in out.splitlines()]
                 self.assertEqual([(e["size"], e["return"]) for e in events], [(1000, 1000)], out)
