@@ -92,6 +92,9 @@ Json jsonOf(const ::btf* btf, uint32_t id, const uint8_t* p, size_t avail, int d
   }
   if (!t || depth > 16) return nullptr;
   int64_t size = btf__resolve_size(btf, id);
+  // A struct or union cut short (its first `dump_bytes`) shows the members that were
+  // captured; anything else not captured whole is null.
+  if (btf_is_composite(t)) return recordJsonOf(btf, t, p, avail, depth);
   if (size > 0 && static_cast<size_t>(size) > avail) return nullptr;
   switch (btf_kind(t)) {
     case BTF_KIND_INT: return intJson(t, p);

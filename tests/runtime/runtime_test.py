@@ -275,6 +275,15 @@ int main(void) { puts(kq_greet("world")); return 0; }
         self.assertIn(".skc_family = (short unsigned int)2,", out)
         self.assertNotRegex(out, r"= \([^)]*\)0,\n")  # zero members are left out
 
+    def test_json_of_a_struct_cut_short(self):
+        # task_struct is larger than the bytes kq keeps of a struct: its first members are
+        # shown (it printed null).
+        status, out, err = kq("-o", "json", "trace tracepoint:sched:sched_process_exec(p)", "-c", "/bin/true")
+        self.assertEqual(status, 0, err)
+        task = [json.loads(line)["p"] for line in out.splitlines()][-1]
+        self.assertIsInstance(task, dict, out[:1000])
+        self.assertIn("thread_info", task)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
