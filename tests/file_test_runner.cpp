@@ -100,6 +100,26 @@ TestFile loadTestFile(const fs::path& path, const std::string& display_path) {
   return file;
 }
 
+/// kq's input and output for a test: the script as the only file, output to `out`, and the
+/// fake kernel (or, for tests/kernel/ and `--btf`, a real one).
+kq::cli::Io testIo(std::ostream& out, const std::string& display_path, const std::string& script,
+                   bool real_kernel) {
+  return kq::cli::Io{out, out,
+                     [=](const std::string& path, std::string& error) -> std::optional<std::string> {
+                       if (path == display_path) return script;
+                       error = "No such file or directory";
+                       return std::nullopt;
+                     },
+                     false,
+                     [=](const std::string& btf_path) -> kq::Result<kq::cli::KernelEnvironment> {
+                       if (real_kernel || !btf_path.empty()) {
+                         return kq::cli::loadKernelEnvironment(btf_path);
+                       }
+                       return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
+                                                         kq::testing::fakeKernelInfo()};
+                     }};
+}
+
 class FileTest : public testing::Test {
  public:
   FileTest(fs::path path, std::string display_path)
@@ -115,20 +135,7 @@ class FileTest : public testing::Test {
         << path_ << ": `# CHECK:` lines must all come after the script";
 
     std::ostringstream output;
-    kq::cli::Io io{output, output,
-                   [&](const std::string& path, std::string& error) -> std::optional<std::string> {
-                     if (path == display_path_) return file.script;
-                     error = "No such file or directory";
-                     return std::nullopt;
-                   },
-                   false,
-                   [&](const std::string& btf_path) -> kq::Result<kq::cli::KernelEnvironment> {
-                     if (real_kernel || !btf_path.empty()) {
-                       return kq::cli::loadKernelEnvironment(btf_path);
-                     }
-                     return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
-                                                       kq::testing::fakeKernelInfo()};
-                   }};
+    kq::cli::Io io = testIo(output, display_path_, file.script, real_kernel);
     int status = kq::cli::run(file.args, io);
     std::vector<std::string> actual = splitLines(output.str());
 
@@ -177,17 +184,7 @@ class CheckedCompiles : public testing::Test {
   void TestBody() override {
     TestFile file = loadTestFile(path_, display_path_);
     std::ostringstream output;
-    kq::cli::Io io{output, output,
-                   [&](const std::string& path, std::string& error) -> std::optional<std::string> {
-                     if (path == display_path_) return file.script;
-                     error = "No such file or directory";
-                     return std::nullopt;
-                   },
-                   false,
-                   [&](const std::string&) -> kq::Result<kq::cli::KernelEnvironment> {
-                     return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
-                                                       kq::testing::fakeKernelInfo()};
-                   }};
+    kq::cli::Io io = testIo(output, display_path_, file.script, /*real_kernel=*/false);
     int status = kq::cli::run({"--dump", "plan", display_path_}, io);
     EXPECT_EQ(status, 0) << "`kq check` accepts it, so it must compile; output:\n" << output.str();
     EXPECT_EQ(output.str().find("error"), std::string::npos) << output.str();

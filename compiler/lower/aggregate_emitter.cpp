@@ -10,39 +10,30 @@ namespace {
 using runtime::AggregateKind;
 using runtime::AggregateSlot;
 
-/// The entry of `key` in `map`, added from the zero value when missing.
+/// The entry of `key` in `map`, added from the zero value when missing; a group that
+/// cannot be added (the table is full) is counted as lost.
 llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVariable* map,
                        llvm::Value* key) {
   llvm::IRBuilder<>& b = program.b;
   ObjectBuilder& object = emitter.object();
-  llvm::LLVMContext& ctx = b.getContext();
-  llvm::Value* entry = emitter.mapLookup(program, map, key);
-  auto* missing = llvm::BasicBlock::Create(ctx, "new_entry", program.fn);
-  auto* update = llvm::BasicBlock::Create(ctx, "update", program.fn);
-  llvm::BasicBlock* from = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateIsNull(entry), missing, update);
-  b.SetInsertPoint(missing);
-  llvm::Value* zero_key = program.frame.allocate(4);
-  b.CreateStore(b.getInt32(0), zero_key);
-  llvm::Value* zeros = emitter.mapLookup(program, object.zeros, zero_key);
-  auto* have_zeros = llvm::BasicBlock::Create(ctx, "zeros", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(zeros), have_zeros, program.bail);
-  b.SetInsertPoint(have_zeros);
+  auto zeros = [&] {
+    llvm::Value* zero_key = program.frame.allocate(4);
+    b.CreateStore(b.getInt32(0), zero_key);
+    llvm::Value* value = emitter.mapLookup(program, object.zeros, zero_key);
+    auto* have_zeros = llvm::BasicBlock::Create(b.getContext(), "zeros", program.fn);
+    b.CreateCondBr(b.CreateIsNotNull(value), have_zeros, program.bail);
+    b.SetInsertPoint(have_zeros);
+    return value;
+  };
   // BPF_NOEXIST: of two CPUs adding the same group, the second finds the first's entry.
-  object.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {map, key, zeros, b.getInt64(1)});
-  llvm::Value* created = emitter.mapLookup(program, map, key);
-  auto* created_ok = llvm::BasicBlock::Create(ctx, "created", program.fn);
-  auto* table_full = llvm::BasicBlock::Create(ctx, "table_full", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(created), created_ok, table_full);
+  llvm::Value* entry = emitter.lookupOrAdd(program, map, key, zeros, /*BPF_NOEXIST=*/1);
+  auto* found = llvm::BasicBlock::Create(b.getContext(), "update", program.fn);
+  auto* table_full = llvm::BasicBlock::Create(b.getContext(), "table_full", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(entry), found, table_full);
   b.SetInsertPoint(table_full);
   emitter.countLost(program, runtime::Lost::TableFull);
-  b.SetInsertPoint(created_ok);
-  b.CreateBr(update);
-  b.SetInsertPoint(update);
-  llvm::PHINode* value = b.CreatePHI(b.getPtrTy(), 2);
-  value->addIncoming(entry, from);
-  value->addIncoming(created, created_ok);
-  return value;
+  b.SetInsertPoint(found);
+  return entry;
 }
 
 /// The bucket of a power-of-two histogram: 0 below 1, then n for [2^(n-1), 2^n).

@@ -23,28 +23,14 @@ constexpr ContextMethod kMethods[] = {{"fentry/", "fexit/", Attach::Fentry, Atta
 llvm::Value* depthsOf(ProgramEmitter& emitter, Program& program, const ProbeUnit& p,
                       llvm::Value* key, bool create) {
   llvm::IRBuilder<>& b = program.b;
-  llvm::Value* depths = emitter.mapLookup(program, p.context, key);
-  if (!create) return depths;
-  llvm::LLVMContext& ctx = b.getContext();
-  auto* make = llvm::BasicBlock::Create(ctx, "create", program.fn);
-  auto* have = llvm::BasicBlock::Create(ctx, "have", program.fn);
-  llvm::BasicBlock* from = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateIsNull(depths), make, have);
-  b.SetInsertPoint(make);
-  llvm::Value* zeros = program.frame.allocate(4 * sema::kMaxCallContext);
-  for (uint32_t i = 0; i < sema::kMaxCallContext; ++i) {
-    b.CreateStore(b.getInt32(0), b.CreateGEP(b.getInt32Ty(), zeros, b.getInt64(i)));
-  }
-  emitter.object().module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
-                                       {p.context, key, zeros, b.getInt64(0)});
-  llvm::Value* created = emitter.mapLookup(program, p.context, key);
-  llvm::BasicBlock* make_end = b.GetInsertBlock();
-  b.CreateBr(have);
-  b.SetInsertPoint(have);
-  llvm::PHINode* phi = b.CreatePHI(b.getPtrTy(), 2);
-  phi->addIncoming(depths, from);
-  phi->addIncoming(created, make_end);
-  return phi;
+  if (!create) return emitter.mapLookup(program, p.context, key);
+  return emitter.lookupOrAdd(program, p.context, key, [&] {
+    llvm::Value* zeros = program.frame.allocate(4 * sema::kMaxCallContext);
+    for (uint32_t i = 0; i < sema::kMaxCallContext; ++i) {
+      b.CreateStore(b.getInt32(0), b.CreateGEP(b.getInt32Ty(), zeros, b.getInt64(i)));
+    }
+    return zeros;
+  }, /*BPF_ANY=*/0);
 }
 
 void emitLevelProgram(ProgramEmitter& emitter, const ProbeUnit& p, const btf::Function& fn,

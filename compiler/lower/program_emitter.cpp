@@ -77,6 +77,29 @@ llvm::Value* ProgramEmitter::mapLookup(Program& program, llvm::GlobalVariable* m
                                      {map, key});
 }
 
+llvm::Value* ProgramEmitter::lookupOrAdd(Program& program, llvm::GlobalVariable* map,
+                                         llvm::Value* key,
+                                         const std::function<llvm::Value*()>& initial,
+                                         uint64_t flags) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* entry = mapLookup(program, map, key);
+  auto* missing = llvm::BasicBlock::Create(b.getContext(), "add_entry", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "have_entry", program.fn);
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  b.CreateCondBr(b.CreateIsNull(entry), missing, done);
+  b.SetInsertPoint(missing);
+  llvm::Value* value = initial();
+  object_.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {map, key, value, b.getInt64(flags)});
+  llvm::Value* added = mapLookup(program, map, key);
+  llvm::BasicBlock* added_end = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* phi = b.CreatePHI(b.getPtrTy(), 2);
+  phi->addIncoming(entry, from);
+  phi->addIncoming(added, added_end);
+  return phi;
+}
+
 llvm::Value* ProgramEmitter::tidKey(Program& program) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(4);

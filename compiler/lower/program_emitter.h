@@ -5,6 +5,7 @@
 // what is in them. Internal to compiler/lower.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,6 +91,10 @@ class ProgramEmitter {
   void finish(Program& program, const std::string& name, const ProgramSite& site);
   ExprLowering lowering(Program& program, const sema::ExprTable& exprs, const ArgAccess& args);
   llvm::Value* mapLookup(Program& program, llvm::GlobalVariable* map, llvm::Value* key);
+  /// The entry of `key` in `map`; when missing, added from the value `initial` makes
+  /// (update flags `flags`) and looked up again: null only if it could not be added.
+  llvm::Value* lookupOrAdd(Program& program, llvm::GlobalVariable* map, llvm::Value* key,
+                           const std::function<llvm::Value*()>& initial, uint64_t flags);
   /// The thread id as a map key.
   llvm::Value* tidKey(Program& program);
   /// Returns early unless the event's process is the one being traced.
