@@ -31,6 +31,7 @@ enum class FieldKind : uint8_t {
   Pointer,   // an address
   Record,    // the bytes of a struct or union, dumped with BTF type `btf_id`
   Symbol,    // a kernel address shown as its symbol (ksym)
+  UserSymbol,  // an address in the event's process shown as its symbol (usym)
   Errno,     // a negative errno shown by name
   Ipv4,      // 4 bytes in network order, shown as a dotted quad
   Ipv6,      // 16 bytes in network order, shown as RFC 5952 text (`::1`, `fe80::1`)

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/symbols.h"
+#include "runtime/user_symbols.h"
 #include "runtime/type_dump.h"
 
 namespace kq::runtime {
@@ -85,7 +86,7 @@ std::vector<std::string> stackFrames(const FieldLayout& f, const uint8_t* p) {
   for (uint32_t i = 0; i + 8 <= f.size; i += 8) {
     uint64_t a = readU64(p + i);
     if (!a) break;
-    std::string frame = f.kind == FieldKind::KernelStack ? kernelSymbol(a) : fmt::format("0x{:x}", a);
+    std::string frame = f.kind == FieldKind::KernelStack ? kernelSymbol(a) : userSymbol(a);
     if (frames.empty() && f.kind == FieldKind::KernelStack && isTracingFrame(frame)) continue;
     frames.push_back(std::move(frame));
   }
@@ -119,6 +120,7 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types
     case FieldKind::String: return stringText(p, f.size, /*mark_cut=*/f.size > kCommBytes);
     case FieldKind::Pointer: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Symbol: return kernelSymbol(readU64(p));
+    case FieldKind::UserSymbol: return userSymbol(readU64(p));
     case FieldKind::Errno: return errnoName(readSigned(p));
     case FieldKind::Ipv4: return ipv4Text(p);
     case FieldKind::Ipv6: return ipv6Text(p);
@@ -248,6 +250,7 @@ class TextFormatter : public Formatter {
 
   void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
              size_t size) override {
+    setCurrentProcess(h.pid);  // for usym() and ustack
     std::string comm = stringText(reinterpret_cast<const uint8_t*>(h.comm), sizeof h.comm);
     std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
                                    clockText(static_cast<int64_t>(h.time_ns) + offset_, ClockPrecision::Milliseconds), h.cpu,
@@ -312,6 +315,7 @@ class JsonFormatter : public Formatter {
 
   void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
              size_t size) override {
+    setCurrentProcess(h.pid);  // for usym() and ustack
     Json j;
     int64_t wall = static_cast<int64_t>(h.time_ns) + offset_;
     j["time"] = clockText(wall, ClockPrecision::Microseconds);

@@ -1,4 +1,4 @@
-// Function symbols of an ELF binary or library, for uprobe targets.
+// Function symbols of an ELF binary or library, for uprobe targets (read by kernel/elf_file).
 #pragma once
 
 #include <cstdint>
@@ -6,14 +6,9 @@
 #include <vector>
 
 #include "compiler/diag/result.h"
+#include "kernel/elf_file.h"
 
 namespace kq::kernel {
-
-struct ElfSymbol {
-  std::string name;
-  uint64_t address;
-  uint64_t size;
-};
 
 /// Function symbols from .symtab and .dynsym, sorted by name, duplicates removed.
 Result<std::vector<ElfSymbol>> readFunctionSymbols(const std::string& path);

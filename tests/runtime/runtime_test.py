@@ -284,6 +284,25 @@ int main(void) { puts(kq_greet("world")); return 0; }
         self.assertIsInstance(task, dict, out[:1000])
         self.assertIn("thread_info", task)
 
+    def test_user_stacks_and_usym_have_names(self):
+        # User addresses are named from the process's mapped ELF files (they printed as hex).
+        source = write_script("nest.c", """
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((noinline)) int kq_leaf(int x) { return getppid() + x; }
+__attribute__((noinline)) int kq_middle(int x) { return kq_leaf(x) * 2; }
+int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return 0; }
+""")
+        binary = os.path.join(WORKDIR, "nest")
+        subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", binary, source], check=True)
+        status, out, err = kq("-o", "json", f"trace uprobe:{binary}:kq_leaf select ustack",
+                              "-c", f"{binary} >/dev/null")
+        self.assertEqual(status, 0, err)
+        event = json.loads(out.splitlines()[0])
+        self.assertEqual(event["ustack"][0], "kq_leaf")
+        self.assertTrue(event["ustack"][1].startswith("kq_middle"), event)
+        self.assertTrue(event["ustack"][2].startswith("main"), event)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)

@@ -102,7 +102,7 @@ void addFormatFunctions(std::vector<BuiltinFunction>& out) {
       {"errno", BuiltinFn::Errno, 1, 1, checkInteger, "errno(x)", shown<FieldKind::Errno>},
       {"ntop", BuiltinFn::Ntop, 1, 1, checkNtop, "ntop(addr)", ntopField},
       {"ksym", BuiltinFn::Ksym, 1, 1, checkAddress, "ksym(addr)", shown<FieldKind::Symbol>},
-      {"usym", BuiltinFn::Usym, 1, 1, checkAddress, "usym(addr)", shown<FieldKind::Hex>},
+      {"usym", BuiltinFn::Usym, 1, 1, checkAddress, "usym(addr)", shown<FieldKind::UserSymbol>},
       {"fmt", BuiltinFn::Fmt, 1, 16, checkFmt, "fmt(\"format\", x...)", shown<FieldKind::Format>},
   });
 }
