@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -313,6 +314,52 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
 
     def test_sigterm_detaches_everything(self):
         self.check_signal(signal.SIGTERM)
+
+    def stop_latency_under_flood(self, *args, sig=signal.SIGINT, after=1.0):
+        """Seconds from `sig` (or from `after`, with `sig` None) to kq's exit while dd floods
+        the traced tracepoint; kq's output is read and thrown away as fast as it comes."""
+        flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000",
+                                  "status=none"])
+        proc = subprocess.Popen([KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            header = proc.stdout.readline()  # printed once attached
+            if not header:
+                self.fail(proc.stderr.read().decode())
+            reader = threading.Thread(target=lambda: [None for _ in iter(lambda: proc.stdout.read(65536), b"")])
+            reader.start()
+            time.sleep(after)
+            start = time.monotonic()
+            if sig is not None:
+                proc.send_signal(sig)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            latency = time.monotonic() - start
+            reader.join()
+            err = proc.stderr.read().decode()
+            print(f"\n  stop latency of {' '.join(args)}: {latency * 1000:.0f} ms", file=sys.stderr)
+            self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
+            return latency
+        finally:
+            flood.kill()
+            flood.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def test_ctrl_c_stops_kq_under_a_flood(self):
+        latency = self.stop_latency_under_flood("trace tracepoint:raw_syscalls:sys_enter select id")
+        self.assertLess(latency, 2.0)
+
+    def test_sigterm_stops_typed_dumps_under_a_flood(self):
+        latency = self.stop_latency_under_flood("trace tracepoint:sched:sched_switch", sig=signal.SIGTERM)
+        self.assertLess(latency, 2.0)
+
+    def test_duration_ends_under_a_flood(self):
+        latency = self.stop_latency_under_flood("trace tracepoint:raw_syscalls:sys_enter select id",
+                                                "-d", "1s", sig=None, after=0)
+        self.assertLess(latency, 3.0)
 
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",

@@ -20,6 +20,7 @@
 #include "runtime/libbpf_log.h"
 #include "runtime/loader.h"
 #include "runtime/session.h"
+#include "runtime/stop_request.h"
 
 namespace kq::cli {
 namespace {
@@ -89,6 +90,7 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
                Diagnostics& diags, bool color, Io& io) {
+  runtime::StopSignals stop_signals;  // the caller's, if it installed them first
   runtime::setLibbpfVerbose(request.verbose);
   uint64_t duration = 0;
   if (!request.duration.empty()) {
@@ -183,7 +185,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     }
     return 0;
   }
-  if (child) {
+  if (child && !runtime::stopRequested()) {
     // Follow the command (and, through fork, its children) from its first instruction.
     int fd = loaded.object->mapFd(compiled->plan.tracked_map);
     uint32_t pid = static_cast<uint32_t>(child->pid());
@@ -196,15 +198,21 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
   session.queries = queryLimits(checked);
   session.duration_ns = duration;
-  session.child = child ? child->pid() : 0;
+  session.child = child.get();
   session.traced = static_cast<pid_t>(request.pid);
   // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
   // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s.
   runtime::KernelTypes kernel_types("/sys/kernel/btf",
                                     request.btf.empty() ? env.btf->vmlinux().btf : nullptr);
   session.kernel_types = &kernel_types;
-  runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
-  return 0;
+  runtime::SessionResult result =
+      runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
+  loaded.object.reset();  // detached before the command is stopped: its ending is not traced
+  if (child) {
+    std::string ending = runtime::commandEnding(*child, child->stop(), request.verbose);
+    if (!ending.empty()) io.err << "kq: the command " << ending << "\n";
+  }
+  return result.output_failure.empty() ? 0 : 1;
 }
 
 }  // namespace kq::cli
