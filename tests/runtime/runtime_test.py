@@ -361,6 +361,91 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
                                                 "-d", "1s", sig=None, after=0)
         self.assertLess(latency, 3.0)
 
+    def test_sighup_and_sigquit_end_the_session_like_ctrl_c(self):
+        self.check_signal(signal.SIGHUP)
+        self.check_signal(signal.SIGQUIT)
+
+    def test_ctrl_c_works_when_started_with_it_ignored(self):
+        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertRegex(err.decode(), r"kq: \d+ events?, \d+ lost")
+
+    def test_ctrl_c_during_start_up_ends_the_session_at_once(self):
+        for delay in (0.05, 0.2, 0.4):
+            proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu", "-c", "sleep 30"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=10)
+            self.assertIn(proc.returncode, (0, -signal.SIGINT), err)
+            self.assertNotIn(b"sleep 30", subprocess.run(["ps", "-eo", "args"], capture_output=True).stdout)
+
+    def test_sigterm_ends_kq_whose_output_nobody_reads(self):
+        flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000", "status=none"])
+        proc = subprocess.Popen([KQ, "trace tracepoint:raw_syscalls:sys_enter select id"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+            time.sleep(1)  # the pipe is full; nobody reads it
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+            print(f"\n  stop latency with a full pipe: {(time.monotonic() - start) * 1000:.0f} ms", file=sys.stderr)
+            self.assertLess(time.monotonic() - start, 2.0)
+            err = proc.stderr.read().decode()
+            self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
+        finally:
+            proc.kill()
+            proc.wait()
+            flood.kill()
+            flood.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def test_a_closed_pipe_ends_the_session_with_its_summary(self):
+        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+        proc.stdout.close()  # like `kq ... | head -1`
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=10)
+        proc.stderr.close()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("kq: error: cannot write the output: Broken pipe", err)
+        self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
+
+    def test_write_errors_are_reported(self):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([KQ, "trace syscall:openat select comm, str(filename)", "-c", "cat /etc/hostname"],
+                                  stdout=full, stderr=subprocess.PIPE, timeout=60)
+        err = proc.stderr.decode()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("kq: error: cannot write the output: No space left on device", err)
+
+    def test_the_command_is_stopped_with_kq(self):
+        start = time.monotonic()
+        status, out, err = kq("trace syscall:nanosleep select pid", "-d", "1s", "-c", "sleep 4242 & sleep 4243")
+        self.assertEqual(status, 0, err)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertIn("kq: the command stopped by kq (SIGTERM)", err)
+        args = subprocess.run(["ps", "-eo", "args"], capture_output=True).stdout.decode()
+        self.assertNotIn("sleep 4242", args)
+        self.assertNotIn("sleep 4243", args)
+
+    def test_how_the_command_ended_is_reported(self):
+        status, out, err = kq("trace syscall:openat select pid", "-c", "exit 3")
+        self.assertEqual(status, 0, err)
+        self.assertIn("kq: the command exited with status 3", err)
+        status, out, err = kq("trace syscall:openat select pid", "-c", "kill -SEGV $$")
+        self.assertIn("kq: the command was killed by SIGSEGV", err)
+        status, out, err = kq("trace syscall:openat select pid", "-c", "true")
+        self.assertNotIn("the command", err)
+
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)
