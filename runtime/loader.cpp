@@ -13,7 +13,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -168,9 +167,7 @@ class Loader {
     const PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
     if (!culprit) {
       // The log may name the program outside a verifier log ("prog 'x': failed to ...").
-      static const std::regex prog(R"(prog '([^']+)')");
-      std::smatch m;
-      if (std::regex_search(capture.text(), m, prog)) culprit = plannedByName(m[1]);
+      if (auto name = programThatFailed(capture.text())) culprit = plannedByName(*name);
     }
     if (culprit) {
       bool verifier = rejection && rejection->instruction >= 0 && std::abs(err) == EACCES;

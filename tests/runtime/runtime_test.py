@@ -446,6 +446,14 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         status, out, err = kq("trace syscall:openat select pid", "-c", "true")
         self.assertNotIn("the command", err)
 
+    def test_a_load_failure_names_the_group_that_failed(self):
+        # With -c a fork follower is loaded too; it is not what failed.
+        status, out, err = kq("trace ip_send_skb", "-c", "true")
+        if status == 0:
+            self.skipTest("this kernel traces ip_send_skb")
+        self.assertIn("cannot attach to ip_send_skb:", err)
+        self.assertNotIn("following forks", err)
+
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)
