@@ -189,9 +189,12 @@ int msUntil(int64_t when) {
 /// a whole interval.
 std::vector<int64_t> firstTicks(const ProgramPlan& plan) {
   std::vector<int64_t> ticks;
+  int64_t now = nowNs(CLOCK_MONOTONIC);
   for (const AggregateLayout& a : plan.layout.aggregates) {
+    // An interval the clock cannot reach (2^64 - 1 ns) never ticks: its table prints at the end.
+    bool ticks_ever = a.every_ns && a.every_ns < (1ull << 62);  // 146 years
     int64_t every = static_cast<int64_t>(a.every_ns);
-    ticks.push_back(every ? (nowNs(CLOCK_MONOTONIC) / every + 1) * every + kTickGraceNs : 0);
+    ticks.push_back(ticks_ever ? (now / every + 1) * every + kTickGraceNs : 0);
   }
   return ticks;
 }
@@ -228,7 +231,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
     return readRing(ring, reader, limit ? std::min(until, limit) : until);
   };
 
-  int64_t deadline = options.duration_ns ? nowNs(CLOCK_MONOTONIC) + static_cast<int64_t>(options.duration_ns) : 0;
+  int64_t deadline = deadlineAfter(nowNs(CLOCK_MONOTONIC), options.duration_ns);
   Wakeups wakeups(ring, options.child ? options.child->pid() : options.traced);
   const auto& aggregates = plan.layout.aggregates;
   std::vector<int64_t> ticks = firstTicks(plan);

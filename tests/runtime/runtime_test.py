@@ -454,6 +454,41 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertIn("cannot attach to ip_send_skb:", err)
         self.assertNotIn("following forks", err)
 
+    def test_pid_of_a_thread_or_of_nothing_is_refused(self):
+        ready, done = threading.Event(), threading.Event()
+        tid = []
+        def worker():
+            tid.append(threading.get_native_id())
+            ready.set()
+            done.wait()
+        thread = threading.Thread(target=worker)
+        thread.start()
+        ready.wait()
+        try:
+            status, out, err = kq("trace syscall:read select pid", "-p", str(tid[0]), "-d", "1s")
+        finally:
+            done.set()
+            thread.join()
+        self.assertEqual(status, 1, err)
+        self.assertIn(f"{tid[0]} is a thread of process {os.getpid()}, not a process; -p {os.getpid()} traces the process", err)
+        status, out, err = kq("trace syscall:read select pid", "-p", "4294967295", "-d", "1s")
+        self.assertEqual(status, 1, err)
+        self.assertIn("no process has PID 4294967295", err)
+
+    def test_durations_of_2_to_the_63_ns_or_more_do_not_wrap(self):
+        start = time.monotonic()
+        status, out, err = kq("trace syscall:read select pid for 2562048h", "-d", "1s",
+                              "-c", "sleep 0.5; cat /etc/hostname")
+        self.assertEqual(status, 0, err)
+        self.assertIn(" cat ", out)
+        status, out, err = kq("trace syscall:read group by comm select count() every 18446744073709551615ns",
+                              "-c", "sleep 0.5; cat /etc/hostname")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.count("@ "), 1, out)  # one table, at the end: no tick at once
+        self.assertIn("cat", out)
+        status, out, err = kq("trace syscall:read select pid", "-d", "2562048h", "-c", "true")
+        self.assertEqual(status, 0, err)
+
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)

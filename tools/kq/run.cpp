@@ -8,7 +8,10 @@
 #include <bpf/bpf.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -34,6 +37,21 @@ std::vector<runtime::QueryLimits> queryLimits(const sema::CheckedProgram& checke
                    clauses.limit ? clauses.limit->value : 0});
   }
   return out;
+}
+
+/// Why -p PID cannot be traced ("no process has PID 7"), or empty. The kernel's process id
+/// is a thread group's: the id of a thread that leads none would match nothing.
+std::string tracedProcessProblem(uint32_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (pid <= INT32_MAX && std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) != 0) continue;
+    uint32_t leader = static_cast<uint32_t>(std::strtoul(line.c_str() + 5, nullptr, 10));
+    if (leader == pid) return "";
+    return fmt::format("{} is a thread of process {}, not a process; -p {} traces the process",
+                       pid, leader, leader);
+  }
+  return fmt::format("no process has PID {}", pid);
 }
 
 bool tracesKernelFunctions(const sema::CheckedProgram& checked) {
@@ -110,9 +128,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     return 1;
   }
 
-  if (request.pid && !dump_only && kill(static_cast<pid_t>(request.pid), 0) != 0 && errno == ESRCH) {
-    io.err << "kq: error: no process has PID " << request.pid << "\n";
-    return 1;
+  if (request.pid && !dump_only) {
+    if (std::string problem = tracedProcessProblem(request.pid); !problem.empty()) {
+      io.err << "kq: error: " << problem << "\n";
+      return 1;
+    }
   }
 
   std::unique_ptr<runtime::ChildCommand> child;
