@@ -489,6 +489,13 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         status, out, err = kq("trace syscall:read select pid", "-d", "2562048h", "-c", "true")
         self.assertEqual(status, 0, err)
 
+    def test_too_many_queries_on_one_tracepoint_say_the_limit(self):
+        script = write_script("many.kq", "trace syscall:read select pid limit 1\n" * 70)
+        status, out, err = kq(script, "-d", "1s")
+        self.assertEqual(status, 1, err)
+        self.assertIn("at most 64 (BPF_TRACE_MAX_PROGS) programs to one tracepoint", err)
+        self.assertIn("this script has 70 on syscalls/sys_enter_read", err)
+
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)
