@@ -496,6 +496,26 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertIn("at most 64 (BPF_TRACE_MAX_PROGS) programs to one tracepoint", err)
         self.assertIn("this script has 70 on syscalls/sys_enter_read", err)
 
+    @unittest.skipIf(shutil.which("setpriv") is None, "needs setpriv")
+    def test_capabilities_not_root_are_what_tracing_needs(self):
+        public = tempfile.mkdtemp(prefix="kq-caps-")
+        try:
+            os.chmod(public, 0o755)
+            binary = os.path.join(public, "kq")
+            shutil.copy(KQ, binary)
+            as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+            caps = ["--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon"]
+            query = ["trace tracepoint:sched:sched_switch select cpu", "-d", "1s"]
+            proc = subprocess.run([*as_nobody, *caps, binary, *query], capture_output=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertRegex(proc.stderr.decode(), r"kq: \d+ events?, 0 lost")
+            caps = ["--inh-caps=+bpf", "--ambient-caps=+bpf"]
+            proc = subprocess.run([*as_nobody, *caps, binary, *query], capture_output=True, timeout=60)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("this process lacks CAP_PERFMON", proc.stderr.decode())
+        finally:
+            shutil.rmtree(public, ignore_errors=True)
+
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)

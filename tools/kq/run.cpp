@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/diag/render.h"
 #include "compiler/ast/visitor.h"
@@ -22,6 +23,7 @@
 #include "compiler/parse/literals.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/loader.h"
+#include "runtime/privileges.h"
 #include "runtime/session.h"
 #include "runtime/stop_request.h"
 
@@ -122,10 +124,14 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     duration = n->value;
   }
   bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
-  if (!dump_only && geteuid() != 0) {
-    io.err << "kq: error: loading BPF programs needs root (CAP_BPF and CAP_PERFMON); "
-              "`kq check` works without\n";
-    return 1;
+  if (!dump_only) {
+    std::vector<std::string> missing = runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
+    if (!missing.empty()) {
+      io.err << fmt::format("kq: error: loading BPF programs needs {} (or root); this process lacks {}; "
+                            "`kq check` works without\n",
+                            "CAP_BPF and CAP_PERFMON", fmt::join(missing, " and "));
+      return 1;
+    }
   }
 
   if (request.pid && !dump_only) {
