@@ -66,6 +66,7 @@ bool FdOutputBuffer::waitWritable() {
 bool FdOutputBuffer::writeAll(const char* data, size_t size) {
   while (size > 0) {
     bool stopping = stopRequested();
+    if (!stopping) give_up_at_ns_ = 0;  // a new session of the REPL: a new grace period
     if (stopping && !waitWritable()) return false;
     // A blocking write is interrupted by the stop signal (no SA_RESTART); after it, writes of
     // at most PIPE_BUF bytes into a pipe that polled writable do not block.

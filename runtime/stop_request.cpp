@@ -32,6 +32,7 @@ StopSignals::StopSignals() {
 StopSignals::~StopSignals() {
   if (!installed_) return;
   g_installed = false;
+  g_stop_signal = 0;  // the session it stopped is over (the REPL goes on)
   for (size_t i = 0; i < kStopSignals.size(); ++i) {
     sigaction(kStopSignals[i], &previous_[i], nullptr);
   }

@@ -25,7 +25,7 @@ class StopSignals {
   std::array<struct sigaction, 5> previous_{};
 };
 
-/// Whether a stop was requested since the StopSignals in force were installed.
+/// Whether a stop was requested while the StopSignals in force were installed.
 bool stopRequested();
 /// The signal that requested the stop, or 0.
 int stopSignal();

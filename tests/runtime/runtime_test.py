@@ -685,6 +685,19 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         self.assertIn("kqreplcat", out.decode())
         self.assertIn("kq: 1 event", err.decode())
 
+    def test_repl_goes_on_after_ctrl_c(self):
+        proc = subprocess.Popen([KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdin.write(b"trace tracepoint:sched:sched_switch select cpu\n")
+        proc.stdin.flush()
+        self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)  # longer than the output's grace period after a stop
+        out, err = proc.communicate(b"help\nquit\n", timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("quit", out.decode())  # help's text, written after the stop
+        self.assertRegex(err.decode(), r"kq: \d+ events?, \d+ lost")
+
     def test_fmt(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
                               'select fmt("%s opened %s (flags %x, %%)", comm, str(filename), flags) as line',
