@@ -106,7 +106,8 @@ ChildCommand::~ChildCommand() { stop(); }
 std::string commandEnding(const ChildCommand& child, int status, bool verbose) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    std::string name = sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : std::to_string(sig);
+    const char* abbrev = sigabbrev_np(sig);
+    std::string name = abbrev ? fmt::format("SIG{}", abbrev) : std::to_string(sig);
     return child.stoppedByKq() ? fmt::format("stopped by kq ({})", name)
                                : fmt::format("was killed by {}", name);
   }

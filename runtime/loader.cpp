@@ -204,7 +204,8 @@ class Loader {
         loaded.links_.push_back({link, p->query});
       } else {
         int err = errno;
-        refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p) : explain(p->attach, err, false)};
+        refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p)
+                                                 : explain(p->attach, err, false)};
         failure = LoadFailure{fmt::format("cannot attach {} {}: {}", attachName(p->attach),
                                           p->target, std::strerror(err))};
       }
@@ -215,10 +216,12 @@ class Loader {
 
   /// E2BIG from attaching: the kernel's limit of programs at one place, and this script's count.
   std::string tooManyPrograms(const PlannedProgram& p) const {
-    size_t here = std::count_if(plan_.programs.begin(), plan_.programs.end(), [&](const PlannedProgram& q) {
-      return q.attach == p.attach && q.target == p.target;
-    });
-    bool trampoline = p.attach == Attach::Fentry || p.attach == Attach::Fexit || p.attach == Attach::TpBtf;
+    size_t here = std::count_if(plan_.programs.begin(), plan_.programs.end(),
+                                [&](const PlannedProgram& q) {
+                                  return q.attach == p.attach && q.target == p.target;
+                                });
+    bool trampoline =
+        p.attach == Attach::Fentry || p.attach == Attach::Fexit || p.attach == Attach::TpBtf;
     return fmt::format(
         "the kernel attaches at most {} programs to one {} (counting other tools' programs "
         "there), and this script has {} on {}: fewer queries on it, or one query with `group by`",

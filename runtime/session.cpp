@@ -199,6 +199,20 @@ std::vector<int64_t> firstTicks(const ProgramPlan& plan) {
   return ticks;
 }
 
+/// Counts what was lost and says on stderr how the session ended and what it saw.
+void reportEnd(SessionResult& result, const LoadedObject& object, const ProgramPlan& plan,
+               const SessionOptions& options, std::ostream& err) {
+  int lost_fd = object.mapFd(plan.lost_map);
+  for (uint32_t why = 0; why < kLostReasons; ++why) {
+    result.lost[why] = lostEvents(lost_fd, static_cast<Lost>(why));
+  }
+  if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
+  if (!result.output_failure.empty()) {
+    err << "kq: error: cannot write the output: " << result.output_failure << "\n";
+  }
+  err << sessionSummary(result, plan, options.format) << "\n";
+}
+
 }  // namespace
 
 SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
@@ -284,15 +298,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
   result.output_failure = outputFailure(out);
 
   result.events = reader.events;
-  int lost_fd = object.mapFd(plan.lost_map);
-  for (uint32_t why = 0; why < kLostReasons; ++why) {
-    result.lost[why] = lostEvents(lost_fd, static_cast<Lost>(why));
-  }
-  if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
-  if (!result.output_failure.empty()) {
-    err << "kq: error: cannot write the output: " << result.output_failure << "\n";
-  }
-  err << sessionSummary(result, plan, options.format) << "\n";
+  reportEnd(result, object, plan, options, err);
   return result;
 }
 

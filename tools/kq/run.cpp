@@ -125,11 +125,12 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   }
   bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
   if (!dump_only) {
-    std::vector<std::string> missing = runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
+    std::vector<std::string> missing =
+        runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
     if (!missing.empty()) {
-      io.err << fmt::format("kq: error: loading BPF programs needs {} (or root); this process lacks {}; "
-                            "`kq check` works without\n",
-                            "CAP_BPF and CAP_PERFMON", fmt::join(missing, " and "));
+      io.err << fmt::format("kq: error: loading BPF programs needs CAP_BPF and CAP_PERFMON (or "
+                            "root); this process lacks {}; `kq check` works without\n",
+                            fmt::join(missing, " and "));
       return 1;
     }
   }
