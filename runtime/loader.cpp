@@ -13,7 +13,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -168,9 +167,7 @@ class Loader {
     const PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
     if (!culprit) {
       // The log may name the program outside a verifier log ("prog 'x': failed to ...").
-      static const std::regex prog(R"(prog '([^']+)')");
-      std::smatch m;
-      if (std::regex_search(capture.text(), m, prog)) culprit = plannedByName(m[1]);
+      if (auto name = programThatFailed(capture.text())) culprit = plannedByName(*name);
     }
     if (culprit) {
       bool verifier = rejection && rejection->instruction >= 0 && std::abs(err) == EACCES;
@@ -207,13 +204,29 @@ class Loader {
         loaded.links_.push_back({link, p->query});
       } else {
         int err = errno;
-        refusal = Refusal{p->group, explain(p->attach, err, false)};
+        refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p)
+                                                 : explain(p->attach, err, false)};
         failure = LoadFailure{fmt::format("cannot attach {} {}: {}", attachName(p->attach),
                                           p->target, std::strerror(err))};
       }
       if (failure) return failure;
     }
     return std::nullopt;
+  }
+
+  /// E2BIG from attaching: the kernel's limit of programs at one place, and this script's count.
+  std::string tooManyPrograms(const PlannedProgram& p) const {
+    size_t here = std::count_if(plan_.programs.begin(), plan_.programs.end(),
+                                [&](const PlannedProgram& q) {
+                                  return q.attach == p.attach && q.target == p.target;
+                                });
+    bool trampoline =
+        p.attach == Attach::Fentry || p.attach == Attach::Fexit || p.attach == Attach::TpBtf;
+    return fmt::format(
+        "the kernel attaches at most {} programs to one {} (counting other tools' programs "
+        "there), and this script has {} on {}: fewer queries on it, or one query with `group by`",
+        trampoline ? "38 (BPF_MAX_TRAMP_LINKS)" : "64 (BPF_TRACE_MAX_PROGS)",
+        trampoline ? "function" : "tracepoint", here, p.target);
   }
 
   /// One program at many kprobes (packet mode without kprobe.multi): functions that refuse

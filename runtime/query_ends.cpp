@@ -1,8 +1,14 @@
 #include "runtime/query_ends.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace kq::runtime {
+
+int64_t deadlineAfter(int64_t start_ns, uint64_t after_ns) {
+  if (after_ns == 0 || after_ns > static_cast<uint64_t>(INT64_MAX - start_ns)) return 0;
+  return start_ns + static_cast<int64_t>(after_ns);
+}
 
 QueryEnds::QueryEnds(const std::vector<QueryLimits>& limits, const ProgramLayout& layout,
                      int64_t start_ns) {
@@ -13,7 +19,7 @@ QueryEnds::QueryEnds(const std::vector<QueryLimits>& limits, const ProgramLayout
   ended_.assign(count, false);
   for (const AggregateLayout& a : layout.aggregates) queries_[a.query].aggregate = true;
   for (uint32_t q = 0; q < count && q < limits.size(); ++q) {
-    if (limits[q].for_ns) queries_[q].deadline_ns = start_ns + static_cast<int64_t>(limits[q].for_ns);
+    queries_[q].deadline_ns = deadlineAfter(start_ns, limits[q].for_ns);
     queries_[q].limit = limits[q].limit;
   }
 }

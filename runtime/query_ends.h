@@ -17,6 +17,10 @@ struct QueryLimits {
   uint64_t limit = 0;
 };
 
+/// `start_ns + after_ns`, or 0 (never) when that is past what a signed 64-bit clock reaches
+/// (after about 292 years): a duration of 2^63 ns or more must not wrap to the past.
+int64_t deadlineAfter(int64_t start_ns, uint64_t after_ns);
+
 class QueryEnds {
  public:
   /// `limits[q]` for query q of `layout` (missing: none), counted from `start_ns`.

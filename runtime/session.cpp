@@ -1,18 +1,17 @@
 #include "runtime/session.h"
 
 #include "runtime/aggregates.h"
+#include "runtime/fd_output.h"
 #include "runtime/query_ends.h"
 #include "runtime/session_summary.h"
+#include "runtime/stop_request.h"
 #include "runtime/symbols.h"
 #include "runtime/type_dump.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,11 +28,16 @@ namespace kq::runtime {
 
 /// How long after an interval ends its table is read: events that began in it finish.
 constexpr int64_t kTickGraceNs = 2'000'000;
+/// How long one read of the ring buffer may go on before the session looks at its clock
+/// again (ticks, `for`, -d, the -c command): libbpf reads for as long as records arrive.
+constexpr int64_t kReadSliceNs = 50'000'000;
+/// The events still in the buffer when the session ends are shown for at most this long,
+/// and at most kFinalRecords of them: a flood must not keep kq from ending.
+constexpr int64_t kFinalReadNs = 50'000'000;
+constexpr uint64_t kFinalRecords = 200'000;
+/// What the record callback returns to make libbpf stop reading and return.
+constexpr int kPauseReading = -ECANCELED;
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-void onSignal(int) { g_stop = true; }
 
 int64_t nowNs(clockid_t clock) {
   timespec ts;
@@ -45,8 +49,17 @@ struct Reader {
   const ProgramPlan& plan;
   Formatter& formatter;
   QueryEnds& ends;
+  std::ostream& out;
   uint64_t events = 0;
   std::vector<uint32_t> reached_limit;  // queries to detach once the read is over
+  int64_t read_until_ns = 0;            // this read's end (CLOCK_MONOTONIC)
+  uint64_t records_left = UINT64_MAX;   // this read's budget of records
+  bool final_read = false;              // the last read: a stop request does not cut it
+
+  bool shouldPause() const {
+    return (!final_read && stopRequested()) || records_left == 0 || out.bad() ||
+           nowNs(CLOCK_MONOTONIC) >= read_until_ns;
+  }
 };
 
 int onEvent(void* ctx, void* data, size_t size) {
@@ -60,7 +73,16 @@ int onEvent(void* ctx, void* data, size_t size) {
   r->formatter.event(header, probe, static_cast<const uint8_t*>(data), size);
   ++r->events;
   if (r->ends.printed(probe.query)) r->reached_limit.push_back(probe.query);
-  return 0;
+  --r->records_left;
+  // The record is consumed whatever this returns; a pause leaves the rest for the next read.
+  return r->shouldPause() ? kPauseReading : 0;
+}
+
+/// Reads what the ring holds until `until_ns` or the reader pauses; a negative errno on failure.
+int readRing(ring_buffer* ring, Reader& reader, int64_t until_ns) {
+  reader.read_until_ns = until_ns;
+  int n = ring_buffer__consume(ring);
+  return n == kPauseReading || n == -EINTR ? 0 : n;
 }
 
 uint64_t lostEvents(int fd, Lost why) {
@@ -111,33 +133,103 @@ class Tables {
   std::vector<bool> printed_;
 };
 
+/// What the session sleeps on between reads: the ring buffer and, with -c or -p, the
+/// process's exit (a pidfd), so that neither new events nor the end of the process waits
+/// for a timeout.
+class Wakeups {
+ public:
+  Wakeups(ring_buffer* ring, pid_t watched) : watched_(watched) {
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ring_event{EPOLLIN, {.u32 = 0}};
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring), &ring_event);
+    pidfd_ = watched ? static_cast<int>(syscall(SYS_pidfd_open, watched, 0)) : -1;
+    if (pidfd_ >= 0) {
+      epoll_event exit_event{EPOLLIN, {.u32 = 1}};
+      epoll_ctl(epoll_, EPOLL_CTL_ADD, pidfd_, &exit_event);
+    }
+  }
+  ~Wakeups() {
+    if (pidfd_ >= 0) close(pidfd_);
+    close(epoll_);
+  }
+
+  /// Sleeps at most `timeout_ms`; false if waiting failed.
+  bool wait(int timeout_ms, std::ostream& err) {
+    if (watched_ && pidfd_ < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
+    epoll_event events[2];
+    int n = epoll_wait(epoll_, events, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      err << "kq: error: waiting for events failed: " << std::strerror(errno) << "\n";
+      return false;
+    }
+    watched_ended_ = std::any_of(events, events + std::max(n, 0),
+                                 [](const epoll_event& e) { return e.data.u32 == 1; });
+    return true;
+  }
+
+  /// Whether the process of -p has ended (signalled by its pidfd, or polled without one).
+  bool tracedEnded() const {
+    return pidfd_ >= 0 ? watched_ended_ : kill(watched_, 0) != 0 && errno == ESRCH;
+  }
+
+ private:
+  pid_t watched_;
+  int epoll_ = -1;
+  int pidfd_ = -1;
+  bool watched_ended_ = false;
+};
+
+int msUntil(int64_t when) {
+  int64_t left = when - nowNs(CLOCK_MONOTONIC);
+  return static_cast<int>(std::clamp<int64_t>(left / 1'000'000 + 1, 0, 1000));
+}
+
+/// `every`: each aggregate query's next tick, just after the end of each interval of the
+/// clock (the kernel counts each event in the interval its time falls in), so every table is
+/// a whole interval.
+std::vector<int64_t> firstTicks(const ProgramPlan& plan) {
+  std::vector<int64_t> ticks;
+  int64_t now = nowNs(CLOCK_MONOTONIC);
+  for (const AggregateLayout& a : plan.layout.aggregates) {
+    // An interval the clock cannot reach (2^64 - 1 ns) never ticks: its table prints at the end.
+    bool ticks_ever = a.every_ns && a.every_ns < (1ull << 62);  // 146 years
+    int64_t every = static_cast<int64_t>(a.every_ns);
+    ticks.push_back(ticks_ever ? (now / every + 1) * every + kTickGraceNs : 0);
+  }
+  return ticks;
+}
+
+/// Counts what was lost and says on stderr how the session ended and what it saw.
+void reportEnd(SessionResult& result, const LoadedObject& object, const ProgramPlan& plan,
+               const SessionOptions& options, std::ostream& err) {
+  int lost_fd = object.mapFd(plan.lost_map);
+  for (uint32_t why = 0; why < kLostReasons; ++why) {
+    result.lost[why] = lostEvents(lost_fd, static_cast<Lost>(why));
+  }
+  if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
+  if (!result.output_failure.empty()) {
+    err << "kq: error: cannot write the output: " << result.output_failure << "\n";
+  }
+  err << sessionSummary(result, plan, options.format) << "\n";
+}
+
 }  // namespace
 
 SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
                          const SessionOptions& options, std::ostream& out, std::ostream& err) {
   SessionResult result;
-  g_stop = false;
   refreshKernelSymbols();  // modules may have come and gone since the last session
-  struct sigaction action {};
-  action.sa_handler = onSignal;
-  sigemptyset(&action.sa_mask);
-  struct sigaction old_int, old_term;
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
-
   int64_t boot_offset = nowNs(CLOCK_REALTIME) - nowNs(CLOCK_MONOTONIC);
   // Every field's type is found once, here, not as events arrive.
   TypeDumper types(options.kernel_types);
   types.prepare(plan.layout);
   auto formatter = makeFormatter(options.format, plan.layout, types, boot_offset, out);
   QueryEnds ends(options.queries, plan.layout, nowNs(CLOCK_MONOTONIC));
-  Reader reader{plan, *formatter, ends};
+  Reader reader{plan, *formatter, ends, out};
   Tables tables(object, plan, options, ends, types, out);
   ring_buffer* ring = ring_buffer__new(object.mapFd(plan.events_map), onEvent, &reader, nullptr);
   if (!ring) {
     err << "kq: error: cannot read the event ring buffer: " << std::strerror(errno) << "\n";
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
     return result;
   }
   formatter->begin();
@@ -147,33 +239,17 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
     object.detach(query);
     tables.printFinal(query);
   };
-
-  // Wait on the ring buffer and, with -c or -p, on the process's exit (a pidfd), so that
-  // neither new events nor the end of the process waits for a timeout.
-  int64_t deadline = options.duration_ns ? nowNs(CLOCK_MONOTONIC) + options.duration_ns : 0;
-  int epoll = epoll_create1(EPOLL_CLOEXEC);
-  epoll_event ring_event{EPOLLIN, {.u32 = 0}};
-  epoll_ctl(epoll, EPOLL_CTL_ADD, ring_buffer__epoll_fd(ring), &ring_event);
-  pid_t watched = options.child ? options.child : options.traced;
-  int pidfd = watched ? static_cast<int>(syscall(SYS_pidfd_open, watched, 0)) : -1;
-  if (pidfd >= 0) {
-    epoll_event child_event{EPOLLIN, {.u32 = 1}};
-    epoll_ctl(epoll, EPOLL_CTL_ADD, pidfd, &child_event);
-  }
-  // `every`: each aggregate query's next tick.
-  const auto& aggregates = plan.layout.aggregates;
-  std::vector<int64_t> ticks;
-  for (const AggregateLayout& a : aggregates) {
-    // Ticks just after the end of each interval of the clock (the kernel counts each event
-    // in the interval its time falls in), so every table is a whole interval.
-    int64_t every = static_cast<int64_t>(a.every_ns);
-    ticks.push_back(every ? (nowNs(CLOCK_MONOTONIC) / every + 1) * every + kTickGraceNs : 0);
-  }
-  auto msUntil = [](int64_t when) {
-    int64_t left = when - nowNs(CLOCK_MONOTONIC);
-    return static_cast<int>(std::clamp<int64_t>(left / 1'000'000 + 1, 0, 1000));
+  // Reads for at most a slice, and never past `limit` (a deadline) if there is one.
+  auto readSlice = [&](int64_t limit) {
+    int64_t until = nowNs(CLOCK_MONOTONIC) + kReadSliceNs;
+    return readRing(ring, reader, limit ? std::min(until, limit) : until);
   };
-  while (!g_stop && !ends.allEnded()) {
+
+  int64_t deadline = deadlineAfter(nowNs(CLOCK_MONOTONIC), options.duration_ns);
+  Wakeups wakeups(ring, options.child ? options.child->pid() : options.traced);
+  const auto& aggregates = plan.layout.aggregates;
+  std::vector<int64_t> ticks = firstTicks(plan);
+  while (!stopRequested() && !ends.allEnded()) {
     int timeout_ms = 1000;
     for (size_t i = 0; i < ticks.size(); ++i) {
       if (!ticks[i] || ends.ended(aggregates[i].query)) continue;
@@ -185,7 +261,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
     }
     if (auto next = ends.nextDeadline()) {
       if (nowNs(CLOCK_MONOTONIC) >= *next) {
-        ring_buffer__consume(ring);  // the events before its `for` ran out are still shown
+        readSlice(0);  // the events before its `for` ran out are still shown
         for (uint32_t query : ends.expire(nowNs(CLOCK_MONOTONIC))) endQuery(query);
         continue;
       }
@@ -195,101 +271,35 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
       if (nowNs(CLOCK_MONOTONIC) >= deadline) break;
       timeout_ms = std::min(timeout_ms, msUntil(deadline));
     }
-    if (watched && pidfd < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
-    epoll_event events[2];
-    int n = epoll_wait(epoll, events, 2, timeout_ms);
-    if (n < 0 && errno != EINTR) {
-      err << "kq: error: waiting for events failed: " << std::strerror(errno) << "\n";
-      break;
-    }
-    int consumed = ring_buffer__consume(ring);
-    if (consumed < 0 && consumed != -EINTR) {
-      err << "kq: error: reading events failed: " << std::strerror(-consumed) << "\n";
+    if (!wakeups.wait(timeout_ms, err)) break;
+    int read = readSlice(deadline);
+    if (read < 0) {
+      err << "kq: error: reading events failed: " << std::strerror(-read) << "\n";
       break;
     }
     for (uint32_t query : reader.reached_limit) endQuery(query);
     reader.reached_limit.clear();
     out.flush();
-    if (options.child) {
-      int status = 0;
-      if (waitpid(options.child, &status, WNOHANG) == options.child) {
-        result.child_status = status;
-        break;
-      }
-    } else if (options.traced) {
-      bool exited = pidfd >= 0 ? std::any_of(events, events + std::max(n, 0),
-                                             [](const epoll_event& e) { return e.data.u32 == 1; })
-                               : kill(options.traced, 0) != 0 && errno == ESRCH;
-      if (exited) {
-        result.traced_exited = true;
-        break;
-      }
+    if (out.bad()) break;
+    if (options.child ? options.child->exited() : options.traced && wakeups.tracedEnded()) {
+      result.traced_exited = !options.child;
+      break;
     }
   }
-  if (pidfd >= 0) close(pidfd);
-  close(epoll);
   // Events already in the buffer when the session ends are still shown, then the tables.
-  ring_buffer__consume(ring);
+  if (!out.bad()) {
+    reader.final_read = true;
+    reader.records_left = kFinalRecords;
+    readRing(ring, reader, nowNs(CLOCK_MONOTONIC) + kFinalReadNs);
+  }
   tables.printFinal(std::nullopt);
   out.flush();
   ring_buffer__free(ring);
+  result.output_failure = outputFailure(out);
 
   result.events = reader.events;
-  int lost_fd = object.mapFd(plan.lost_map);
-  for (uint32_t why = 0; why < kLostReasons; ++why) {
-    result.lost[why] = lostEvents(lost_fd, static_cast<Lost>(why));
-  }
-  if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
-  err << sessionSummary(result, plan, options.format) << "\n";
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
+  reportEnd(result, object, plan, options, err);
   return result;
-}
-
-std::unique_ptr<ChildCommand> ChildCommand::start(const std::string& command) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return nullptr;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return nullptr;
-  }
-  if (pid == 0) {
-    // Wait for the probes to be attached, then become the command.
-    close(fds[1]);
-    char go;
-    if (read(fds[0], &go, 1) != 1) _exit(127);
-    signal(SIGINT, SIG_DFL);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(fds[0]);
-  std::unique_ptr<ChildCommand> child(new ChildCommand());
-  child->pid_ = pid;
-  child->release_fd_ = fds[1];
-  return child;
-}
-
-void ChildCommand::release() {
-  if (released_) return;
-  released_ = true;
-  char go = 1;
-  if (write(release_fd_, &go, 1) != 1) {
-    // The child is gone already; the session notices when it waits.
-  }
-  close(release_fd_);
-  release_fd_ = -1;
-}
-
-ChildCommand::~ChildCommand() {
-  if (!released_) {
-    // Never released (kq failed before attaching): the command must not run.
-    kill(pid_, SIGKILL);
-    close(release_fd_);
-  }
-  int status;
-  waitpid(pid_, &status, released_ ? WNOHANG : 0);
 }
 
 }  // namespace kq::runtime

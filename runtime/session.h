@@ -1,6 +1,8 @@
 // A tracing session: reads events from the ring buffer and prints them until the user stops
-// it (Ctrl-C, SIGTERM), every query has ended (its `for` or `limit`: its programs are then
-// detached), or the command started with -c exits; then reports how many events were seen and how many were lost.
+// it (a signal of StopSignals, -d), every query has ended (its `for` or `limit`: its
+// programs are then detached), the command started with -c exits, or the output cannot be
+// written; then reports how many events were seen and how many were lost. A stop takes effect
+// within about kReadSliceNs however fast events arrive.
 #pragma once
 
 #include <sys/types.h>
@@ -8,6 +10,7 @@
 #include <cstdint>
 #include <ostream>
 
+#include "runtime/child_command.h"
 #include "runtime/formatter.h"
 #include "runtime/kernel_types.h"
 #include "runtime/loader.h"
@@ -21,31 +24,14 @@ struct SessionOptions {
   /// Each query's `for` and `limit`, by query number.
   std::vector<QueryLimits> queries;
   uint64_t duration_ns = 0;  // -d: the whole session; 0: until stopped
-  pid_t child = 0;           // -c: stop when it exits
+  const ChildCommand* child = nullptr;  // -c: stop when it exits
   pid_t traced = 0;          // -p: stop when it exits (not our child: watched with a pidfd)
   /// The running kernel's types, for typed dumps and enumerator names (may be null).
   KernelTypes* kernel_types = nullptr;
 };
 
+/// Runs under the caller's StopSignals.
 SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
                          const SessionOptions& options, std::ostream& out, std::ostream& err);
-
-/// A command started for -c: forked at once but held before exec until release().
-class ChildCommand {
- public:
-  /// Starts `/bin/sh -c command` held before exec; returns nullptr with errno set on failure.
-  static std::unique_ptr<ChildCommand> start(const std::string& command);
-  ~ChildCommand();
-
-  pid_t pid() const { return pid_; }
-  /// Lets the command run.
-  void release();
-
- private:
-  ChildCommand() = default;
-  pid_t pid_ = 0;
-  int release_fd_ = -1;
-  bool released_ = false;
-};
 
 }  // namespace kq::runtime

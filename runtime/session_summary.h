@@ -14,7 +14,8 @@ struct SessionResult {
   uint64_t events = 0;  // records printed
   /// Events lost, by `Lost` reason.
   std::array<uint64_t, kLostReasons> lost{};
-  int child_status = 0;
+  /// Why the output could not be written ("Broken pipe"); empty if it could.
+  std::string output_failure;
   bool traced_exited = false;  // -p: the process ended the session
 
   uint64_t lostFor(Lost why) const { return lost[static_cast<uint32_t>(why)]; }

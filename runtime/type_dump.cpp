@@ -167,7 +167,9 @@ std::string TypeDumper::recordText(const FieldLayout& f, const uint8_t* bytes) {
                                         : fmt::format("(no type `{}` in this kernel)", f.type_name);
   int64_t full = btf__resolve_size(type.btf, type.id);
   if (full <= 0) return "(unknown size)";
-  std::vector<uint8_t> padded(static_cast<size_t>(full), 0);
+  // Reused: a flood of dumps must not allocate a struct's worth per event.
+  std::vector<uint8_t>& padded = padded_;
+  padded.assign(static_cast<size_t>(full), 0);
   std::memcpy(padded.data(), bytes, std::min<size_t>(f.size, padded.size()));
   ::btf_dump* dumper = dumperFor(type.btf);
   if (!dumper) return "(cannot dump)";

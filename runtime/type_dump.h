@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,7 @@ class TypeDumper {
   std::unordered_map<const FieldLayout*, KernelType> fields_;
   std::unordered_map<const ::btf*, ::btf_dump*> dumpers_;
   std::string dumped_;  // where every btf_dump prints
+  std::vector<uint8_t> padded_;  // the record being dumped, zero-filled to its type's size
 };
 
 }  // namespace kq::runtime

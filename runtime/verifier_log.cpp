@@ -50,4 +50,11 @@ std::optional<VerifierRejection> parseVerifierLog(const std::string& log) {
   return r;
 }
 
+std::optional<std::string> programThatFailed(const std::string& log) {
+  static const std::regex failed(R"(prog '([^']+)':[^\n]*\bfail)", std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(log, m, failed)) return m[1].str();
+  return std::nullopt;
+}
+
 }  // namespace kq::runtime

@@ -20,4 +20,8 @@ struct VerifierRejection {
 /// during a load (they hold "-- BEGIN PROG LOAD LOG --" ... "-- END PROG LOAD LOG --").
 std::optional<VerifierRejection> parseVerifierLog(const std::string& log);
 
+/// The program that libbpf's messages say failed ("prog 'x': BPF program load failed"),
+/// skipping the debug lines that name other programs first (their CO-RE relocations).
+std::optional<std::string> programThatFailed(const std::string& log);
+
 }  // namespace kq::runtime

@@ -198,6 +198,13 @@ class HostileInput(unittest.TestCase):
         self.assertIn(f"[{kind}]", err)
         return err
 
+    def test_empty_command_duration_and_pid_zero_are_usage_errors(self):
+        for args, message in [(["-c", ""], "-c needs a value"), (["-d", ""], "-d needs a value"),
+                              (["-p", "0"], "-p needs a process id; 0 is not one")]:
+            status, out, err = kq("trace syscall:openat", *args)
+            self.assertEqual(status, 2, err)
+            self.assertIn(message, err)
+
     def test_empty_input(self):
         status, _, err = kq("check", "-e", "")
         self.assertEqual(status, 1)

@@ -27,6 +27,15 @@ TEST(QueryEnds, ForEndsOnlyItsQuery) {
   EXPECT_FALSE(ends.nextDeadline());
 }
 
+TEST(QueryEnds, ForOf2To63NanosecondsOrMoreNeverEnds) {
+  ProgramLayout layout = twoQueries();
+  QueryEnds ends({{1ull << 63, 0}, {UINT64_MAX, 0}}, layout, /*start_ns=*/5000);
+  EXPECT_FALSE(ends.nextDeadline());
+  EXPECT_TRUE(ends.expire(INT64_MAX).empty());
+  EXPECT_EQ(deadlineAfter(5000, 1000), 6000);
+  EXPECT_EQ(deadlineAfter(5000, INT64_MAX), 0);
+}
+
 TEST(QueryEnds, LimitEndsItsQueryAtTheLastPrintedEvent) {
   ProgramLayout layout = twoQueries();
   QueryEnds ends({{0, 2}, {0, 1}}, layout, 0);

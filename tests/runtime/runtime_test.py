@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -391,6 +392,207 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
     def test_sigterm_detaches_everything(self):
         self.check_signal(signal.SIGTERM)
 
+    def stop_latency_under_flood(self, *args, sig=signal.SIGINT, after=1.0):
+        """Seconds from `sig` (or from `after`, with `sig` None) to kq's exit while dd floods
+        the traced tracepoint; kq's output is read and thrown away as fast as it comes."""
+        flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000",
+                                  "status=none"])
+        proc = subprocess.Popen([KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            header = proc.stdout.readline()  # printed once attached
+            if not header:
+                self.fail(proc.stderr.read().decode())
+            reader = threading.Thread(target=lambda: [None for _ in iter(lambda: proc.stdout.read(65536), b"")])
+            reader.start()
+            time.sleep(after)
+            start = time.monotonic()
+            if sig is not None:
+                proc.send_signal(sig)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            latency = time.monotonic() - start
+            reader.join()
+            err = proc.stderr.read().decode()
+            print(f"\n  stop latency of {' '.join(args)}: {latency * 1000:.0f} ms", file=sys.stderr)
+            self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
+            return latency
+        finally:
+            flood.kill()
+            flood.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def test_ctrl_c_stops_kq_under_a_flood(self):
+        latency = self.stop_latency_under_flood("trace tracepoint:raw_syscalls:sys_enter select id")
+        self.assertLess(latency, 2.0)
+
+    def test_sigterm_stops_typed_dumps_under_a_flood(self):
+        latency = self.stop_latency_under_flood("trace tracepoint:sched:sched_switch", sig=signal.SIGTERM)
+        self.assertLess(latency, 2.0)
+
+    def test_duration_ends_under_a_flood(self):
+        latency = self.stop_latency_under_flood("trace tracepoint:raw_syscalls:sys_enter select id",
+                                                "-d", "1s", sig=None, after=0)
+        self.assertLess(latency, 3.0)
+
+    def test_sighup_and_sigquit_end_the_session_like_ctrl_c(self):
+        self.check_signal(signal.SIGHUP)
+        self.check_signal(signal.SIGQUIT)
+
+    def test_ctrl_c_works_when_started_with_it_ignored(self):
+        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=10)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertRegex(err.decode(), r"kq: \d+ events?, \d+ lost")
+
+    def test_ctrl_c_during_start_up_ends_the_session_at_once(self):
+        for delay in (0.05, 0.2, 0.4):
+            proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu", "-c", "sleep 30"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=10)
+            self.assertIn(proc.returncode, (0, -signal.SIGINT), err)
+            self.assertNotIn(b"sleep 30", subprocess.run(["ps", "-eo", "args"], capture_output=True).stdout)
+
+    def test_sigterm_ends_kq_whose_output_nobody_reads(self):
+        flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000", "status=none"])
+        proc = subprocess.Popen([KQ, "trace tracepoint:raw_syscalls:sys_enter select id"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+            time.sleep(1)  # the pipe is full; nobody reads it
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+            print(f"\n  stop latency with a full pipe: {(time.monotonic() - start) * 1000:.0f} ms", file=sys.stderr)
+            self.assertLess(time.monotonic() - start, 2.0)
+            err = proc.stderr.read().decode()
+            self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
+        finally:
+            proc.kill()
+            proc.wait()
+            flood.kill()
+            flood.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def test_a_closed_pipe_ends_the_session_with_its_summary(self):
+        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+        proc.stdout.close()  # like `kq ... | head -1`
+        err = proc.stderr.read().decode()
+        proc.wait(timeout=10)
+        proc.stderr.close()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("kq: error: cannot write the output: Broken pipe", err)
+        self.assertRegex(err, r"kq: \d+ events?, \d+ lost")
+
+    def test_write_errors_are_reported(self):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([KQ, "trace syscall:openat select comm, str(filename)", "-c", "cat /etc/hostname"],
+                                  stdout=full, stderr=subprocess.PIPE, timeout=60)
+        err = proc.stderr.decode()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("kq: error: cannot write the output: No space left on device", err)
+
+    def test_the_command_is_stopped_with_kq(self):
+        start = time.monotonic()
+        status, out, err = kq("trace syscall:nanosleep select pid", "-d", "1s", "-c", "sleep 4242 & sleep 4243")
+        self.assertEqual(status, 0, err)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertIn("kq: the command stopped by kq (SIGTERM)", err)
+        args = subprocess.run(["ps", "-eo", "args"], capture_output=True).stdout.decode()
+        self.assertNotIn("sleep 4242", args)
+        self.assertNotIn("sleep 4243", args)
+
+    def test_how_the_command_ended_is_reported(self):
+        status, out, err = kq("trace syscall:openat select pid", "-c", "exit 3")
+        self.assertEqual(status, 0, err)
+        self.assertIn("kq: the command exited with status 3", err)
+        status, out, err = kq("trace syscall:openat select pid", "-c", "kill -SEGV $$")
+        self.assertIn("kq: the command was killed by SIGSEGV", err)
+        status, out, err = kq("trace syscall:openat select pid", "-c", "true")
+        self.assertNotIn("the command", err)
+
+    def test_a_load_failure_names_the_group_that_failed(self):
+        # With -c a fork follower is loaded too; it is not what failed.
+        status, out, err = kq("trace ip_send_skb", "-c", "true")
+        if status == 0:
+            self.skipTest("this kernel traces ip_send_skb")
+        self.assertIn("cannot attach to ip_send_skb:", err)
+        self.assertNotIn("following forks", err)
+
+    def test_pid_of_a_thread_or_of_nothing_is_refused(self):
+        ready, done = threading.Event(), threading.Event()
+        tid = []
+        def worker():
+            tid.append(threading.get_native_id())
+            ready.set()
+            done.wait()
+        thread = threading.Thread(target=worker)
+        thread.start()
+        ready.wait()
+        try:
+            status, out, err = kq("trace syscall:read select pid", "-p", str(tid[0]), "-d", "1s")
+        finally:
+            done.set()
+            thread.join()
+        self.assertEqual(status, 1, err)
+        self.assertIn(f"{tid[0]} is a thread of process {os.getpid()}, not a process; -p {os.getpid()} traces the process", err)
+        status, out, err = kq("trace syscall:read select pid", "-p", "4294967295", "-d", "1s")
+        self.assertEqual(status, 1, err)
+        self.assertIn("no process has PID 4294967295", err)
+
+    def test_durations_of_2_to_the_63_ns_or_more_do_not_wrap(self):
+        start = time.monotonic()
+        status, out, err = kq("trace syscall:read select pid for 2562048h", "-d", "1s",
+                              "-c", "sleep 0.5; cat /etc/hostname")
+        self.assertEqual(status, 0, err)
+        self.assertIn(" cat ", out)
+        status, out, err = kq("trace syscall:read group by comm select count() every 18446744073709551615ns",
+                              "-c", "sleep 0.5; cat /etc/hostname")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.count("@ "), 1, out)  # one table, at the end: no tick at once
+        self.assertIn("cat", out)
+        status, out, err = kq("trace syscall:read select pid", "-d", "2562048h", "-c", "true")
+        self.assertEqual(status, 0, err)
+
+    def test_too_many_queries_on_one_tracepoint_say_the_limit(self):
+        script = write_script("many.kq", "trace syscall:read select pid limit 1\n" * 70)
+        status, out, err = kq(script, "-d", "1s")
+        self.assertEqual(status, 1, err)
+        self.assertIn("at most 64 (BPF_TRACE_MAX_PROGS) programs to one tracepoint", err)
+        self.assertIn("this script has 70 on syscalls/sys_enter_read", err)
+
+    @unittest.skipIf(shutil.which("setpriv") is None, "needs setpriv")
+    def test_capabilities_not_root_are_what_tracing_needs(self):
+        public = tempfile.mkdtemp(prefix="kq-caps-")
+        try:
+            os.chmod(public, 0o755)
+            binary = os.path.join(public, "kq")
+            shutil.copy(KQ, binary)
+            as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+            caps = ["--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon"]
+            query = ["trace tracepoint:sched:sched_switch select cpu", "-d", "1s"]
+            proc = subprocess.run([*as_nobody, *caps, binary, *query], capture_output=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertRegex(proc.stderr.decode(), r"kq: \d+ events?, 0 lost")
+            caps = ["--inh-caps=+bpf", "--ambient-caps=+bpf"]
+            proc = subprocess.run([*as_nobody, *caps, binary, *query], capture_output=True, timeout=60)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("this process lacks CAP_PERFMON", proc.stderr.decode())
+        finally:
+            shutil.rmtree(public, ignore_errors=True)
+
     def test_lost_events_are_counted(self):
         status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)
@@ -589,6 +791,19 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertEqual(proc.returncode, 0, err)
         self.assertIn("kqreplcat", out.decode())
         self.assertIn("kq: 1 event", err.decode())
+
+    def test_repl_goes_on_after_ctrl_c(self):
+        proc = subprocess.Popen([KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdin.write(b"trace tracepoint:sched:sched_switch select cpu\n")
+        proc.stdin.flush()
+        self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1)  # longer than the output's grace period after a stop
+        out, err = proc.communicate(b"help\nquit\n", timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("quit", out.decode())  # help's text, written after the stop
+        self.assertRegex(err.decode(), r"kq: \d+ events?, \d+ lost")
 
     def test_fmt(self):
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '

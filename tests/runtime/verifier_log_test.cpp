@@ -34,6 +34,17 @@ TEST(VerifierLog, FindsTheLastInstructionAndMessageOfALongLog) {
 
 TEST(VerifierLog, NoLogNoRejection) { EXPECT_FALSE(parseVerifierLog("libbpf: map 'x': ok\n")); }
 
+TEST(VerifierLog, TheProgramThatFailedIsNotTheFirstOneNamed) {
+  // -v's debug lines name the fork follower's relocations before the failing fentry program.
+  std::string log =
+      "libbpf: prog 'kq_prog_2': relo #0: <byte_off> [32] struct task_struct___kq.pid\n"
+      "libbpf: prog 'kq_prog_2': relo #0: matching candidate #0\n"
+      "libbpf: prog 'kq_prog_0': BPF program load failed: Operation not permitted\n"
+      "libbpf: prog 'kq_prog_0': failed to load: -1\n";
+  EXPECT_EQ(programThatFailed(log), "kq_prog_0");
+  EXPECT_FALSE(programThatFailed("libbpf: prog 'kq_prog_2': relo #0: ok\n"));
+}
+
 TEST(LibbpfCapture, KeepsTheWholeOfALongMessage) {
   std::string log = longLog(4000);
   LibbpfCapture capture;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -15,6 +16,7 @@
 #include "compiler/parse/parse.h"
 #include "compiler/sema/sema.h"
 #include "kq_version.h"
+#include "runtime/stop_request.h"
 #include "tools/kq/commands.h"
 #include "tools/kq/compile.h"
 #include "tools/kq/request.h"
@@ -174,11 +176,25 @@ int run(const std::vector<std::string>& args, Io& io) {
     io.err << "kq: error: give the query either with -e or as an argument, not both\n";
     return 2;
   }
+  // Given but empty: a script's unset variable, not a wish to trace everything for ever.
+  auto givenEmpty = [&](const char* name, const std::string& value) {
+    if (app.get_option(name)->count() == 0 || !value.empty()) return false;
+    io.err << "kq: error: " << name << " needs a value; it was given an empty one\n";
+    return true;
+  };
+  if (givenEmpty("-c", request.command) || givenEmpty("-d", request.duration)) return 2;
+  if (app.get_option("-p")->count() > 0 && request.pid == 0) {
+    io.err << "kq: error: -p needs a process id; 0 is not one\n";
+    return 2;
+  }
   uint32_t kib = request.buffer_kib;
   if ((kib & (kib - 1)) != 0) {
     io.err << "kq: error: --buffer-size must be a power of two (in KiB), not " << kib << "\n";
     return 2;
   }
+  // A stop requested while the query compiles or loads ends the session as soon as it begins.
+  std::optional<runtime::StopSignals> stop_signals;
+  if (!check->parsed()) stop_signals.emplace();
   return compile(request, /*run_after=*/!check->parsed(), io);
 }
 

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "runtime/fd_output.h"
 #include "tools/kq/cli.h"
 
 int main(int argc, char** argv) {
@@ -14,16 +15,20 @@ int main(int argc, char** argv) {
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
   }
-  kq::cli::Io io{std::cout, std::cerr, kq::cli::readFileFromDisk, isatty(STDERR_FILENO) == 1,
+  // Not std::cout: its write errors would go unseen, and a pipe nobody reads would hold kq.
+  kq::runtime::FdOutputBuffer stdout_buffer(STDOUT_FILENO);
+  std::ostream out(&stdout_buffer);
+  kq::cli::Io io{out, std::cerr, kq::cli::readFileFromDisk, isatty(STDERR_FILENO) == 1,
                  kq::cli::loadKernelEnvironment};
   int status = 1;
   try {
     status = kq::cli::run(std::vector<std::string>(argv + 1, argv + argc), io);
   } catch (const std::exception& e) {
     // A bug in kq, not a mistake of the user's: say so plainly rather than abort.
+    out.flush();
     std::cerr << "kq: internal error: " << e.what() << "\n"
               << "  please report it with the command that caused it\n";
   }
-  std::cout.flush();
+  out.flush();
   return status;
 }

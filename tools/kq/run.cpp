@@ -8,9 +8,13 @@
 #include <bpf/bpf.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/diag/render.h"
 #include "compiler/ast/visitor.h"
@@ -19,7 +23,9 @@
 #include "compiler/parse/literals.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/loader.h"
+#include "runtime/privileges.h"
 #include "runtime/session.h"
+#include "runtime/stop_request.h"
 
 namespace kq::cli {
 namespace {
@@ -33,6 +39,21 @@ std::vector<runtime::QueryLimits> queryLimits(const sema::CheckedProgram& checke
                    clauses.limit ? clauses.limit->value : 0});
   }
   return out;
+}
+
+/// Why -p PID cannot be traced ("no process has PID 7"), or empty. The kernel's process id
+/// is a thread group's: the id of a thread that leads none would match nothing.
+std::string tracedProcessProblem(uint32_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (pid <= INT32_MAX && std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) != 0) continue;
+    uint32_t leader = static_cast<uint32_t>(std::strtoul(line.c_str() + 5, nullptr, 10));
+    if (leader == pid) return "";
+    return fmt::format("{} is a thread of process {}, not a process; -p {} traces the process",
+                       pid, leader, leader);
+  }
+  return fmt::format("no process has PID {}", pid);
 }
 
 bool tracesKernelFunctions(const sema::CheckedProgram& checked) {
@@ -89,6 +110,7 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
                Diagnostics& diags, bool color, Io& io) {
+  runtime::StopSignals stop_signals;  // the caller's, if it installed them first
   runtime::setLibbpfVerbose(request.verbose);
   uint64_t duration = 0;
   if (!request.duration.empty()) {
@@ -102,15 +124,22 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     duration = n->value;
   }
   bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
-  if (!dump_only && geteuid() != 0) {
-    io.err << "kq: error: loading BPF programs needs root (CAP_BPF and CAP_PERFMON); "
-              "`kq check` works without\n";
-    return 1;
+  if (!dump_only) {
+    std::vector<std::string> missing =
+        runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
+    if (!missing.empty()) {
+      io.err << fmt::format("kq: error: loading BPF programs needs CAP_BPF and CAP_PERFMON (or "
+                            "root); this process lacks {}; `kq check` works without\n",
+                            fmt::join(missing, " and "));
+      return 1;
+    }
   }
 
-  if (request.pid && !dump_only && kill(static_cast<pid_t>(request.pid), 0) != 0 && errno == ESRCH) {
-    io.err << "kq: error: no process has PID " << request.pid << "\n";
-    return 1;
+  if (request.pid && !dump_only) {
+    if (std::string problem = tracedProcessProblem(request.pid); !problem.empty()) {
+      io.err << "kq: error: " << problem << "\n";
+      return 1;
+    }
   }
 
   std::unique_ptr<runtime::ChildCommand> child;
@@ -183,7 +212,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     }
     return 0;
   }
-  if (child) {
+  if (child && !runtime::stopRequested()) {
     // Follow the command (and, through fork, its children) from its first instruction.
     int fd = loaded.object->mapFd(compiled->plan.tracked_map);
     uint32_t pid = static_cast<uint32_t>(child->pid());
@@ -196,15 +225,21 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
   session.queries = queryLimits(checked);
   session.duration_ns = duration;
-  session.child = child ? child->pid() : 0;
+  session.child = child.get();
   session.traced = static_cast<pid_t>(request.pid);
   // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
   // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s.
   runtime::KernelTypes kernel_types("/sys/kernel/btf",
                                     request.btf.empty() ? env.btf->vmlinux().btf : nullptr);
   session.kernel_types = &kernel_types;
-  runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
-  return 0;
+  runtime::SessionResult result =
+      runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
+  loaded.object.reset();  // detached before the command is stopped: its ending is not traced
+  if (child) {
+    std::string ending = runtime::commandEnding(*child, child->stop(), request.verbose);
+    if (!ending.empty()) io.err << "kq: the command " << ending << "\n";
+  }
+  return result.output_failure.empty() ? 0 : 1;
 }
 
 }  // namespace kq::cli

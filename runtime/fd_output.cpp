@@ -1,0 +1,92 @@
+#include "runtime/fd_output.h"
+
+#include <limits.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ostream>
+
+#include "runtime/stop_request.h"
+
+namespace kq::runtime {
+namespace {
+
+/// How long, once a stop is requested, the output still waits for a slow reader: long enough
+/// for the final tables to reach a reader that is there, short enough to stop promptly.
+constexpr int64_t kStopGraceNs = 500'000'000;
+
+int64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+FdOutputBuffer::FdOutputBuffer(int fd) : fd_(fd), buffer_(64 * 1024) {
+  setp(buffer_.data(), buffer_.data() + buffer_.size());
+}
+
+FdOutputBuffer::~FdOutputBuffer() { sync(); }
+
+FdOutputBuffer::int_type FdOutputBuffer::overflow(int_type c) {
+  if (sync() != 0) return traits_type::eof();
+  if (!traits_type::eq_int_type(c, traits_type::eof())) {
+    *pptr() = traits_type::to_char_type(c);
+    pbump(1);
+  }
+  return traits_type::not_eof(c);
+}
+
+int FdOutputBuffer::sync() {
+  size_t size = static_cast<size_t>(pptr() - pbase());
+  bool ok = failure_.empty() && writeAll(pbase(), size);
+  setp(buffer_.data(), buffer_.data() + buffer_.size());  // what could not be written is dropped
+  return ok ? 0 : -1;
+}
+
+/// Once a stop is requested, waits at most until the grace period ends for room to write.
+bool FdOutputBuffer::waitWritable() {
+  if (!give_up_at_ns_) give_up_at_ns_ = monotonicNs() + kStopGraceNs;
+  for (;;) {
+    int64_t left = give_up_at_ns_ - monotonicNs();
+    pollfd p{fd_, POLLOUT, 0};
+    int n = left > 0 ? poll(&p, 1, static_cast<int>(left / 1'000'000 + 1)) : 0;
+    if (n > 0) return true;
+    if (n < 0 && errno == EINTR) continue;
+    failure_ = n == 0 ? "nobody reads it" : std::strerror(errno);
+    return false;
+  }
+}
+
+bool FdOutputBuffer::writeAll(const char* data, size_t size) {
+  while (size > 0) {
+    bool stopping = stopRequested();
+    if (!stopping) give_up_at_ns_ = 0;  // a new session of the REPL: a new grace period
+    if (stopping && !waitWritable()) return false;
+    // A blocking write is interrupted by the stop signal (no SA_RESTART); after it, writes of
+    // at most PIPE_BUF bytes into a pipe that polled writable do not block.
+    size_t chunk = stopping ? std::min<size_t>(size, PIPE_BUF) : size;
+    ssize_t n = write(fd_, data, chunk);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failure_ = std::strerror(errno);
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string outputFailure(std::ostream& out) {
+  auto* buffer = dynamic_cast<FdOutputBuffer*>(out.rdbuf());
+  if (buffer) return buffer->failure();
+  return out.bad() ? "the stream failed" : "";
+}
+
+}  // namespace kq::runtime
