@@ -65,6 +65,13 @@ void ExprLowering::storeBuiltinString(const sema::BuiltinVariable& variable, llv
 Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
   BuiltinFn id = ei.function->id;
   if (id == BuiltinFn::Str) return string(c, ei.operands.empty() ? string_bytes_ : ei.operands[0]);
+  if (id == BuiltinFn::Entry) {
+    // Saved by the entry program (program_emitter.cpp); a program with no entry (the
+    // entry program itself) evaluates the argument now.
+    auto saved = args_.entry_values.find(&c);
+    if (saved != args_.entry_values.end()) return extend(saved->second, ei.type);
+    return value(*c.args[0]);
+  }
   Val x = c.args.empty() ? Val{b_.getInt64(0), ei.type} : value(*c.args[0]);
   at(c);
   auto swap = [&](unsigned bits) {
@@ -85,6 +92,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
       // The value itself: the field's kind formats it.
       return Val{x.v, x.type, x.btf, x.user};
     case BuiltinFn::Str:
+    case BuiltinFn::Entry:
     case BuiltinFn::Fmt:
     case BuiltinFn::Count:
     case BuiltinFn::Sum:

@@ -3,6 +3,7 @@
 // where the verifier knows the pointer's BTF type (tp_btf, fentry), probe reads elsewhere.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -56,6 +57,8 @@ struct ArgAccess {
   /// argument the entry program stashed: arguments 0..stashed.size()-1 and no others.
   std::vector<llvm::Value*> stashed;
   llvm::Value* entry_ns = nullptr;
+  /// At exit: the value each `entry(x)` had at entry (saved by the entry program).
+  std::map<const ast::Expr*, llvm::Value*> entry_values;
   /// TracepointRecord: field offsets.
   const kernel::TracepointFormat* format = nullptr;
   bool skip_syscall_nr = false;

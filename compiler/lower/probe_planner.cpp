@@ -1,5 +1,10 @@
 #include "compiler/lower/probe_planner.h"
 
+#include "compiler/sema/builtins/builtins.h"
+
+#include <algorithm>
+#include <tuple>
+
 #include <fmt/format.h>
 
 namespace kq::lower {
@@ -35,6 +40,20 @@ uint32_t arityOf(const sema::ResolvedProbe& probe) {
 
 }  // namespace
 
+std::vector<const ast::Call*> entryCalls(const sema::ResolvedProbe& probe) {
+  std::vector<const ast::Call*> calls;
+  for (const auto& [expr, info] : probe.exprs) {
+    if (info.function && info.function->id == sema::BuiltinFn::Entry) {
+      calls.push_back(&ast::as<ast::Call>(*expr));
+    }
+  }
+  // In the order written (the table is unordered): the stash layout must not vary.
+  std::sort(calls.begin(), calls.end(), [](const ast::Call* a, const ast::Call* b) {
+    return std::tie(a->range.file, a->range.begin) < std::tie(b->range.file, b->range.begin);
+  });
+  return calls;
+}
+
 uint32_t stashArguments(const sema::ResolvedQuery& query) {
   uint32_t n = 0;
   for (const sema::ResolvedProbe& probe : query.probes) {
@@ -46,8 +65,11 @@ uint32_t stashArguments(const sema::ResolvedQuery& query) {
 llvm::GlobalVariable* ProbePlanner::stashFor(const sema::ResolvedQuery& query, uint32_t args) {
   llvm::GlobalVariable*& stash = stashes_[&query];
   if (!stash) {
+    // Entry time, the arguments, then the `entry(x)` values of the probe with the most.
+    size_t entries = 0;
+    for (const sema::ResolvedProbe& probe : query.probes) entries = std::max(entries, entryCalls(probe).size());
     stash = object_.addMap({fmt::format("stash_{}", object_.query), MapType::Hash, kStashEntries,
-                            16, 8 * (1 + args), kMapNoPrealloc});
+                            16, static_cast<uint32_t>(8 * (1 + args + entries)), kMapNoPrealloc});
   }
   return stash;
 }
@@ -82,6 +104,7 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
   if (probe.at_exit) {
     p.stash_args = stashArguments(query);
     p.stash = stashFor(query, p.stash_args);
+    p.entries = entryCalls(probe);
   }
   addCallContext(p);
 

@@ -46,6 +46,9 @@ class ProbePlanner {
   uint64_t next_site_ = 1;
 };
 
+/// The `entry(x)` calls of a probe, in the order written.
+std::vector<const ast::Call*> entryCalls(const sema::ResolvedProbe& probe);
+
 /// How many arguments an entry keeps for its exit: every parameter any of the probe's
 /// functions has (registers and stack), or a uprobe's register arguments.
 uint32_t stashArguments(const sema::ResolvedQuery& query);

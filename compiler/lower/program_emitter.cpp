@@ -161,17 +161,25 @@ void ProgramEmitter::emitStash(const ProbeUnit& p, ProgramSite site) {
   auto program = begin(name, site.section, p.target.target->range);
   llvm::IRBuilder<>& b = program->b;
   site.args.ctx = program->fn->getArg(0);
-  sema::ExprTable none;
-  ExprLowering lower = lowering(*program, none, site.args);
+  site.args.probe_args = &p.target.args;
+  site.args.func = site.func;
+  ExprLowering lower = lowering(*program, p.probe.exprs, site.args);
   processFilter(*program);
   contextFilter(*this, *program, p);
-  llvm::Value* value = program->frame.allocate(8 * (1 + p.stash_args));
+  uint32_t slots = 1 + p.stash_args + static_cast<uint32_t>(p.entries.size());
+  llvm::Value* value = program->frame.allocate(8 * slots);
   b.CreateStore(object_.module().callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {}), value);
   // This function's arguments; the rest of the value (sized for the query's widest
   // function) is zeroed, since the whole value is copied into the map.
   for (uint32_t i = 0; i < p.stash_args; ++i) {
     llvm::Value* v = i < site.arity ? lower.arg(i, object_.checked().types->u64()).v : b.getInt64(0);
     b.CreateStore(v, b.CreateGEP(b.getInt64Ty(), value, b.getInt64(1 + i)));
+  }
+  // Then each `entry(x)`'s x, evaluated now, at entry.
+  for (size_t k = 0; k < p.entries.size(); ++k) {
+    llvm::Value* v = lower.value(*p.entries[k]->args[0]).v;
+    if (v->getType()->isPointerTy()) v = b.CreatePtrToInt(v, b.getInt64Ty());
+    b.CreateStore(v, b.CreateGEP(b.getInt64Ty(), value, b.getInt64(1 + p.stash_args + k)));
   }
   llvm::Value* key = stashKey(*program, site);
   llvm::Value* err = object_.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
@@ -208,6 +216,10 @@ void ProgramEmitter::takeStash(Program& program, const ProbeUnit& p, const Progr
   args.stashed.clear();
   for (uint32_t i = 0; i < p.stash_args; ++i) {
     args.stashed.push_back(b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), saved, b.getInt64(1 + i))));
+  }
+  for (size_t k = 0; k < p.entries.size(); ++k) {
+    args.entry_values[p.entries[k]] = b.CreateLoad(
+        b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), saved, b.getInt64(1 + p.stash_args + k)));
   }
   object_.module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.stash, key});
 }

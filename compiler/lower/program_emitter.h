@@ -56,9 +56,11 @@ struct ProbeUnit {
   uint32_t context_levels = 0;
   /// An aggregate query's map and slots; null for event queries.
   const Aggregation* aggregation = nullptr;
-  /// At exit: the query's stash, and how many arguments an entry keeps.
+  /// At exit: the query's stash, how many arguments an entry keeps, and the `entry(x)`
+  /// calls whose values it keeps after them.
   llvm::GlobalVariable* stash = nullptr;
   uint32_t stash_args = 0;
+  std::vector<const ast::Call*> entries;
 };
 
 /// A program being generated.

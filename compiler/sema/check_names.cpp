@@ -94,19 +94,28 @@ std::optional<uint32_t> ExprChecker::argNumber(const std::string& name) {
   return static_cast<uint32_t>(std::stoul(name.substr(3)));
 }
 
+bool ExprChecker::needsExit(std::string_view name, const ast::Expr& at) {
+  if (!scope_.target) return true;
+  if (scope_.in_entry) {
+    report(DiagKind::NotAvailableHere, at.range,
+           fmt::format("`{}` has no value yet when the function is entered", name))
+        .note("`entry(x)` evaluates `x` at entry; use it outside `entry`");
+    return false;
+  }
+  if (scope_.target->return_type == nullptr) {
+    report(DiagKind::NotAvailableHere, at.range,
+           fmt::format("`{}` needs a probe with an exit, and {} has none", name,
+                       scope_.target->description))
+        .note("functions, syscalls and uprobes have exits; tracepoints do not");
+    return false;
+  }
+  if (scope_.at_exit) *scope_.at_exit = true;
+  return true;
+}
+
 void ExprChecker::checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at) {
   if (!scope_.target) return;
-  bool has_return = scope_.target->return_type != nullptr;
-  if (builtin.needs == Needs::Exit) {
-    if (!has_return) {
-      report(DiagKind::NotAvailableHere, at.range,
-             fmt::format("`{}` needs a probe with an exit, and {} has none", builtin.name,
-                         scope_.target->description))
-          .note("functions, syscalls and uprobes have exits; tracepoints do not");
-      return;
-    }
-    if (scope_.at_exit) *scope_.at_exit = true;
-  }
+  if (builtin.needs == Needs::Exit && !needsExit(builtin.name, at)) return;
   bool traces_functions = scope_.target->target &&
                           (std::holds_alternative<ast::FunctionTarget>(scope_.target->target->kind) ||
                            std::holds_alternative<ast::UprobeTarget>(scope_.target->target->kind) ||
@@ -127,6 +136,11 @@ ExprInfo ExprChecker::returnValue(const ast::Expr& e) {
   info.ref = Ref::Return;
   if (!scope_.target) {
     report(DiagKind::NotAvailableHere, e.range, "`return` is only meaningful inside a probe");
+    info.type = error();
+    return info;
+  }
+  if (scope_.in_entry) {
+    needsExit("return", e);
     info.type = error();
     return info;
   }
@@ -256,11 +270,18 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
       info.type = error();
       return info;
     }
+    if (f.needs == Needs::Exit && !needsExit(f.signature, c)) {
+      info.type = error();
+      return info;
+    }
     bool inner_allowed = scope_.aggregates_allowed;
+    bool inner_entry = scope_.in_entry;
     scope_.aggregates_allowed = false;  // no aggregates inside aggregates
+    scope_.in_entry = inner_entry || f.id == BuiltinFn::Entry;
     BuiltinCall bc{c, {}, ctx_.types, ctx_.diags};
     for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
     scope_.aggregates_allowed = inner_allowed;
+    scope_.in_entry = inner_entry;
     if (c.args.size() < f.min_args || c.args.size() > f.max_args) {
       report(DiagKind::WrongArgumentCount, c.range,
              fmt::format("`{}` takes {}, not {}", f.signature, countText(f.min_args, f.max_args),
@@ -365,6 +386,7 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
   inner.target = scope_.target;
   inner.at_exit = scope_.at_exit;
   inner.func = scope_.func;
+  inner.in_entry = scope_.in_entry;
   inner.in_where = scope_.in_where;
   inner.calls = scope_.calls;
   inner.calls.push_back(&fn);

@@ -28,6 +28,8 @@ struct Scope {
   bool aggregates_allowed = false;
   /// The stdlib module whose `fn` body this is (its other `fn`s are in scope), or null.
   const ast::Script* module = nullptr;
+  /// Inside `entry(...)`: evaluated at function entry, where `return` has no value.
+  bool in_entry = false;
   /// Where uses of `func` are recorded, and whether this is the query's `where`.
   FuncUse* func = nullptr;
   bool in_where = false;
@@ -75,6 +77,8 @@ class ExprChecker {
   ExprInfo identifier(const ast::Identifier& id);
   static std::optional<uint32_t> argNumber(const std::string& name);
   void checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at);
+  /// Marks the probe as running at exit, or reports why `name` cannot be used here.
+  bool needsExit(std::string_view name, const ast::Expr& at);
   ExprInfo returnValue(const ast::Expr& e);
   /// A bare name that is a property (`mark` for `skb->mark`) of exactly one argument.
   std::optional<ExprInfo> property(const ast::Identifier& id);

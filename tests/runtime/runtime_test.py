@@ -304,6 +304,15 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertTrue(event["ustack"][1].startswith("kq_middle"), event)
         self.assertTrue(event["ustack"][2].startswith("main"), event)
 
+    def test_entry_keeps_a_value_from_before_the_call(self):
+        # setuids: the caller's uid before setresuid, and after it, in one exit event.
+        status, out, err = kq("-o", "json", 'trace syscall:setresuid(return) where comm == "python3" '
+                              "select entry(uid) as before, uid as after, return",
+                              "-c", f"{sys.executable} -c 'import os; os.setresuid(65534, 65534, 65534)'")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([(e["before"], e["after"], e["return"]) for e in events], [(0, 65534, 0)], out)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)

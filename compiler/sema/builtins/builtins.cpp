@@ -26,6 +26,7 @@ const std::vector<BuiltinFunction>& builtinFunctions() {
     std::vector<BuiltinFunction> out;
     addFormatFunctions(out);
     addNetFunctions(out);
+    addProbeFunctions(out);
     addAggregateFunctions(out);
     return out;
   }();

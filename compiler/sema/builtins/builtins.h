@@ -66,6 +66,7 @@ struct BuiltinVariable {
 enum class BuiltinFn : uint8_t {
   Str, Hex, Errno, Ntop, Ksym, Usym, Fmt,
   Ntohs, Htons, Ntohl, Htonl,
+  Entry,
   Count, Sum, Avg, Min, Max, Hist, Lhist, Top,
 };
 
@@ -95,6 +96,8 @@ struct BuiltinFunction {
                       const std::vector<int64_t>& operands) = nullptr;
   /// An aggregate: what it keeps in its query's map.
   std::optional<runtime::AggregateKind> aggregate = std::nullopt;
+  /// What it needs from its probe (`entry(x)`: a function exit).
+  Needs needs = Needs::Nothing;
 };
 
 const std::vector<BuiltinVariable>& builtinVariables();
@@ -104,6 +107,7 @@ const std::vector<BuiltinFunction>& builtinFunctions();
 void addProcessVariables(std::vector<BuiltinVariable>& out);
 void addFormatFunctions(std::vector<BuiltinFunction>& out);
 void addNetFunctions(std::vector<BuiltinFunction>& out);
+void addProbeFunctions(std::vector<BuiltinFunction>& out);
 void addAggregateFunctions(std::vector<BuiltinFunction>& out);
 
 }  // namespace kq::sema
