@@ -95,6 +95,19 @@ class KernelFunctions(unittest.TestCase):
                 self.assertGreater(events[0]["duration"], 0)
                 self.assertTrue(events[0]["sk"]["address"].startswith("0x"))
 
+    def test_entry_values_through_fentry_and_kprobes(self):
+        # entry(x) is saved by the entry program (fentry or kprobe) with the arguments.
+        for method in ["fentry", "kprobe"]:
+            with self.subTest(method=method):
+                status, out, err = kq("--attach", method, "-o", "json",
+                                      "trace tcp_sendmsg(sk, size, return) where comm == \"python3\" "
+                                      "select entry(size) as size_then, entry(time) < time as later, return",
+                                      "-c", SEND_TCP)
+                self.assertEqual(status, 0, err)
+                events = [json.loads(line) for line in out.splitlines()]
+                self.assertEqual([(e["size_then"], e["later"], e["return"]) for e in events],
+                                 [(1000, True, 1000)], out)
+
     def test_glob(self):
         status, out, err = kq("-o", "json", "trace udp_send* where comm == \"python3\" select func",
                               "-c", SEND_UDP)
