@@ -313,6 +313,26 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual([(e["before"], e["after"], e["return"]) for e in events], [(0, 65534, 0)], out)
 
+    def test_large_aggregate_values_load(self):
+        # hist and a 1000-bucket lhist in one query: the value (8 KiB and more) is copied from
+        # a zero value as large as it (a fixed 8 KiB one made the verifier refuse it).
+        status, out, err = kq("-o", "json", 'trace syscall:read where comm == "cat" group by comm '
+                              "select count(), hist(count), lhist(count, 0, 1000, 1)",
+                              "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertEqual(len(rows), 1, out)
+        self.assertEqual(sum(b["count"] for b in rows[0]["lhist(count, 0, 1000, 1)"]), rows[0]["count()"])
+
+    def test_long_strings_are_read_whole(self):
+        # str(p, n) keeps n bytes (it was cut at 63 whatever n said).
+        path = os.path.join(WORKDIR, "p" * 150)
+        open(path, "w").close()
+        status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" select str(filename, 200) as f',
+                              "-c", f"cat {path}")
+        self.assertEqual(status, 0, err)
+        self.assertIn(path, [json.loads(line)["f"] for line in out.splitlines()], out[:2000])
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
