@@ -2,6 +2,8 @@
 
 #include <bpf/btf.h>
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 namespace kq::lower {
@@ -241,6 +243,7 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   const ast::Clauses& clauses = p.query.query->clauses;
   if (clauses.where) {
     llvm::Value* keep = body.condition(*clauses.where);
+    if (std::getenv("KQ_TEST_VERIFIER_REJECT")) rejectedOnPurpose(*program, *clauses.where);
     auto* pass = llvm::BasicBlock::Create(b.getContext(), "kept", program->fn);
     b.CreateCondBr(keep, pass, program->bail);
     b.SetInsertPoint(pass);
@@ -254,6 +257,16 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   }
   reportProblems(body);
   finish(*program, name, site);
+}
+
+void ProgramEmitter::rejectedOnPurpose(Program& program, const ast::Expr& at) {
+  // A test hook (KQ_TEST_VERIFIER_REJECT): a read far past the program's context, which
+  // every verifier refuses, located at `at`, so tests can see a rejection mapped back to the
+  // kq expression (kq's own code never has one to show).
+  llvm::IRBuilder<>& b = program.b;
+  b.SetCurrentDebugLocation(object_.module().location(program.fn->getSubprogram(), at.range.begin));
+  llvm::Value* past = b.CreateGEP(b.getInt8Ty(), program.fn->getArg(0), b.getInt64(1 << 20));
+  b.CreateLoad(b.getInt64Ty(), past, /*isVolatile=*/true);
 }
 
 void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const ProbeUnit& p) {

@@ -113,6 +113,8 @@ class ProgramEmitter {
  private:
   llvm::Value* stashKey(Program& program, const ProgramSite& site);
   void takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site, ArgAccess& args);
+  /// The test hook that makes the verifier refuse a program at `at`.
+  void rejectedOnPurpose(Program& program, const ast::Expr& at);
   /// What ExprLowering could not compile, as diagnostics at the expressions.
   void reportProblems(const ExprLowering& lower);
   void writeRecord(Program& program, ExprLowering& lower, const ProbeUnit& p);
