@@ -152,6 +152,17 @@ class CommandLine(unittest.TestCase):
         finally:
             os.unlink(path)
 
+    def test_malformed_btf_is_an_error_not_a_crash(self):
+        # libbpf accepts both: a FUNC whose type is an INT, and one whose type is id 999.
+        for name, why in (("func_to_int.btf", "not a function prototype"),
+                          ("func_to_999.btf", "refers to type 999")):
+            path = os.path.join(SOURCE_DIR, "tests", "btf", "testdata", name)
+            for args in (("check", "--btf", path, "-e", "trace foo"), ("info", "foo", "--btf", path),
+                         ("list", "*", "--btf", path)):
+                status, _, err = kq(*args)
+                self.assertEqual(status, 1, args)
+                self.assertIn(why, err)
+
 
 class Repl(unittest.TestCase):
     def test_declarations_checks_and_errors(self):
