@@ -347,19 +347,38 @@ const Type* ExprChecker::paramType(const ast::FnDecl& fn, size_t i) {
   return resolveTypeName(ctx_, *fn.params[i].type);
 }
 
+bool ExprChecker::mayExpand(const ast::FnDecl& fn, const ast::Expr& use) {
+  for (const ast::FnDecl* active : scope_.calls) {
+    if (active != &fn) continue;
+    report(DiagKind::RecursiveFunction, use.range,
+           fmt::format("`{}` calls itself; kq functions are expanded inline and cannot recurse",
+                       fn.name))
+        .note(fn.name_range, "declared here");
+    return false;
+  }
+  if (scope_.calls.size() >= kMaxFnDepth) {
+    report(DiagKind::FunctionExpansionTooLarge, use.range,
+           fmt::format("calling `{}` here nests {} functions, more than {}; kq functions are "
+                       "expanded inline", fn.name, scope_.calls.size() + 1, kMaxFnDepth));
+    return false;
+  }
+  if (++ctx_.fn_expansions == kMaxFnExpansions + 1) {
+    report(DiagKind::FunctionExpansionTooLarge, use.range,
+           fmt::format("functions are expanded inline more than {} times in this program, here "
+                       "`{}`", kMaxFnExpansions, fn.name))
+        .note("each call expands its function's body again: a function that calls another "
+              "several times multiplies the expansions");
+  }
+  return ctx_.fn_expansions <= kMaxFnExpansions;
+}
+
 ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
                               std::vector<const Type*> arg_types) {
   ExprInfo info;
   info.fn = &fn;
-  for (const ast::FnDecl* active : scope_.calls) {
-    if (active == &fn || scope_.calls.size() >= kMaxFnDepth) {
-      report(DiagKind::RecursiveFunction, use.range,
-             fmt::format("`{}` calls itself; kq functions are expanded inline and cannot recurse",
-                         fn.name))
-          .note(fn.name_range, "declared here");
-      info.type = error();
-      return info;
-    }
+  if (!mayExpand(fn, use)) {
+    info.type = error();
+    return info;
   }
   Scope inner;
   inner.target = scope_.target;
