@@ -221,6 +221,21 @@ class HostileInput(unittest.TestCase):
     def test_one_mebibyte_query(self):
         self.check_file(b"trace x where comm == \"" + b"a" * (1 << 20) + b"\"\n", "InputTooLarge")
 
+    def test_script_that_never_ends(self):
+        # A script symlinked to /dev/zero is read only to the limit (under 1 GiB of memory,
+        # reading it whole fails).
+        import resource
+        link = os.path.join(tempfile.mkdtemp(), "zero.kq")
+        os.symlink("/dev/zero", link)
+        limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        try:
+            proc = subprocess.run([KQ, "check", link], capture_output=True, timeout=60,
+                                  preexec_fn=limit)
+        finally:
+            os.unlink(link)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"[InputTooLarge]", proc.stderr)
+
     def test_large_query_within_the_limit(self):
         long_string = "a" * (100 * 1024)
         self.assertEqual(kq("--dump", "ast", "-e", f'trace x where comm == "{long_string}"')[0], 0)
