@@ -321,6 +321,15 @@ std::vector<std::string_view> Btf::functionNames(bool with_modules) const {
   return names;
 }
 
+std::vector<std::string_view> Btf::matchFunctionNames(std::string_view glob,
+                                                     bool with_modules) const {
+  std::vector<std::string_view> out;
+  for (std::string_view name : functionNames(with_modules)) {
+    if (globMatch(glob, name)) out.push_back(name);
+  }
+  return out;
+}
+
 std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modules) const {
   std::vector<Function> out;
   for (std::string_view name : functionNames(with_modules)) {

@@ -93,6 +93,9 @@ class Btf {
   std::optional<Function> findFunction(std::string_view name) const;
   /// Every function name in vmlinux (and, if `with_modules`, in every module), sorted.
   std::vector<std::string_view> functionNames(bool with_modules = false) const;
+  /// Names of the functions that match a glob (`tcp_*`), in name order.
+  std::vector<std::string_view> matchFunctionNames(std::string_view glob,
+                                                   bool with_modules = true) const;
   /// Functions whose names match a glob (`tcp_*`), in name order.
   std::vector<Function> matchFunctions(std::string_view glob, bool with_modules = true) const;
 

@@ -1,5 +1,7 @@
 #include "tests/support/fake_kernel.h"
 
+#include <fmt/format.h>
+
 #include <bpf/btf.h>
 
 #include <cstdio>
@@ -213,6 +215,11 @@ class Builder {
               {"rtp", b.ptr("void")}, {"flags", b.type("unsigned int")}});
   b.function("int", "takes_opaque", {{"o", b.ptr("struct opaque")}});
   b.function("long int", "__x64_sys_openat", {{"regs", b.ptr("void")}});
+  // Just more functions than one probe may attach to (`trace stub_*`), sharing a prototype.
+  int stub_proto = btf__add_func_proto(b.take(), 0);
+  for (int i = 0; i <= 5000; ++i) {
+    btf__add_func(b.take(), fmt::format("stub_{:04}", i).c_str(), BTF_FUNC_GLOBAL, stub_proto);
+  }
   // tp_btf handlers: the tracepoint's arguments after `__data`.
   b.function("void", "__bpf_trace_net_dev_xmit",
              {{"__data", b.ptr("void")}, {"skb", skb}, {"rc", b.type("int")},
