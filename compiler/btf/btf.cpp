@@ -397,12 +397,6 @@ std::vector<std::string_view> Btf::structNames() const {
   return names;
 }
 
-std::optional<Function> Btf::findTracepointHandler(std::string_view event) const {
-  auto found = find("__bpf_trace_" + std::string(event), kFunctions, BTF_KIND_FUNC, false);
-  if (!found) return std::nullopt;
-  return functionOf(*found, "");
-}
-
 // ---------------------------------------------------------------------------------------
 
 bool globMatch(std::string_view pattern, std::string_view text) {
