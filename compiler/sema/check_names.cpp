@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/sema/builtins/builtins.h"
@@ -32,6 +34,7 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
   }
   for (const ProbeArg& arg : args()) {
     if (!arg.name.empty() && arg.name == name) {
+      warnIfShadowing(id, arg);
       info.ref = Ref::Arg;
       info.index = arg.index;
       info.type = arg.type;
@@ -345,6 +348,21 @@ void ExprChecker::unknownCall(const ast::Call& c) {
 const Type* ExprChecker::paramType(const ast::FnDecl& fn, size_t i) {
   if (!fn.params[i].type) return nullptr;
   return resolveTypeName(ctx_, *fn.params[i].type);
+}
+
+void ExprChecker::warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg) {
+  const auto& builtins = builtinVariables();
+  bool shadows = std::any_of(builtins.begin(), builtins.end(),
+                             [&](const BuiltinVariable& b) { return b.name == arg.name; });
+  if (!shadows) return;
+  bool field = scope_.target->functions.empty() && scope_.target->format;
+  const char* what = field ? "field" : "argument";
+  report(DiagKind::ShadowedBuiltin, id.range,
+         fmt::format("`{}` is the {} `{}` of `{}`, not the builtin `{}`", arg.name, what,
+                     arg.name, scope_.target->description, arg.name))
+      .note(fmt::format("write `arg{}` for the {}; the builtin is shadowed in this probe, but a "
+                        "function's body sees it: `fn current_{}() = {}`",
+                        arg.index, what, arg.name, arg.name));
 }
 
 bool ExprChecker::mayExpand(const ast::FnDecl& fn, const ast::Expr& use) {

@@ -76,6 +76,8 @@ class ExprChecker {
 
   const std::vector<ProbeArg>& args() const;
   ExprInfo identifier(const ast::Identifier& id);
+  /// Warns that a probe argument or classic tracepoint field hides the builtin of its name.
+  void warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg);
   static std::optional<uint32_t> argNumber(const std::string& name);
   void checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at);
   ExprInfo returnValue(const ast::Expr& e);

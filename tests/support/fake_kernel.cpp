@@ -315,6 +315,11 @@ class FakeKernelInfo : public kernel::KernelInfo {
         {"sched_waking",
          format(303, "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
                      "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n")},
+        // No BTF handler: the classic record's `comm` and `pid` hide the builtins.
+        {"sched_stat_runtime",
+         format(305, "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+                     "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+                     "\tfield:u64 runtime;\toffset:32;\tsize:8;\tsigned:0;\n")},
         {"sched_untemplated",
          format(304, "\tfield:int value;\toffset:8;\tsize:4;\tsigned:1;\n")},
         {"sched_switch",
