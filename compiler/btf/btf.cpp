@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/btf/validate.h"
+
 namespace kq::btf {
 
 namespace {
@@ -54,7 +56,13 @@ struct Btf::Index {
 // ---------------------------------------------------------------------------------------
 // BtfType
 
-const ::btf_type* BtfType::get() const { return btf__type_by_id(file->btf, id); }
+// Every type id kq reads comes from a validated file (`findMalformedType`); an id past the
+// end still reads as `void` rather than as a null pointer.
+const ::btf_type* BtfType::get() const {
+  static const ::btf_type kVoid{};
+  const ::btf_type* t = id < btf__type_cnt(file->btf) ? btf__type_by_id(file->btf, id) : nullptr;
+  return t ? t : &kVoid;
+}
 
 std::string_view BtfType::name() const {
   if (id == 0) return "void";
@@ -64,7 +72,8 @@ std::string_view BtfType::name() const {
 
 BtfType BtfType::resolved() const {
   BtfType t = *this;
-  while (t.id != 0) {
+  // A chain of typedefs and qualifiers longer than any C declaration is a loop.
+  for (int depth = 0; t.id != 0 && depth < 64; ++depth) {
     const ::btf_type* raw = t.get();
     if (!(btf_is_typedef(raw) || btf_is_mod(raw) || btf_is_type_tag(raw))) break;
     t.id = raw->type;
@@ -156,6 +165,10 @@ Result<std::unique_ptr<Btf>> Btf::loadFile(const std::string& path) {
                               : errnoText(err);
     return Error{fmt::format("cannot read BTF from `{}`: {}", path, why)};
   }
+  if (std::string problem = findMalformedType(raw); !problem.empty()) {
+    btf__free(raw);
+    return Error{fmt::format("cannot read BTF from `{}`: it is malformed: {}", path, problem)};
+  }
   std::unique_ptr<Btf> out(new Btf());
   out->origin_ = path;
   out->files_.push_back({path, raw});
@@ -189,7 +202,12 @@ void Btf::loadModules() const {
   for (const std::string& name : names) {
     std::string path = std::string(kSysfsBtf) + "/" + name;
     ::btf* raw = btf__parse_split(path.c_str(), files_.front().btf);
-    if (!raw) continue;  // an unreadable module hides only its own functions
+    // An unreadable or malformed module hides only its own functions.
+    if (raw && !findMalformedType(raw).empty()) {
+      btf__free(raw);
+      raw = nullptr;
+    }
+    if (!raw) continue;
     files_.push_back({name, raw});
     if (index_) buildIndex(files_.back(), index_->built);
   }
@@ -303,6 +321,15 @@ std::vector<std::string_view> Btf::functionNames(bool with_modules) const {
   return names;
 }
 
+std::vector<std::string_view> Btf::matchFunctionNames(std::string_view glob,
+                                                     bool with_modules) const {
+  std::vector<std::string_view> out;
+  for (std::string_view name : functionNames(with_modules)) {
+    if (globMatch(glob, name)) out.push_back(name);
+  }
+  return out;
+}
+
 std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modules) const {
   std::vector<Function> out;
   for (std::string_view name : functionNames(with_modules)) {
@@ -368,12 +395,6 @@ std::vector<std::string_view> Btf::structNames() const {
   for (const auto& [name, entry] : index_->structs) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::optional<Function> Btf::findTracepointHandler(std::string_view event) const {
-  auto found = find("__bpf_trace_" + std::string(event), kFunctions, BTF_KIND_FUNC, false);
-  if (!found) return std::nullopt;
-  return functionOf(*found, "");
 }
 
 // ---------------------------------------------------------------------------------------

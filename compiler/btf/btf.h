@@ -93,6 +93,9 @@ class Btf {
   std::optional<Function> findFunction(std::string_view name) const;
   /// Every function name in vmlinux (and, if `with_modules`, in every module), sorted.
   std::vector<std::string_view> functionNames(bool with_modules = false) const;
+  /// Names of the functions that match a glob (`tcp_*`), in name order.
+  std::vector<std::string_view> matchFunctionNames(std::string_view glob,
+                                                   bool with_modules = true) const;
   /// Functions whose names match a glob (`tcp_*`), in name order.
   std::vector<Function> matchFunctions(std::string_view glob, bool with_modules = true) const;
 
@@ -109,8 +112,9 @@ class Btf {
   /// Names of all structs (for did-you-mean hints).
   std::vector<std::string_view> structNames() const;
 
-  /// The FUNC of a tracepoint's BTF handler (`__bpf_trace_<event>`), whose parameters after
-  /// the first are the tp_btf arguments.
+  /// A tracepoint's BTF handler, whose parameters after the first (`__data`) are the tp_btf
+  /// arguments: `__bpf_trace_<event>`, or for an event of a DEFINE_EVENT template the
+  /// prototype of `btf_trace_<event>` named as its template's handler (tracepoints.cpp).
   std::optional<Function> findTracepointHandler(std::string_view event) const;
 
   const BtfFile& vmlinux() const { return files_.front(); }
@@ -126,6 +130,10 @@ class Btf {
                               bool with_modules) const;
   void buildIndex(const BtfFile& file, uint8_t parts) const;
   void loadModules() const;
+  /// findTracepointHandler among the files loaded so far.
+  std::optional<Function> loadedTracepointHandler(std::string_view event) const;
+  /// The handler of the template whose prototype `proto` is (tracepoints.cpp).
+  Function templateHandler(std::string_view event, BtfType typedef_type, BtfType proto) const;
 
   std::string origin_;
   bool can_load_modules_ = false;

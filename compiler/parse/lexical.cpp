@@ -50,7 +50,7 @@ bool checkInputText(const SourceFile& file, FileId id, Diagnostics& diags) {
   const std::string& text = file.text();
   if (text.size() > kMaxInputBytes) {
     diags.report(DiagKind::InputTooLarge, {id, 0, 0},
-                 fmt::format("the input is {} bytes; kq reads at most {} KiB", text.size(),
+                 fmt::format("the input is larger than {} KiB, the most kq reads",
                              kMaxInputBytes / 1024))
         .note("split the script into several files and `use` them");
     return false;

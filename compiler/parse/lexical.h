@@ -7,12 +7,10 @@
 
 #include "Token.h"
 #include "compiler/diag/diagnostic.h"
+#include "compiler/parse/parse.h"
 #include "compiler/parse/token_source.h"
 
 namespace kq::parse {
-
-/// Largest input kq reads; a query or script beyond this is almost surely a mistake.
-constexpr size_t kMaxInputBytes = 256 * 1024;
 
 /// Reports an input that is too large or not UTF-8. Returns false if it must not be lexed.
 bool checkInputText(const SourceFile& file, FileId id, Diagnostics& diags);

@@ -8,6 +8,9 @@
 
 namespace kq::parse {
 
+/// Largest input kq reads; a query or script beyond this is almost surely a mistake.
+constexpr size_t kMaxInputBytes = 256 * 1024;
+
 /// Parses one file of `sources`, reporting every lexical and syntax error it finds to
 /// `diags` (error recovery continues past the first). Returns nothing when any was reported.
 std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file,

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/sema/builtins/builtins.h"
@@ -32,6 +34,7 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
   }
   for (const ProbeArg& arg : args()) {
     if (!arg.name.empty() && arg.name == name) {
+      warnIfShadowing(id, arg);
       info.ref = Ref::Arg;
       info.index = arg.index;
       info.type = arg.type;
@@ -368,19 +371,53 @@ const Type* ExprChecker::paramType(const ast::FnDecl& fn, size_t i) {
   return resolveTypeName(ctx_, *fn.params[i].type);
 }
 
+void ExprChecker::warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg) {
+  const auto& builtins = builtinVariables();
+  bool shadows = std::any_of(builtins.begin(), builtins.end(),
+                             [&](const BuiltinVariable& b) { return b.name == arg.name; });
+  if (!shadows) return;
+  bool field = scope_.target->functions.empty() && scope_.target->format;
+  const char* what = field ? "field" : "argument";
+  report(DiagKind::ShadowedBuiltin, id.range,
+         fmt::format("`{}` is the {} `{}` of `{}`, not the builtin `{}`", arg.name, what,
+                     arg.name, scope_.target->description, arg.name))
+      .note(fmt::format("write `arg{}` for the {}; the builtin is shadowed in this probe, but a "
+                        "function's body sees it: `fn current_{}() = {}`",
+                        arg.index, what, arg.name, arg.name));
+}
+
+bool ExprChecker::mayExpand(const ast::FnDecl& fn, const ast::Expr& use) {
+  for (const ast::FnDecl* active : scope_.calls) {
+    if (active != &fn) continue;
+    report(DiagKind::RecursiveFunction, use.range,
+           fmt::format("`{}` calls itself; kq functions are expanded inline and cannot recurse",
+                       fn.name))
+        .note(fn.name_range, "declared here");
+    return false;
+  }
+  if (scope_.calls.size() >= kMaxFnDepth) {
+    report(DiagKind::FunctionExpansionTooLarge, use.range,
+           fmt::format("calling `{}` here nests {} functions, more than {}; kq functions are "
+                       "expanded inline", fn.name, scope_.calls.size() + 1, kMaxFnDepth));
+    return false;
+  }
+  if (++ctx_.fn_expansions == kMaxFnExpansions + 1) {
+    report(DiagKind::FunctionExpansionTooLarge, use.range,
+           fmt::format("functions are expanded inline more than {} times in this program, here "
+                       "`{}`", kMaxFnExpansions, fn.name))
+        .note("each call expands its function's body again: a function that calls another "
+              "several times multiplies the expansions");
+  }
+  return ctx_.fn_expansions <= kMaxFnExpansions;
+}
+
 ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
                               std::vector<const Type*> arg_types) {
   ExprInfo info;
   info.fn = &fn;
-  for (const ast::FnDecl* active : scope_.calls) {
-    if (active == &fn || scope_.calls.size() >= kMaxFnDepth) {
-      report(DiagKind::RecursiveFunction, use.range,
-             fmt::format("`{}` calls itself; kq functions are expanded inline and cannot recurse",
-                         fn.name))
-          .note(fn.name_range, "declared here");
-      info.type = error();
-      return info;
-    }
+  if (!mayExpand(fn, use)) {
+    info.type = error();
+    return info;
   }
   Scope inner;
   inner.target = scope_.target;

@@ -46,6 +46,8 @@ struct Context {
   /// the functions of its own module, whether or not the script `use`s it.
   std::map<const ast::FnDecl*, const ast::Script*> fn_home;
   std::map<const ast::Script*, std::map<std::string, const ast::FnDecl*, std::less<>>> module_fns;
+  /// `fn` bodies expanded inline so far in the whole program, against kMaxFnExpansions.
+  size_t fn_expansions = 0;
 
   /// Parses the stdlib module `name` once; null when there is no such module.
   const ast::Script* loadModule(const std::string& name);

@@ -36,6 +36,9 @@ struct Scope {
 };
 
 inline constexpr size_t kMaxFnDepth = 16;
+/// Expansions of `fn` bodies in one program: a few small functions calling each other
+/// several times would otherwise grow exponentially (16 levels of 3 calls: 43 million).
+inline constexpr size_t kMaxFnExpansions = 10'000;
 
 inline std::string quote(const SourceManager& sources, const ast::Expr& e) {
   const std::string& text = sources.file(e.range.file).text();
@@ -75,6 +78,8 @@ class ExprChecker {
 
   const std::vector<ProbeArg>& args() const;
   ExprInfo identifier(const ast::Identifier& id);
+  /// Warns that a probe argument or classic tracepoint field hides the builtin of its name.
+  void warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg);
   static std::optional<uint32_t> argNumber(const std::string& name);
   void checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at);
   /// Marks the probe as running at exit, or reports why `name` cannot be used here.
@@ -93,6 +98,9 @@ class ExprChecker {
   const Type* paramType(const ast::FnDecl& fn, size_t i);
   /// Checks a function's body with its parameters bound to `arg_types`, for one use.
   ExprInfo expandFn(const ast::FnDecl& fn, const ast::Expr& use, std::vector<const Type*> arg_types);
+  /// Reports recursion, nesting past kMaxFnDepth or the program's expansions past
+  /// kMaxFnExpansions; true when `fn` may be expanded at `use`.
+  bool mayExpand(const ast::FnDecl& fn, const ast::Expr& use);
 
   // ---- members and indexing (check_operators.cpp) --------------------------------------
 

@@ -67,23 +67,46 @@ std::vector<AttachMethod> functionAttachMethods(kernel::KernelInfo& kernel,
 
 namespace {
 
+/// Functions one probe may attach to: each is a program (or an attachment) of its own, and
+/// compiling tens of thousands takes minutes and gigabytes. `tcp_*` matches about 400.
+constexpr size_t kMaxGlobFunctions = 5000;
+
+/// The traceable functions a glob names, or nothing after reporting that there are too many.
+std::optional<std::vector<btf::Function>> globFunctions(Context& ctx, const ast::FunctionTarget& t) {
+  std::vector<std::string_view> names;
+  for (std::string_view name : ctx.btf.matchFunctionNames(t.function.text)) {
+    // Without a module, a glob means the functions that can be traced: those ftrace lists
+    // (not inlined away, not notrace), when the kernel says which.
+    if (t.module) {
+      std::optional<btf::Function> f = ctx.btf.findFunction(name);
+      if (!f || !btf::globMatch(t.module->text, f->module.empty() ? "vmlinux" : f->module)) continue;
+    } else if (ctx.kernel.inFilterFunctions(std::string(name)) == Known::No) {
+      continue;
+    }
+    names.push_back(name);
+  }
+  if (names.size() > kMaxGlobFunctions) {
+    std::string what = t.module ? t.module->text + ":" + t.function.text : t.function.text;
+    ctx.diags.report(DiagKind::TooManyFunctions, t.function.range,
+                     fmt::format("`{}` matches {} functions; kq attaches one probe to at most {}",
+                                 what, names.size(), kMaxGlobFunctions))
+        .note("narrow the glob (`tcp_*`, `vfs_*`) or name a module (`trace ext4:*`), or split "
+              "it into several probes");
+    return std::nullopt;
+  }
+  std::vector<btf::Function> out;
+  for (std::string_view name : names) out.push_back(*ctx.btf.findFunction(name));
+  return out;
+}
+
 std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& target,
                                               const ast::FunctionTarget& t) {
   ResolvedTarget out;
   const std::string& name = t.function.text;
-  if (t.module) {
-    std::vector<btf::Function> matched = ctx.btf.matchFunctions(name, /*with_modules=*/true);
-    for (btf::Function& f : matched) {
-      if (btf::globMatch(t.module->text, f.module.empty() ? "vmlinux" : f.module)) {
-        out.functions.push_back(std::move(f));
-      }
-    }
-  } else if (t.function.isGlob()) {
-    // A glob means the functions that can be traced: those ftrace lists (not inlined
-    // away, not notrace), when the kernel says which.
-    for (btf::Function& f : ctx.btf.matchFunctions(name)) {
-      if (ctx.kernel.inFilterFunctions(f.name) != Known::No) out.functions.push_back(std::move(f));
-    }
+  if (t.module || t.function.isGlob()) {
+    auto matched = globFunctions(ctx, t);
+    if (!matched) return std::nullopt;
+    out.functions = std::move(*matched);
   } else if (auto f = ctx.btf.findFunction(name)) {
     out.functions.push_back(std::move(*f));
   }

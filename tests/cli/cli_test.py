@@ -152,6 +152,17 @@ class CommandLine(unittest.TestCase):
         finally:
             os.unlink(path)
 
+    def test_malformed_btf_is_an_error_not_a_crash(self):
+        # libbpf accepts both: a FUNC whose type is an INT, and one whose type is id 999.
+        for name, why in (("func_to_int.btf", "not a function prototype"),
+                          ("func_to_999.btf", "refers to type 999")):
+            path = os.path.join(SOURCE_DIR, "tests", "btf", "testdata", name)
+            for args in (("check", "--btf", path, "-e", "trace foo"), ("info", "foo", "--btf", path),
+                         ("list", "*", "--btf", path)):
+                status, _, err = kq(*args)
+                self.assertEqual(status, 1, args)
+                self.assertIn(why, err)
+
 
 class Repl(unittest.TestCase):
     def test_declarations_checks_and_errors(self):
@@ -216,6 +227,21 @@ class HostileInput(unittest.TestCase):
 
     def test_one_mebibyte_query(self):
         self.check_file(b"trace x where comm == \"" + b"a" * (1 << 20) + b"\"\n", "InputTooLarge")
+
+    def test_script_that_never_ends(self):
+        # A script symlinked to /dev/zero is read only to the limit (under 1 GiB of memory,
+        # reading it whole fails).
+        import resource
+        link = os.path.join(tempfile.mkdtemp(), "zero.kq")
+        os.symlink("/dev/zero", link)
+        limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        try:
+            proc = subprocess.run([KQ, "check", link], capture_output=True, timeout=60,
+                                  preexec_fn=limit)
+        finally:
+            os.unlink(link)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"[InputTooLarge]", proc.stderr)
 
     def test_large_query_within_the_limit(self):
         long_string = "a" * (100 * 1024)

@@ -1,5 +1,7 @@
 #include "tests/support/fake_kernel.h"
 
+#include <fmt/format.h>
+
 #include <bpf/btf.h>
 
 #include <cstdio>
@@ -213,6 +215,11 @@ class Builder {
               {"rtp", b.ptr("void")}, {"flags", b.type("unsigned int")}});
   b.function("int", "takes_opaque", {{"o", b.ptr("struct opaque")}});
   b.function("long int", "__x64_sys_openat", {{"regs", b.ptr("void")}});
+  // Just more functions than one probe may attach to (`trace stub_*`), sharing a prototype.
+  int stub_proto = btf__add_func_proto(b.take(), 0);
+  for (int i = 0; i <= 5000; ++i) {
+    btf__add_func(b.take(), fmt::format("stub_{:04}", i).c_str(), BTF_FUNC_GLOBAL, stub_proto);
+  }
   // tp_btf handlers: the tracepoint's arguments after `__data`.
   b.function("void", "__bpf_trace_net_dev_xmit",
              {{"__data", b.ptr("void")}, {"skb", skb}, {"rc", b.type("int")},
@@ -220,6 +227,24 @@ class Builder {
   b.function("void", "__bpf_trace_kfree_skb",
              {{"__data", b.ptr("void")}, {"skb", skb}, {"location", b.ptr("void")},
               {"reason", b.type("enum skb_drop_reason")}});
+  // DEFINE_EVENT(sched_wakeup_template, sched_wakeup) and (..., sched_waking): only the
+  // template has a handler; each event has a typedef to an unnamed prototype. A template of
+  // the same prototype names its parameter differently.
+  b.function("void", "__bpf_trace_sched_wakeup_template",
+             {{"__data", b.ptr("void")}, {"p", b.ptr("struct task_struct")}});
+  b.function("void", "__bpf_trace_sched_kthread_stop",
+             {{"__data", b.ptr("void")}, {"t", b.ptr("struct task_struct")}});
+  int wakeup_proto = btf__add_func_proto(b.take(), 0);
+  btf__add_func_param(b.take(), nullptr, b.ptr("void"));
+  btf__add_func_param(b.take(), nullptr, b.ptr("struct task_struct"));
+  int wakeup_ptr = btf__add_ptr(b.take(), wakeup_proto);
+  btf__add_typedef(b.take(), "btf_trace_sched_wakeup", wakeup_ptr);
+  btf__add_typedef(b.take(), "btf_trace_sched_waking", wakeup_ptr);
+  // An event whose template kq cannot tell: its arguments are known as argN.
+  int pair_proto = btf__add_func_proto(b.take(), 0);
+  btf__add_func_param(b.take(), nullptr, b.ptr("void"));
+  btf__add_func_param(b.take(), nullptr, b.type("int"));
+  btf__add_typedef(b.take(), "btf_trace_sched_untemplated", btf__add_ptr(b.take(), pair_proto));
   b.function("void", "__bpf_trace_sched_process_exec",
              {{"__data", b.ptr("void")}, {"p", b.ptr("struct task_struct")}, {"old_pid", b.type("pid_t")}});
   return b.take();
@@ -282,6 +307,21 @@ class FakeKernelInfo : public kernel::KernelInfo {
          format(300, "\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n"
                      "\tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;\n"
                      "\tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;\n")},
+        // The classic record of sched_wakeup (DEFINE_EVENT): `comm` and `pid` are the wakee's.
+        {"sched_wakeup",
+         format(302, "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+                     "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+                     "\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n")},
+        {"sched_waking",
+         format(303, "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+                     "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n")},
+        // No BTF handler: the classic record's `comm` and `pid` hide the builtins.
+        {"sched_stat_runtime",
+         format(305, "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+                     "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+                     "\tfield:u64 runtime;\toffset:32;\tsize:8;\tsigned:0;\n")},
+        {"sched_untemplated",
+         format(304, "\tfield:int value;\toffset:8;\tsize:4;\tsigned:1;\n")},
         {"sched_switch",
          format(301, "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
                      "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n")}}},

@@ -83,19 +83,22 @@ int compile(const Request& request, bool run_after, Io& io) {
 
 }  // namespace
 
+// Reads one byte more than the parser accepts, so that a larger file (or /dev/zero) is
+// refused as InputTooLarge without being read whole.
 std::optional<std::string> readFileFromDisk(const std::string& path, std::string& error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     error = std::strerror(errno);
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text(parse::kMaxInputBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) {
     error = std::strerror(errno);
     return std::nullopt;
   }
-  return text.str();
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 int run(const std::vector<std::string>& args, Io& io) {
