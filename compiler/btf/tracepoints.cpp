@@ -50,6 +50,9 @@ size_t commonPrefix(std::string_view a, std::string_view b) {
 std::optional<Function> Btf::findTracepointHandler(std::string_view event) const {
   if (auto handler = loadedTracepointHandler(event)) return handler;
   if (!can_load_modules_ || modules_loaded_) return std::nullopt;
+  // Syscall events belong to the kernel itself and have no BTF handler: loading every
+  // module's BTF to look for one would only slow `trace syscall:...` down.
+  if (event.rfind("sys_enter_", 0) == 0 || event.rfind("sys_exit_", 0) == 0) return std::nullopt;
   loadModules();  // a module's tracepoint
   return loadedTracepointHandler(event);
 }

@@ -333,6 +333,17 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertEqual(status, 0, err)
         self.assertIn(path, [json.loads(line)["f"] for line in out.splitlines()], out[:2000])
 
+    def test_a_verifier_rejection_points_at_the_kq_expression(self):
+        # The test hook makes the verifier refuse the program at `where`: the diagnostic names
+        # the kq expression and quotes the verifier.
+        proc = subprocess.run([KQ, 'trace tracepoint:net:net_dev_xmit where comm == "x" select comm'],
+                              capture_output=True, timeout=60, env=dict(os.environ, KQ_TEST_VERIFIER_REJECT="1"))
+        err = proc.stderr.decode()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("[VerifierRejected]", err)
+        self.assertIn("<input>:1:41:", err)
+        self.assertIn("note: the verifier said: ", err)
+
     def test_limit(self):
         status, out, err = kq("trace syscall:openat limit 3", "-c", "cat /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
