@@ -155,7 +155,15 @@ class UnknownKernel : public KernelInfo {
 
 Result<std::string> findTracefs() {
   for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
-    if (exists(std::string(dir) + "/events")) return std::string(dir);
+    std::string events = std::string(dir) + "/events";
+    if (exists(events)) return std::string(dir);
+    struct stat st;
+    if (stat(events.c_str(), &st) != 0 && errno == EACCES) {
+      // Mounted, but only root may look (mode 0700): capabilities to load BPF do not help.
+      return Error{fmt::format("tracefs at {} is readable by root only, so tracepoint fields "
+                               "and syscall arguments cannot be read (run kq as root, or mount "
+                               "tracefs with mode=755)", dir)};
+    }
   }
   return Error{"tracefs is not mounted (kq mounts it at /sys/kernel/tracing to run a query; "
                "as root: mount -t tracefs tracefs /sys/kernel/tracing)"};
