@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace kq::btf {
@@ -154,8 +155,14 @@ std::string findLoop(const ::btf* btf, uint32_t first) {
 }  // namespace
 
 std::string findMalformedType(const ::btf* btf) {
+  // Every type record is a multiple of 4 bytes, so aligned types start aligned: a file whose
+  // type section does not is read through misaligned pointers, in libbpf and here.
   const ::btf* base = btf__base_btf(btf);
   uint32_t first = base ? btf__type_cnt(base) : 1;
+  if (first < btf__type_cnt(btf) &&
+      reinterpret_cast<uintptr_t>(btf__type_by_id(btf, first)) % 4 != 0) {
+    return "its types do not start on a 4-byte boundary";
+  }
   TypeChecker checker(btf);
   for (uint32_t id = first; id < btf__type_cnt(btf); ++id) {
     if (std::string problem = checker.check(id); !problem.empty()) return problem;
