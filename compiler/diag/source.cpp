@@ -24,6 +24,16 @@ LineColumn SourceFile::lineColumn(uint32_t offset) const {
   return {line, column};
 }
 
+uint32_t SourceFile::offsetOf(LineColumn at) const {
+  if (at.line == 0 || at.line > line_starts_.size()) return 0;
+  uint32_t offset = line_starts_[at.line - 1];
+  for (uint32_t column = 1; column < at.column && offset < text_.size() && text_[offset] != '\n';) {
+    ++offset;
+    if (offset >= text_.size() || (static_cast<unsigned char>(text_[offset]) & 0xC0) != 0x80) ++column;
+  }
+  return offset;
+}
+
 std::string_view SourceFile::lineText(uint32_t line) const {
   uint32_t begin = line_starts_[line - 1];
   uint32_t end = line < line_starts_.size() ? line_starts_[line] - 1 : text_.size();

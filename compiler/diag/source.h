@@ -38,6 +38,9 @@ class SourceFile {
   const std::string& text() const { return text_; }
 
   LineColumn lineColumn(uint32_t offset) const;
+  /// The byte offset of a line and column (the inverse of lineColumn); 0 for line 0, a
+  /// column past its line's end stops at the end.
+  uint32_t offsetOf(LineColumn at) const;
   /// The text of the 1-based line `line`, without its line terminator.
   std::string_view lineText(uint32_t line) const;
   /// Byte offset where the 1-based line `line` starts.

@@ -51,14 +51,7 @@ ObjectBuilder::ObjectBuilder(const sema::CheckedProgram& checked, const btf::Btf
       core_(module_) {}
 
 uint32_t ObjectBuilder::offsetOf(uint32_t line, uint32_t column) const {
-  if (line == 0) return 0;
-  uint32_t offset = source_.lineStart(line);
-  const std::string& text = source_.text();
-  for (uint32_t c = 1; c < column && offset < text.size() && text[offset] != '\n'; ++c) {
-    ++offset;
-    while (offset < text.size() && (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) ++offset;
-  }
-  return offset;
+  return source_.offsetOf({line, column});
 }
 
 llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {

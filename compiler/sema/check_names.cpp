@@ -419,13 +419,10 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
     info.type = error();
     return info;
   }
-  Scope inner;
-  inner.target = scope_.target;
-  inner.at_exit = scope_.at_exit;
-  inner.func = scope_.func;
-  inner.in_entry = scope_.in_entry;
-  inner.in_where = scope_.in_where;
-  inner.calls = scope_.calls;
+  // The body keeps the probe's context (exit, `where`, `entry`), with its own parameters.
+  Scope inner = scope_;
+  inner.params.clear();
+  inner.aggregates_allowed = false;
   inner.calls.push_back(&fn);
   auto home = ctx_.fn_home.find(&fn);
   inner.module = home == ctx_.fn_home.end() ? nullptr : home->second;

@@ -73,3 +73,18 @@ TEST(Render, Color) {
 
 }  // namespace
 }  // namespace kq
+
+namespace kq {
+namespace {
+
+TEST(SourceFile, OffsetOfIsTheInverseOfLineColumn) {
+  SourceFile file("x", "let a = 1\ntrace é(x) where y\n");
+  for (uint32_t offset : {0u, 4u, 10u, 16u, 19u, 24u}) {
+    EXPECT_EQ(file.offsetOf(file.lineColumn(offset)), offset) << offset;
+  }
+  EXPECT_EQ(file.offsetOf({0, 1}), 0u);
+  EXPECT_EQ(file.offsetOf({1, 99}), 9u);  // stops at the line's end
+}
+
+}  // namespace
+}  // namespace kq

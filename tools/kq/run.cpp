@@ -90,13 +90,7 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
   auto at = lower::sourceOfInstruction(elf, rejection.program, rejection.instruction);
   SourceRange range{file, 0, 0};
   if (at) {
-    const SourceFile& source = sources.file(file);
-    uint32_t offset = source.lineStart(at->line);
-    // Columns count characters; step over multi-byte UTF-8 sequences.
-    for (uint32_t col = 1; col < at->column && offset < source.text().size();) {
-      ++offset;
-      if ((static_cast<unsigned char>(source.text()[offset]) & 0xC0) != 0x80) ++col;
-    }
+    uint32_t offset = sources.file(file).offsetOf({at->line, at->column});
     range = expressionAt(checked, file, offset).value_or(SourceRange{file, offset, offset + 1});
   }
   diags.report(DiagKind::VerifierRejected, range,
