@@ -31,7 +31,11 @@ def kq(*args, timeout=60):
 
 
 def loaded_kq_programs():
-    """Names of kq's BPF programs loaded in the kernel right now."""
+    """Names of kq's BPF programs loaded in the kernel right now. With
+    KQ_TEST_SKIP_LEAK_CHECK=1 (several people testing on one machine at once, whose kq
+    programs would be counted as leaks) the check is skipped: None."""
+    if os.environ.get("KQ_TEST_SKIP_LEAK_CHECK") == "1":
+        return None
     out = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, timeout=30)
     if out.returncode != 0:
         return None
@@ -420,7 +424,8 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         header = proc.stdout.readline()  # printed once attached
         self.assertTrue(header.startswith(b"TIME"), header)
-        self.assertTrue(loaded_kq_programs(), "nothing was loaded while kq ran")
+        if os.environ.get("KQ_TEST_SKIP_LEAK_CHECK") != "1":
+            self.assertTrue(loaded_kq_programs(), "nothing was loaded while kq ran")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 0, err)
