@@ -18,6 +18,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SEND_UDP = f"{sys.executable} {HERE}/../support/send_udp.py"
 SEND_TCP = f"{sys.executable} {HERE}/../support/send_tcp.py"
 SEED = "trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef"
+EXAMPLES = os.path.join(HERE, "..", "..", "examples")
+# 500 one-byte reads and 500 one-byte writes, and a few reads of its libraries.
+DD = "dd if=/dev/zero of=/dev/null bs=1 count=500 status=none"
 
 
 def kq(*args, env=None):
@@ -223,6 +226,34 @@ class KernelFunctions(unittest.TestCase):
             self.assertIn(expected, funcs)
         # The three marked packets (200, 50 and 400 bytes), not the others.
         self.assertEqual(sorted(e["skb->len"] for e in events if e["func"] == "ip_send_skb"), [78, 228, 428])
+
+
+class KernelFunctionExamples(unittest.TestCase):
+    """The examples that only kernel functions can express (the examples' other tests,
+    tests/runtime/examples_test.py, run on the host)."""
+
+    def calls(self, name, *args):
+        """{function: calls} that example `name` counted for dd, over all its tables."""
+        status, out, err = kq(*args, "-o", "json", os.path.join(EXAMPLES, name + ".kq"), "-c", DD)
+        self.assertEqual(status, 0, err)
+        counts = {}
+        for line in out.splitlines():
+            for row in json.loads(line)["rows"]:
+                counts[row["func"]] = counts.get(row["func"], 0) + row["count"]
+        return counts
+
+    def assert_dd(self, counts):
+        self.assertEqual(counts.get("vfs_write"), 500, counts)
+        self.assertIn(counts.get("vfs_read", 0) - 500, range(0, 20), counts)
+        self.assertGreaterEqual(counts.get("vfs_open", 0), 2, counts)  # /dev/zero and /dev/null
+
+    def test_vfscount(self):
+        for method in [[], ["--attach", "kprobe"]]:
+            with self.subTest(method=method):
+                self.assert_dd(self.calls("vfscount", *method))
+
+    def test_vfsstat(self):
+        self.assert_dd(self.calls("vfsstat"))
 
 
 if __name__ == "__main__":
