@@ -6,7 +6,7 @@
 // - Rules are lower camel case, tokens upper case. Labels (`# Name`) become the
 //   alternatives' context classes, which the AST builder dispatches on.
 // - Keywords that can also be names (`packet`, `graph`, `interval`, `profile`, `by`,
-//   `tracepoint`, `syscall`, and integer type names such as `u32`) go through the `name`
+//   `tracepoint`, `syscall`, `join`, `within`, and integer type names such as `u32`) go through the `name`
 //   rule so struct members and arguments may still use them.
 // - Lexical errors never reach the parser: bad characters go to the ERRORS channel and
 //   literals are validated from the token stream before parsing (compiler/parse/lexical.cpp).
@@ -63,9 +63,11 @@ query
   ;
 
 // Clauses may come in any order (`group by reason select count()` reads well, and so does
-// `select count() group by reason`); the AST builder reports a repeated one.
+// `select count() group by reason`); the AST builder reports a repeated one (but `join`s
+// chain). A join's own `where` comes before its `on`, so a `where` after `on` is the query's.
 clause
-  : WHERE expr                              # whereClause
+  : JOIN probe AS name (WHERE expr)? ON expr (WITHIN NUMBER)?   # joinClause
+  | WHERE expr                              # whereClause
   | SELECT selectItem (',' selectItem)*     # selectClause
   | GROUP BY expr (',' expr)*               # groupClause
   | EVERY NUMBER                            # everyClause
@@ -163,14 +165,14 @@ scalarKeyword
   ;
 
 name
-  : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL
+  : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL | JOIN | WITHIN
   ;
 
 // After `.` or `->` every keyword is a plain member name (`q->limit`, `x->for`).
 memberName
   : name
   | USE | LET | FN | EXTENSION | TRACE | WHERE | SELECT | GROUP | EVERY | FOR | LIMIT | AS
-  | AND | OR | NOT | RETURN | TRUE | FALSE | STRUCT | UNION | ENUM
+  | AND | OR | NOT | RETURN | TRUE | FALSE | STRUCT | UNION | ENUM | ON
   | VOID | CHAR | SHORT | INT | LONG | SIGNED | UNSIGNED | BOOL
   ;
 

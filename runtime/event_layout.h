@@ -65,8 +65,9 @@ struct ProbeLayout {
   uint32_t query = 0;  // which query of the script (for scripts with several)
   uint32_t size = 0;  // bytes in a record, header included
   std::vector<FieldLayout> fields;
-  /// A probe of an aggregate query: it writes to its query's map, never a record.
-  bool aggregate = false;
+  /// Whether its programs write records: an aggregate query's probes update its map
+  /// instead, and a join's source keeps values in the join's map.
+  bool writes_records = true;
 };
 
 /// An aggregate, kept in the kernel in a map value.

@@ -214,7 +214,7 @@ class TextFormatter : public Formatter {
       : layout_(layout), types_(types), offset_(offset), out_(out) {
     // One header for all probes when they share their columns; otherwise name=value pairs.
     for (const ProbeLayout& p : layout.probes) {
-      if (p.aggregate) continue;
+      if (!p.writes_records) continue;
       has_events_ = true;
       std::vector<std::string> names;
       for (const FieldLayout& f : p.fields) {

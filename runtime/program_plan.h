@@ -113,6 +113,25 @@ struct PlannedMap {
 };
 
 /// Why an event was lost: the slots of the lost-event map.
+/// What a join's counters count, per CPU, at `PlannedJoin::counters + JoinCount`.
+enum class JoinCount : uint32_t {
+  Kept = 0,       // an event of the join's source kept, under a new key
+  Replaced = 1,   // kept under a key already waiting (the older event is forgotten)
+  Matched = 2,    // an event of the query found its key: one row
+  Unmatched = 3,  // an event of the query found nothing waiting: no row
+  Expired = 4,    // found an event older than `within`: no row
+};
+constexpr uint32_t kJoinCounts = 5;
+
+/// A join of a query: the LRU map keeping its source's events, and its counters (kept
+/// entries that were neither matched nor expired nor still waiting were evicted).
+struct PlannedJoin {
+  std::string name;  // `issue`
+  uint32_t query = 0;
+  std::string map;
+  uint32_t counters = 0;  // the first of its kJoinCounts counters in `join_counts_map`
+};
+
 enum class Lost : uint32_t {
   RingBufferFull = 0,  // no room for its record
   TableFull = 1,       // a new group of an aggregate table past `kAggregateGroups`
@@ -132,6 +151,9 @@ struct ProgramPlan {
   std::string events_map = "events";
   std::string lost_map = "lost";
   std::string tracked_map;
+  /// Every join of every query, and the per-CPU array of their counters.
+  std::vector<PlannedJoin> joins;
+  std::string join_counts_map;
   /// For each group, what it traces ("ip_send_skb"), to name it in messages.
   std::vector<std::string> group_names;
 };

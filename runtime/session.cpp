@@ -85,16 +85,50 @@ int readRing(ring_buffer* ring, Reader& reader, int64_t until_ns) {
   return n == kPauseReading || n == -EINTR ? 0 : n;
 }
 
-uint64_t lostEvents(int fd, Lost why) {
+/// The sum over CPUs of entry `index` of a per-CPU array of counters.
+uint64_t perCpuSum(int fd, uint32_t index) {
   if (fd < 0) return 0;
   int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0) return 0;
   std::vector<uint64_t> values(static_cast<size_t>(cpus), 0);
-  uint32_t key = static_cast<uint32_t>(why);
-  if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) return 0;
+  if (bpf_map_lookup_elem(fd, &index, values.data()) != 0) return 0;
   uint64_t total = 0;
   for (uint64_t v : values) total += v;
   return total;
+}
+
+uint64_t lostEvents(int fd, Lost why) { return perCpuSum(fd, static_cast<uint32_t>(why)); }
+
+/// What became of each join's events: its counters, and the entries still waiting.
+std::vector<JoinResult> joinResults(const LoadedObject& object, const ProgramPlan& plan) {
+  std::vector<JoinResult> results;
+  int counts = plan.join_counts_map.empty() ? -1 : object.mapFd(plan.join_counts_map);
+  for (const PlannedJoin& join : plan.joins) {
+    JoinResult r;
+    r.name = join.name;
+    auto count = [&](JoinCount what) { return perCpuSum(counts, join.counters + static_cast<uint32_t>(what)); };
+    r.kept = count(JoinCount::Kept) + count(JoinCount::Replaced);
+    r.replaced = count(JoinCount::Replaced);
+    r.matched = count(JoinCount::Matched);
+    r.unmatched = count(JoinCount::Unmatched);
+    r.expired = count(JoinCount::Expired);
+    int fd = object.mapFd(join.map);
+    if (fd >= 0) {
+      std::vector<uint8_t> key(1024), next(1024);
+      void* prev = nullptr;
+      while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+        ++r.waiting;
+        key.swap(next);
+        prev = key.data();
+      }
+    }
+    // Every new key kept leaves by a match, by being too old, or by eviction, or waits.
+    uint64_t fresh = r.kept - r.replaced;
+    uint64_t gone = r.matched + r.expired + r.waiting;
+    r.evicted = fresh > gone ? fresh - gone : 0;
+    results.push_back(std::move(r));
+  }
+  return results;
 }
 
 /// Prints the tables of one query's aggregates (or of all, with `query` empty) as at the
@@ -206,6 +240,7 @@ void reportEnd(SessionResult& result, const LoadedObject& object, const ProgramP
   for (uint32_t why = 0; why < kLostReasons; ++why) {
     result.lost[why] = lostEvents(lost_fd, static_cast<Lost>(why));
   }
+  result.joins = joinResults(object, plan);
   if (result.traced_exited) err << "kq: process " << options.traced << " exited\n";
   if (!result.output_failure.empty()) {
     err << "kq: error: cannot write the output: " << result.output_failure << "\n";

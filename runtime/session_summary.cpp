@@ -14,7 +14,7 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 
 std::string textSummary(const SessionResult& result, const ProgramPlan& plan) {
   bool records = std::any_of(plan.layout.probes.begin(), plan.layout.probes.end(),
-                             [](const ProbeLayout& p) { return !p.aggregate; });
+                             [](const ProbeLayout& p) { return p.writes_records; });
   std::string text = "kq: ";
   uint64_t ring_full = result.lostFor(Lost::RingBufferFull);
   if (records) {
@@ -39,6 +39,15 @@ std::string textSummary(const SessionResult& result, const ProgramPlan& plan) {
     text += fmt::format("\nkq: {} no matching entry (the entry was missed or overwritten)",
                         plural(n, "function exit had", "function exits had"));
   }
+  for (const JoinResult& join : result.joins) {
+    text += fmt::format("\nkq: join {}: {} kept, {} matched, {} without a match", join.name,
+                        join.kept, join.matched, join.unmatched);
+    if (join.expired) text += fmt::format(", {} older than `within`", join.expired);
+    if (join.evicted) {
+      text += fmt::format(", {} evicted (more were waiting than the join holds)", join.evicted);
+    }
+    if (join.waiting) text += fmt::format(", {} still waiting", join.waiting);
+  }
   return text;
 }
 
@@ -54,6 +63,16 @@ std::string sessionSummary(const SessionResult& result, const ProgramPlan& plan,
       {"entries_not_kept", result.lostFor(Lost::StashFull)},
       {"exits_without_entry", result.lostFor(Lost::StashMissing)},
   };
+  if (!result.joins.empty()) {
+    nlohmann::json joins = nlohmann::json::array();
+    for (const JoinResult& join : result.joins) {
+      joins.push_back({{"name", join.name}, {"kept", join.kept}, {"replaced", join.replaced},
+                       {"matched", join.matched}, {"unmatched", join.unmatched},
+                       {"expired", join.expired}, {"evicted", join.evicted},
+                       {"waiting", join.waiting}});
+    }
+    summary["joins"] = joins;
+  }
   return nlohmann::json{{"summary", summary}}.dump();
 }
 

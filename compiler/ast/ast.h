@@ -283,7 +283,21 @@ struct NumberClause {
   SourceRange range;
 };
 
+/// `join tracepoint:block:block_rq_issue(rq) as issue on rq within 1s`: events of `source`
+/// that pass `where` are remembered, keyed by their side of `on`, until an event of the
+/// query's own probe with the same key reads them as `issue.NAME`.
+struct Join {
+  Probe source;
+  std::string name;
+  SourceRange name_range;
+  ExprPtr where;  // null without one
+  ExprPtr on;
+  std::optional<NumberClause> within;
+  SourceRange range;
+};
+
 struct Clauses {
+  std::vector<Join> joins;
   ExprPtr where;
   std::optional<SourceRange> select_range;
   std::vector<SelectItem> select;

@@ -168,14 +168,16 @@ class Dumper : public ExprVisitor<Dumper> {
   void item(const Query& query) {
     line("query");
     Nest nest(*this);
-    for (const Probe& probe : query.probes) {
-      line("probe");
-      Nest probe_nest(*this);
-      for (const Target& target : probe.chain) {
-        std::visit([&](const auto& t) { this->target(t); }, target.kind);
-      }
-    }
+    for (const Probe& probe : query.probes) this->probe(probe);
     clauses(query.clauses);
+  }
+
+  void probe(const Probe& probe) {
+    line("probe");
+    Nest nest(*this);
+    for (const Target& target : probe.chain) {
+      std::visit([&](const auto& t) { this->target(t); }, target.kind);
+    }
   }
 
   void target(const FunctionTarget& t) {
@@ -213,6 +215,14 @@ class Dumper : public ExprVisitor<Dumper> {
   }
 
   void clauses(const Clauses& c) {
+    for (const Join& join : c.joins) {
+      line(join.within ? fmt::format("join as {} within {}ns", join.name, join.within->value)
+                       : "join as " + join.name);
+      Nest nest(*this);
+      probe(join.source);
+      if (join.where) expr("where", *join.where);
+      expr("on", *join.on);
+    }
     if (c.where) expr("where", *c.where);
     if (c.select_range) {
       line("select");

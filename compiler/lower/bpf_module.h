@@ -42,7 +42,9 @@ enum class Helper : int {
 };
 
 /// BPF map types (the subset kq uses).
-enum class MapType : int { Hash = 1, Array = 2, PercpuHash = 5, PercpuArray = 6, Ringbuf = 27 };
+enum class MapType : int {
+  Hash = 1, Array = 2, PercpuHash = 5, PercpuArray = 6, LruHash = 9, Ringbuf = 27,
+};
 
 /// BPF_F_NO_PREALLOC: a hash map's entries are allocated when added, not when it is made.
 inline constexpr uint32_t kMapNoPrealloc = 1;

@@ -86,7 +86,15 @@ Val ExprLowering::extend(llvm::Value* v, const sema::Type* type) {
 Val ExprLowering::value(const ast::Expr& e) {
   const sema::ExprInfo& ei = info(e);
   current_ = e.range;
-  switch (e.kind) {
+  if (ei.ref == sema::Ref::Joined) {
+    if (ei.type->kind == TypeKind::String || ei.type->kind == TypeKind::Array) {
+      return string(e, string_bytes_);
+    }
+    const ArgAccess::Kept* k = kept(ei);
+    if (!k) return Val{b_.getInt64(0), ei.type};
+    return Val{b_.CreateLoad(b_.getInt64Ty(), k->addr), ei.type};
+  }
+  switch (isName(e, ei) ? ast::ExprKind::Identifier : e.kind) {
     case ast::ExprKind::Integer:
       return Val{b_.getInt64(ast::as<ast::IntegerLiteral>(e).value), ei.type};
     case ast::ExprKind::Bool:
@@ -104,8 +112,7 @@ Val ExprLowering::value(const ast::Expr& e) {
           return builtin(e, *ei.variable);
         case sema::Ref::Enumerator:
           // Relocated: enumerators (drop reasons, states) are numbered differently by kernels.
-          return Val{enumValue(b_, core_, ei.type->btf, ast::as<ast::Identifier>(e).name, ei.value),
-                     ei.type};
+          return Val{enumValue(b_, core_, ei.type->btf, nameOf(e), ei.value), ei.type};
         case sema::Ref::Return: return returnValue(ei.type);
         case sema::Ref::Let: {
           const sema::ExprTable* saved = exprs_;
@@ -311,6 +318,28 @@ Val ExprLowering::binary(const ast::Binary& bin) {
     default: v = b_.getInt64(0); break;
   }
   return extend(v, type);
+}
+
+}  // namespace kq::lower
+
+namespace kq::lower {
+
+const ArgAccess::Kept* ExprLowering::kept(const sema::ExprInfo& info) {
+  if (info.index < args_.joined.size() && info.slot < args_.joined[info.index].size()) {
+    return &args_.joined[info.index][info.slot];
+  }
+  problem("a joined value this program did not look up", info.type);
+  return nullptr;
+}
+
+bool ExprLowering::isName(const ast::Expr& e, const sema::ExprInfo& ei) {
+  if (e.kind == ast::ExprKind::Identifier) return true;
+  return e.kind == ast::ExprKind::Member && ei.ref != sema::Ref::None;
+}
+
+const std::string& ExprLowering::nameOf(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::Member) return ast::as<ast::Member>(e).member;
+  return ast::as<ast::Identifier>(e).name;
 }
 
 }  // namespace kq::lower

@@ -83,6 +83,13 @@ struct ArgAccess {
   /// A constant value for `func` and `probe` in this program.
   std::string func;
   std::string probe;
+  /// What each join of the query kept for this event (copied out of its map): where each
+  /// value is, and its bytes (joined[join][slot], as sema's Ref::Joined numbers them).
+  struct Kept {
+    llvm::Value* addr = nullptr;
+    uint32_t bytes = 0;
+  };
+  std::vector<std::vector<Kept>> joined;
 };
 
 class ExprLowering {
@@ -122,6 +129,8 @@ class ExprLowering {
   llvm::Value* slot(uint32_t bytes);
   /// bpf_probe_read_{kernel,user}[_str](dst, size, src).
   llvm::Value* probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user, bool str);
+  /// Where a join kept `e`'s value for this event; null (after reporting) when it did not.
+  const ArgAccess::Kept* kept(const sema::ExprInfo& info);
   /// What could not be compiled (each also lowered as a zero).
   const std::vector<LoweringProblem>& problems() const { return problems_; }
 
@@ -141,6 +150,11 @@ class ExprLowering {
   /// Bytes in one element of an array or pointer target, relocated for kernel records.
   llvm::Value* elementSize(const sema::Type* element);
   Val builtin(const ast::Expr& e, const sema::BuiltinVariable& variable);
+  /// Whether `e` is a name: an identifier, or `issue.rq` in the program of the joined
+  /// event `issue` (sema gave it the meaning of `rq` there).
+  static bool isName(const ast::Expr& e, const sema::ExprInfo& ei);
+  static const std::string& nameOf(const ast::Expr& e);
+
   /// A builtin variable that is text (`comm`, `func`, `probe`), written as a string.
   void storeBuiltinString(const sema::BuiltinVariable& variable, llvm::Value* dst, uint32_t size);
   void storeConstant(std::string_view text, llvm::Value* dst, uint32_t size);

@@ -49,6 +49,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     const sema::ResolvedProbe& first = queries[q].probes.front();
     layout_options.func_is_address = first.chain.back().functions.size() > 1 ||
                                      std::holds_alternative<ast::PacketTarget>(first.chain.back().target->kind);
+    layout_options.joins = &queries[q].joins;
     aggregations[q] = aggregationOf(queries[q], first, static_cast<uint32_t>(q), layout_options);
     runtime::AggregateLayout& layout = aggregations[q]->layout;
     // Entries are allocated as groups appear: a table of few groups costs little. Small

@@ -13,6 +13,7 @@ const char* mapTypeName(MapType type) {
     case MapType::Array: return "array";
     case MapType::PercpuHash: return "percpu_hash";
     case MapType::PercpuArray: return "percpu_array";
+    case MapType::LruHash: return "lru_hash";
     case MapType::Ringbuf: return "ringbuf";
   }
   return "?";
@@ -29,7 +30,8 @@ MapCost mapCost(const MapSpec& spec) {
   uint64_t entries = spec.max_entries;
   uint64_t value = round8(spec.value_size);
   switch (spec.type) {
-    case MapType::Hash: return {entries * (kHashElem + round8(spec.key_size) + value), 0};
+    case MapType::Hash:
+    case MapType::LruHash: return {entries * (kHashElem + round8(spec.key_size) + value), 0};
     case MapType::PercpuHash: return {entries * (kHashElem + round8(spec.key_size) + 8), entries * value};
     case MapType::Array: return {entries * value, 0};
     case MapType::PercpuArray: return {0, entries * value};
@@ -68,6 +70,17 @@ llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {
   planned.bytes_per_cpu = cost.per_cpu;
   plan_.maps.push_back(std::move(planned));
   return module_.addMap(spec);
+}
+
+llvm::GlobalVariable* ObjectBuilder::joinCounts() {
+  if (!join_counts_) {
+    uint32_t joins = 0;
+    for (const sema::ResolvedQuery& query : checked_.program.queries) joins += query.joins.size();
+    join_counts_ = addMap({"join_counts", MapType::PercpuArray,
+                           std::max<uint32_t>(joins, 1) * runtime::kJoinCounts, 4, 8});
+    plan_.join_counts_map = "join_counts";
+  }
+  return join_counts_;
 }
 
 uint32_t ObjectBuilder::newGroup(const std::string& name) {

@@ -52,6 +52,8 @@ class ObjectBuilder {
   llvm::GlobalVariable* tracked = nullptr;
   /// One all-zero value, as large as the largest aggregate value: new entries copy it.
   llvm::GlobalVariable* zeros = nullptr;
+  /// The per-CPU counters of every join (runtime::JoinCount), made on first use.
+  llvm::GlobalVariable* joinCounts();
 
   // ---- scratch: per-CPU entries, sized to the program needing the most ------------------
   /// The scratch map (declared on first use).
@@ -77,6 +79,7 @@ class ObjectBuilder {
   uint32_t program_count_ = 0;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;
+  llvm::GlobalVariable* join_counts_ = nullptr;
   uint32_t scratch_entries_ = 1;  // entry 0 is shared (see scratchEntry)
   uint32_t scratch_bytes_ = 0;
 };

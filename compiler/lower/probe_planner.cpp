@@ -54,10 +54,17 @@ std::vector<const ast::Call*> entryCalls(const sema::ResolvedProbe& probe) {
   return calls;
 }
 
+std::vector<const sema::ResolvedProbe*> probesOf(const sema::ResolvedQuery& query) {
+  std::vector<const sema::ResolvedProbe*> probes;
+  for (const sema::ResolvedProbe& probe : query.probes) probes.push_back(&probe);
+  for (const sema::ResolvedJoin& join : query.joins) probes.push_back(&join.probe);
+  return probes;
+}
+
 uint32_t stashArguments(const sema::ResolvedQuery& query) {
   uint32_t n = 0;
-  for (const sema::ResolvedProbe& probe : query.probes) {
-    if (probe.at_exit && !probe.chain.empty()) n = std::max(n, arityOf(probe));
+  for (const sema::ResolvedProbe* probe : probesOf(query)) {
+    if (probe->at_exit && !probe->chain.empty()) n = std::max(n, arityOf(*probe));
   }
   return n;
 }
@@ -67,7 +74,7 @@ llvm::GlobalVariable* ProbePlanner::stashFor(const sema::ResolvedQuery& query, u
   if (!stash) {
     // Entry time, the arguments, then the `entry(x)` values of the probe with the most.
     size_t entries = 0;
-    for (const sema::ResolvedProbe& probe : query.probes) entries = std::max(entries, entryCalls(probe).size());
+    for (const sema::ResolvedProbe* probe : probesOf(query)) entries = std::max(entries, entryCalls(*probe).size());
     stash = object_.addMap({fmt::format("stash_{}", object_.query), MapType::Hash, kStashEntries,
                             16, static_cast<uint32_t>(8 * (1 + args + entries)), kMapNoPrealloc});
   }
@@ -77,27 +84,45 @@ llvm::GlobalVariable* ProbePlanner::stashFor(const sema::ResolvedQuery& query, u
 void ProbePlanner::lowerQuery(const sema::ResolvedQuery& query, uint32_t query_number,
                               const Aggregation* aggregation) {
   object_.query = query_number;
+  // Each join: its map, and its source's programs, which keep what the query reads.
+  std::vector<const JoinTable*> joins;
+  LayoutOptions options{object_.options().string_bytes, object_.options().dump_bytes, false,
+                        &query.joins};
+  for (const sema::ResolvedJoin& join : query.joins) {
+    join_tables_.push_back(std::make_unique<JoinTable>(makeJoinTable(object_, join, query_number, options)));
+    joins.push_back(join_tables_.back().get());
+  }
+  for (size_t j = 0; j < query.joins.size(); ++j) {
+    if (!query.joins[j].probe.chain.empty()) {
+      lowerProbe(query, query.joins[j].probe, query_number, nullptr, joins[j], {});
+    }
+  }
   for (const sema::ResolvedProbe& probe : query.probes) {
-    if (!probe.chain.empty()) lowerProbe(query, probe, query_number, aggregation);
+    if (!probe.chain.empty()) lowerProbe(query, probe, query_number, aggregation, nullptr, joins);
   }
 }
 
 void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
-                              uint32_t query_number, const Aggregation* aggregation) {
+                              uint32_t query_number, const Aggregation* aggregation,
+                              const JoinTable* keeps, std::vector<const JoinTable*> joins) {
   const sema::ResolvedTarget& target = probe.chain.back();
   const ast::Target& ast_target = *target.target;
   runtime::ProgramPlan& plan = object_.plan();
   LayoutOptions layout_options{object_.options().string_bytes, object_.options().dump_bytes,
                                target.functions.size() > 1 ||
-                                   std::holds_alternative<ast::PacketTarget>(ast_target.kind)};
-  ProbeUnit p{query, probe, target, recordFields(query, probe, layout_options)};
+                                   std::holds_alternative<ast::PacketTarget>(ast_target.kind),
+                               &query.joins};
+  ProbeUnit p{query, probe, target,
+              keeps ? std::vector<Field>{} : recordFields(query, probe, layout_options)};
   p.id = static_cast<uint32_t>(plan.layout.probes.size());
   p.record_bytes = recordBytes(p.fields);
   p.aggregation = aggregation;
+  p.keeps = keeps;
+  p.joins = std::move(joins);
   runtime::ProbeLayout layout;
   layout.name = target.description;
   layout.query = query_number;
-  layout.aggregate = aggregation != nullptr;
+  layout.writes_records = aggregation == nullptr && keeps == nullptr;
   layout.size = p.record_bytes;
   for (const Field& f : p.fields) layout.fields.push_back(f.layout);
   plan.layout.probes.push_back(std::move(layout));

@@ -22,8 +22,11 @@ class ProbePlanner {
   ProgramEmitter& emitter() { return emitter_; }
 
  private:
+  /// One probe of `query`: its own (`joins`: the query's joins, looked up by its events), or
+  /// a join's source (`keeps`: the join it keeps events for).
   void lowerProbe(const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe,
-                  uint32_t query_number, const Aggregation* aggregation);
+                  uint32_t query_number, const Aggregation* aggregation, const JoinTable* keeps,
+                  std::vector<const JoinTable*> joins);
   void addCallContext(ProbeUnit& p);
   /// A named function or a glob: fentry for each function, else one kprobe.multi program
   /// for them all (unless `func` is in `where`), else a kprobe each; one group.
@@ -43,6 +46,7 @@ class ProbePlanner {
   ObjectBuilder& object_;
   ProgramEmitter emitter_;
   std::map<const sema::ResolvedQuery*, llvm::GlobalVariable*> stashes_;
+  std::vector<std::unique_ptr<JoinTable>> join_tables_;
   uint64_t next_site_ = 1;
 };
 

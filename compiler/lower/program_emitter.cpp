@@ -235,22 +235,27 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   args.probe_args = &p.target.args;
   args.func = site.func;
   if (args.probe.empty()) args.probe = p.target.description;
-  processFilter(*program);
+  // A join's source keeps events of every process: the thread woken by another, the
+  // request completed in an interrupt.
+  if (!p.keeps) processFilter(*program);
   contextFilter(*this, *program, p);
   if (from_stash) takeStash(*program, p, site, args);
   ExprLowering body = lowering(*program, p.probe.exprs, args);
+  if (!p.joins.empty()) emitJoinLookups(*this, *program, body, args, p);
 
-  const ast::Clauses& clauses = p.query.query->clauses;
-  if (clauses.where) {
-    llvm::Value* keep = body.condition(*clauses.where);
-    if (std::getenv("KQ_TEST_VERIFIER_REJECT")) rejectedOnPurpose(*program, *clauses.where);
+  const ast::Expr* where = p.keeps ? p.keeps->join->join->where.get() : p.query.query->clauses.where.get();
+  if (where) {
+    llvm::Value* keep = body.condition(*where);
+    if (std::getenv("KQ_TEST_VERIFIER_REJECT") && !p.keeps) rejectedOnPurpose(*program, *where);
     auto* pass = llvm::BasicBlock::Create(b.getContext(), "kept", program->fn);
     b.CreateCondBr(keep, pass, program->bail);
     b.SetInsertPoint(pass);
   }
   b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
                                                       p.target.target->range.begin));
-  if (p.aggregation) {
+  if (p.keeps) {
+    emitJoinKeep(*this, *program, body, *p.keeps);
+  } else if (p.aggregation) {
     emitAggregateUpdate(*this, *program, body, *p.aggregation);
   } else {
     writeRecord(*program, body, p);
@@ -313,6 +318,18 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
   BpfModule& module = object_.module();
   llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
   if (f.layout.hidden && !f.expr) return;  // a record's address: written with the record
+  if (f.expr && lower.info(*f.expr).ref == sema::Ref::Joined) {
+    // As the join kept it: the field is laid out as the join's (record_layout's fieldFor).
+    const ArgAccess::Kept* k = lower.kept(lower.info(*f.expr));
+    if (!k) return;
+    uint32_t n = std::min(f.layout.size, k->bytes);
+    if (n <= 256) {
+      b.CreateMemCpy(dst, llvm::MaybeAlign(1), k->addr, llvm::MaybeAlign(1), n);
+    } else {
+      lower.probeRead(dst, n, k->addr, false, false);
+    }
+    return;
+  }
   if (f.func_ip) {
     b.CreateStore(module.callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {program.fn->getArg(0)}), dst);
     return;

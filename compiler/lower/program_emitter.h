@@ -41,6 +41,15 @@ struct ProgramSite {
   uint64_t frequency_hz = 0;
 };
 
+/// A join's map and what it keeps (join_emitter.cpp).
+struct JoinTable {
+  const sema::ResolvedJoin* join = nullptr;
+  uint32_t counters = 0;  // its first counter (runtime::PlannedJoin)
+  llvm::GlobalVariable* map = nullptr;
+  uint32_t key_bytes = 0;
+  JoinValue value;
+};
+
 /// The probe being lowered, and what all its programs share.
 struct ProbeUnit {
   const sema::ResolvedQuery& query;
@@ -61,6 +70,10 @@ struct ProbeUnit {
   llvm::GlobalVariable* stash = nullptr;
   uint32_t stash_args = 0;
   std::vector<const ast::Call*> entries;
+  /// A join's source: the join its programs keep events for (instead of records).
+  const JoinTable* keeps = nullptr;
+  /// The query's joins, each looked up by its events (indexed as ResolvedQuery::joins).
+  std::vector<const JoinTable*> joins;
 };
 
 /// A program being generated.
@@ -126,6 +139,18 @@ class ProgramEmitter {
 
   ObjectBuilder& object_;
 };
+
+/// A join's map, its counters and what it keeps (join_emitter.cpp).
+JoinTable makeJoinTable(ObjectBuilder& object, const sema::ResolvedJoin& join, uint32_t query,
+                        const LayoutOptions& options);
+/// In a program of a join's source: keeps what the query reads, under the event's key.
+void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                  const JoinTable& table);
+/// In a program of a query with joins: finds each join's waiting event by this event's key
+/// (ending the program when one is missing or too old), takes it out of the map, and
+/// makes its values readable by `lower` through `args`.
+void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                     ArgAccess& args, const ProbeUnit& p);
 
 /// In a program of an aggregate query: computes the key, finds or adds the map entry, and
 /// updates every slot (aggregate_emitter.cpp).

@@ -59,11 +59,21 @@ FieldLayout byType(const sema::Type* type, const LayoutOptions& options) {
   return f;
 }
 
-/// The field holding `e`'s value: as its builtin's descriptor says, else as its type says.
+/// The field holding `e`'s value: as its builtin's descriptor says, else as its type says;
+/// a value a join keeps, as the join keeps it.
 FieldLayout fieldFor(const sema::ExprTable& exprs, const ast::Expr* e, const sema::Type* type,
                      std::string name, const LayoutOptions& options) {
   FieldLayout f = byType(type, options);
   auto it = e ? exprs.find(e) : exprs.end();
+  if (it != exprs.end() && it->second.ref == sema::Ref::Joined && options.joins &&
+      it->second.index < options.joins->size()) {
+    JoinValue kept = joinValue((*options.joins)[it->second.index], options);
+    f = kept.fields.at(it->second.slot).layout;
+    f.offset = 0;
+    f.hidden = false;
+    f.name = std::move(name);
+    return f;
+  }
   if (it != exprs.end()) {
     const sema::ExprInfo& info = it->second;
     std::optional<sema::FieldShape> shape;
@@ -100,7 +110,8 @@ Field funcAddressField(std::string name) {
 
 bool isFunc(const sema::ExprTable& exprs, const ast::Expr& e) {
   auto it = exprs.find(&e);
-  return it != exprs.end() && it->second.variable && it->second.variable->id == sema::BuiltinVar::Func;
+  return it != exprs.end() && it->second.ref != sema::Ref::Joined && it->second.variable &&
+         it->second.variable->id == sema::BuiltinVar::Func;
 }
 
 /// The Format field of `use`, printed as `name`; its arguments become hidden fields
@@ -340,6 +351,44 @@ std::unique_ptr<Aggregation> aggregationOf(const sema::ResolvedQuery& query,
   addKeys(*agg, query, probe, options);
   addSlots(*agg, query, probe);
   return agg;
+}
+
+}  // namespace kq::lower
+
+namespace kq::lower {
+
+JoinValue joinValue(const sema::ResolvedJoin& join, const LayoutOptions& query_options) {
+  // Laid out with the options of the join's own source (a glob keeps `func` as an address).
+  LayoutOptions options = query_options;
+  options.joins = nullptr;
+  options.func_is_address = !join.probe.chain.empty() && join.probe.chain.back().functions.size() > 1;
+  JoinValue kept;
+  uint32_t offset = 0;
+  auto add = [&](Field f) {
+    f.layout.offset = offset;
+    f.layout.hidden = true;
+    offset += (f.layout.size + 7) / 8 * 8;
+    kept.fields.push_back(std::move(f));
+  };
+  for (const ast::Expr* e : join.stored) {
+    const sema::Type* type = join.probe.exprs.at(e).type;
+    if (options.func_is_address && isFunc(join.probe.exprs, *e)) {
+      Field f = funcAddressField("");
+      f.expr = e;
+      add(std::move(f));
+      continue;
+    }
+    add(Field{fieldFor(join.probe.exprs, e, type, "", options), e, 0, type});
+  }
+  if (join.within_ns) {
+    Field time;
+    time.layout.kind = FieldKind::Unsigned;
+    time.layout.size = 8;
+    kept.time_field = static_cast<int32_t>(kept.fields.size());
+    add(std::move(time));
+  }
+  kept.bytes = std::max<uint32_t>(offset, 8);
+  return kept;
 }
 
 }  // namespace kq::lower

@@ -41,7 +41,19 @@ struct LayoutOptions {
   uint32_t dump_bytes = 1024;
   /// `func` is the traced function's address, shown as its symbol (globs, packets).
   bool func_is_address = false;
+  /// The query's joins: a value one keeps (`issue.comm`) is laid out as the join keeps it.
+  const std::vector<sema::ResolvedJoin>* joins = nullptr;
 };
+
+/// What a join keeps for each event of its source, as the fields of its map's value: each
+/// value the query reads through `NAME.` (field i is ResolvedJoin::stored[i]), then, with
+/// `within`, the event's time.
+struct JoinValue {
+  std::vector<Field> fields;
+  uint32_t bytes = 0;
+  int32_t time_field = -1;
+};
+JoinValue joinValue(const sema::ResolvedJoin& join, const LayoutOptions& options);
 
 /// The record's fields: captures (ksnoop-style), then `select` items; offsets after the
 /// fixed header.

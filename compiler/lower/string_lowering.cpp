@@ -52,11 +52,24 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
     b_.SetInsertPoint(done);
     return;
   }
-  if (e.kind == ast::ExprKind::Identifier && ei.ref == sema::Ref::Builtin) {
+  if (ei.ref == sema::Ref::Joined) {
+    // Copied as kept, cut to `size` and ended with a NUL.
+    const ArgAccess::Kept* k = kept(ei);
+    if (!k) return;
+    uint32_t n = std::min(size, k->bytes);
+    if (n <= 256) {
+      b_.CreateMemCpy(dst, llvm::MaybeAlign(1), k->addr, llvm::MaybeAlign(1), n);
+    } else {
+      probeRead(dst, n, k->addr, false, false);  // one helper call, not n loads and stores
+    }
+    b_.CreateStore(b_.getInt8(0), b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(n - 1)));
+    return;
+  }
+  if (isName(e, ei) && ei.ref == sema::Ref::Builtin) {
     storeBuiltinString(*ei.variable, dst, size);
     return;
   }
-  if (e.kind == ast::ExprKind::Identifier &&
+  if (isName(e, ei) &&
       (ei.ref == sema::Ref::Property || ei.ref == sema::Ref::Fn || ei.ref == sema::Ref::Let ||
        ei.ref == sema::Ref::Param)) {
     if (ei.ref == sema::Ref::Param) {

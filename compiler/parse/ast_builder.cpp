@@ -91,13 +91,18 @@ class Builder {
     return q;
   }
 
-  // clause : WHERE expr | SELECT selectItem (',' selectItem)* | GROUP BY expr (',' expr)*
+  // clause : JOIN probe AS name (WHERE expr)? ON expr (WITHIN NUMBER)? | WHERE expr
+  //        | SELECT selectItem (',' selectItem)* | GROUP BY expr (',' expr)*
   //        | EVERY NUMBER | FOR NUMBER | LIMIT NUMBER
   Clauses clauses(const std::vector<P::ClauseContext*>& list) {
     Clauses out;
     std::vector<std::pair<std::string, SourceRange>> seen;
     for (P::ClauseContext* clause : list) {
       SourceRange keyword = range(clause->getStart());
+      if (auto* join = dynamic_cast<P::JoinClauseContext*>(clause)) {
+        out.joins.push_back(this->join(join));
+        continue;
+      }
       std::string name(source_.text(clause->getStart()));
       if (name == "group") name = "group by";
       bool repeated = false;
@@ -132,6 +137,18 @@ class Builder {
       } else if (auto* limit = dynamic_cast<P::LimitClauseContext*>(clause)) {
         out.limit = numberClause(limit->NUMBER(), NumberUnit::None, "limit", range(limit));
       }
+    }
+    return out;
+  }
+
+  // JOIN probe AS name (WHERE expr)? ON expr (WITHIN NUMBER)?
+  Join join(P::JoinClauseContext* ctx) {
+    Join out{probe(ctx->probe()), text(ctx->name()), range(ctx->name()), nullptr, nullptr,
+             std::nullopt, range(ctx)};
+    if (ctx->WHERE()) out.where = expr(ctx->expr(0));
+    out.on = expr(ctx->expr(ctx->WHERE() ? 1 : 0));
+    if (ctx->WITHIN()) {
+      out.within = numberClause(ctx->NUMBER(), NumberUnit::Nanoseconds, "within", range(ctx));
     }
     return out;
   }

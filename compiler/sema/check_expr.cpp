@@ -16,6 +16,13 @@ ExprChecker::ExprChecker(Context& ctx, Scope scope, ExprTable& out)
     : ctx_(ctx), scope_(std::move(scope)), out_(out) {}
 
 const Type* ExprChecker::check(const ast::Expr& e) {
+  if (std::optional<uint32_t> j = joinedOnly(e)) {
+    if (const Type* type = joined(e, *j)) return type;
+  }
+  if (std::optional<ExprInfo> misuse = joinNameMisuse(e)) {
+    out_[&e] = *misuse;
+    return misuse->type;
+  }
   ExprInfo info;
   switch (e.kind) {
     case ast::ExprKind::Integer: {
@@ -111,9 +118,11 @@ void checkDeclarations(Context& ctx) {
 void checkQueries(Context& ctx, Program& program) {
   for (ResolvedQuery& query : program.queries) {
     const ast::Clauses& clauses = query.query->clauses;
+    checkJoins(ctx, query);
     for (size_t p = 0; p < query.probes.size(); ++p) {
       ResolvedProbe& probe = query.probes[p];
       if (probe.chain.empty()) continue;
+      checkJoinKeys(ctx, query, probe);
       // A clause shared by several probes is checked once per probe; Diagnostics drops the
       // repeats of an error they share.
       // Captures belong to their own target; clauses to the last one in a chain.
@@ -134,6 +143,7 @@ void checkQueries(Context& ctx, Program& program) {
       scope.target = &probe.chain.back();
       scope.at_exit = &probe.at_exit;
       scope.func = &probe.func;
+      scope.joins = &query.joins;
       ExprChecker checker(ctx, scope, probe.exprs);
       if (clauses.where) {
         Scope where_scope = scope;

@@ -423,6 +423,8 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
   Scope inner = scope_;
   inner.params.clear();
   inner.aggregates_allowed = false;
+  inner.joins = nullptr;  // a body cannot name a query's joins
+  inner.join_name = {};
   inner.calls.push_back(&fn);
   auto home = ctx_.fn_home.find(&fn);
   inner.module = home == ctx_.fn_home.end() ? nullptr : home->second;

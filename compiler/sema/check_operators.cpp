@@ -20,6 +20,11 @@ namespace kq::sema {
 // ---- members and indexing ----------------------------------------------------------
 
 ExprInfo ExprChecker::member(const ast::Member& m) {
+  if (!scope_.join_name.empty() && !m.arrow && m.base->kind == ast::ExprKind::Identifier &&
+      ast::as<ast::Identifier>(*m.base).name == scope_.join_name) {
+    // `issue.rq` in the joined event's own scope: its `rq`.
+    return identifier(ast::Identifier(m.member_range, m.member));
+  }
   ExprInfo info;
   info.type = error();
   const Type* base = check(*m.base);

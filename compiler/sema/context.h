@@ -65,6 +65,15 @@ const Type* typeFromCString(Context& ctx, const std::string& c_type, uint32_t si
 /// Resolves one probe target against the kernel (reports unknown names).
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target);
 
+/// Resolves the sources of a query's joins (check_joins.cpp).
+void resolveJoins(Context& ctx, ResolvedQuery& query);
+
+/// Type-checks each join's own `where` and its side of `on` (check_joins.cpp).
+void checkJoins(Context& ctx, ResolvedQuery& query);
+
+/// Type-checks the query's side of each join's `on` in one of its probes.
+void checkJoinKeys(Context& ctx, ResolvedQuery& query, ResolvedProbe& probe);
+
 /// Type-checks the expressions of each query in each of its probes.
 void checkQueries(Context& ctx, Program& program);
 

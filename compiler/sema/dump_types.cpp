@@ -21,6 +21,7 @@ std::string refText(const ExprInfo& info, const SourceManager& sources) {
     case Ref::Fn: return fmt::format("fn `{}`", info.fn->name);
     case Ref::BuiltinFunction: return fmt::format("builtin `{}`", builtinFunctions()[info.index].name);
     case Ref::Return: return "return value";
+    case Ref::Joined: return fmt::format("kept by join {}, value {}", info.index, info.slot);
     case Ref::None: break;
   }
   if (info.member) {
@@ -38,7 +39,8 @@ class TypeDumper : public ast::ExprVisitor<TypeDumper> {
   TypeDumper(const ExprTable& table, const SourceManager& sources, std::ostream& out, int depth)
       : table_(table), sources_(sources), out_(out), depth_(depth) {}
 
-  void visitAny(const ast::Expr& e) {
+  /// Prints `e`; false when its parts have no types of their own here.
+  bool visitAny(const ast::Expr& e) {
     const std::string& text = sources_.file(e.range.file).text();
     std::string source = text.substr(e.range.begin, e.range.end - e.range.begin);
     auto it = table_.find(&e);
@@ -47,13 +49,17 @@ class TypeDumper : public ast::ExprVisitor<TypeDumper> {
     out_ << std::string(depth_ * 2, ' ') << source << " : " << type;
     if (!ref.empty()) out_ << "  (" << ref << ")";
     out_ << "\n";
+    // A value a join keeps, and `w.p` in the joined event's scope (the name `p`), are whole.
+    if (it == table_.end()) return true;
+    if (it->second.ref == Ref::Joined) return false;
+    return e.kind != ast::ExprKind::Member || it->second.ref == Ref::None;
   }
 
 #define KQ_DUMP_LEAF(Method, Node) \
   void Method(const ast::Node& e) { visitAny(e); }
 #define KQ_DUMP_NODE(Method, Node) \
   void Method(const ast::Node& e) {  \
-    visitAny(e);                     \
+    if (!visitAny(e)) return;        \
     ++depth_;                        \
     visitChildren(e);                \
     --depth_;                        \
@@ -109,6 +115,20 @@ void dumpTypes(const CheckedProgram& checked, const SourceManager& sources, std:
       for (const ast::ExprPtr& key : clauses.group_by) roots.push_back(key.get());
       for (const ast::Expr* root : roots) {
         if (probe.exprs.count(root)) TypeDumper(probe.exprs, sources, out, 1).visit(*root);
+      }
+    }
+    for (size_t j = 0; j < query.joins.size(); ++j) {
+      const ResolvedJoin& join = query.joins[j];
+      if (join.probe.chain.empty()) continue;
+      out << fmt::format("query {}, join {} `{}`, probe {}{}\n", number, j, join.join->name,
+                         join.probe.chain.back().description,
+                         join.probe.at_exit ? " (at exit)" : "");
+      std::vector<const ast::Expr*> roots;
+      if (join.join->where) roots.push_back(join.join->where.get());
+      for (const JoinKey& key : join.keys) roots.push_back(key.joined);
+      roots.insert(roots.end(), join.stored.begin(), join.stored.end());
+      for (const ast::Expr* root : roots) {
+        if (join.probe.exprs.count(root)) TypeDumper(join.probe.exprs, sources, out, 1).visit(*root);
       }
     }
   }

@@ -33,6 +33,11 @@ struct Scope {
   /// Where uses of `func` are recorded, and whether this is the query's `where`.
   FuncUse* func = nullptr;
   bool in_where = false;
+  /// In a query's expressions: its joins, whose `NAME.` values are checked in their own
+  /// scope (check_joins.cpp). Null in `fn` bodies and in the joined events' own scope.
+  std::vector<ResolvedJoin>* joins = nullptr;
+  /// In a joined event's scope: its name, so `issue.rq` means its `rq`.
+  std::string_view join_name;
 };
 
 inline constexpr size_t kMaxFnDepth = 16;
@@ -88,6 +93,16 @@ class ExprChecker {
   /// A bare name that is a property (`mark` for `skb->mark`) of exactly one argument.
   std::optional<ExprInfo> property(const ast::Identifier& id);
   void unknownName(const ast::Identifier& id);
+
+  // ---- joins (check_joins.cpp) ---------------------------------------------------------
+
+  /// Which join an expression reads only from (with constants), if any.
+  std::optional<uint32_t> joinedOnly(const ast::Expr& e) const;
+  /// Checks `e` in join `j`'s scope and makes it one of the values the join keeps; null
+  /// when it is not a value that can be kept (then `e` is checked here, as usual).
+  const Type* joined(const ast::Expr& e, uint32_t j);
+  /// `issue` alone, or `foo.x` where `foo` is not a join.
+  std::optional<ExprInfo> joinNameMisuse(const ast::Expr& e);
 
   // ---- calls (check_names.cpp) ---------------------------------------------------------
 

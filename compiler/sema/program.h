@@ -65,6 +65,9 @@ struct ResolvedTarget {
 /// What an identifier or call turned out to be.
 enum class Ref : uint8_t {
   None, Arg, Param, Builtin, Let, Enumerator, Property, Fn, BuiltinFunction, Return,
+  /// A value the query reads from a joined event (`issue.time`): evaluated when that event
+  /// happened, kept, and read back (ResolvedJoin::stored).
+  Joined,
 };
 
 struct ExprInfo;
@@ -75,7 +78,8 @@ struct BuiltinFunction;
 struct ExprInfo {
   const Type* type = nullptr;
   Ref ref = Ref::None;
-  uint32_t index = 0;  // Arg, Param: argument index
+  uint32_t index = 0;  // Arg, Param: argument index; Joined: the join's number
+  uint32_t slot = 0;   // Joined: which of the join's stored values
   /// Builtin: its descriptor (builtins/builtins.h).
   const BuiltinVariable* variable = nullptr;
   /// BuiltinFunction: its descriptor, and its literal operands, evaluated (`lhist`'s
@@ -145,9 +149,32 @@ struct QueryShape {
   uint64_t limit = 0;
 };
 
+/// One equality of a join's `on`: the joined event's side, typed in the join's own table,
+/// and the query's side, typed in each of the query's probes' tables (the same expression
+/// for the shorthand `on rq`).
+struct JoinKey {
+  const ast::Expr* joined = nullptr;
+  const ast::Expr* main = nullptr;
+};
+
+/// A `join` of a query (kq-language §7): its source's events that pass its `where` are kept,
+/// keyed by their side of `on`, until an event of the query with the same key reads them.
+struct ResolvedJoin {
+  const ast::Join* join = nullptr;
+  /// The joined source: its targets, and the expressions evaluated when its events happen
+  /// (its `where`, its side of each key, each stored value).
+  ResolvedProbe probe;
+  std::vector<JoinKey> keys;
+  /// What the query reads through `NAME.`, each evaluated when the joined event happens
+  /// (the largest expressions of the query that read nothing else): slot i is stored[i].
+  std::vector<const ast::Expr*> stored;
+  uint64_t within_ns = 0;  // 0: no limit
+};
+
 struct ResolvedQuery {
   const ast::Query* query = nullptr;
   std::vector<ResolvedProbe> probes;
+  std::vector<ResolvedJoin> joins;
   bool aggregates = false;
   QueryShape shape;
 };

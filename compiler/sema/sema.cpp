@@ -127,6 +127,7 @@ void resolveProbes(Context& ctx, Program& program) {
       if (!resolved_all) rp.chain.clear();  // checked no further
       resolved.probes.push_back(std::move(rp));
     }
+    resolveJoins(ctx, resolved);
     program.queries.push_back(std::move(resolved));
   }
 }

@@ -1,0 +1,146 @@
+// Joins across probes (kq-language §7) in the kernel. Each join has an LRU hash map keyed
+// by its `on` values. The programs of its source keep, under the event's key, what the
+// query reads through `NAME.` (laid out by record_layout's joinValue); the programs of the
+// query look their own key up, copy what was kept out of the map, take the entry out (a
+// match is used once) and go on with the values readable as the join's. Per-CPU counters
+// say how many events were kept, matched, unmatched and too old (runtime::JoinCount); the
+// runtime works out the evicted ones from them.
+#include <fmt/format.h>
+
+#include "compiler/lower/program_emitter.h"
+
+namespace kq::lower {
+namespace {
+
+/// Events of a join's source waiting for their match, at most. When the map is full the
+/// least recently kept make room: counted as evicted.
+constexpr uint32_t kJoinEntries = 16384;
+
+/// BPF_ANY: add or replace.
+constexpr uint64_t kUpdateAny = 0;
+
+/// Adds one to a join counter (a per-CPU array entry, so a plain add) and goes on.
+void count(ProgramEmitter& emitter, Program& program, const JoinTable& table,
+           runtime::JoinCount what) {
+  llvm::IRBuilder<>& b = program.b;
+  ObjectBuilder& object = emitter.object();
+  llvm::Value* index = program.frame.allocate(4);
+  b.CreateStore(b.getInt32(table.counters + static_cast<uint32_t>(what)), index);
+  llvm::Value* counter = emitter.mapLookup(program, object.joinCounts(), index);
+  auto* add = llvm::BasicBlock::Create(b.getContext(), "join_count", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "join_counted", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(counter), add, done);
+  b.SetInsertPoint(add);
+  b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
+/// The key of this event: each `on` value of its side, 8 bytes each.
+llvm::Value* joinKey(Program& program, ExprLowering& lower, const JoinTable& table, bool joined_side) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = program.frame.allocate(table.key_bytes);
+  for (size_t i = 0; i < table.join->keys.size(); ++i) {
+    const sema::JoinKey& k = table.join->keys[i];
+    Val v = lower.value(joined_side ? *k.joined : *k.main);
+    b.CreateStore(v.v, b.CreateGEP(b.getInt8Ty(), key, b.getInt64(8 * i)));
+  }
+  return key;
+}
+
+}  // namespace
+
+JoinTable makeJoinTable(ObjectBuilder& object, const sema::ResolvedJoin& join, uint32_t query,
+                        const LayoutOptions& options) {
+  runtime::ProgramPlan& plan = object.plan();
+  JoinTable table;
+  table.join = &join;
+  table.value = joinValue(join, options);
+  table.key_bytes = static_cast<uint32_t>(8 * join.keys.size());
+  uint32_t number = static_cast<uint32_t>(plan.joins.size());
+  table.counters = number * runtime::kJoinCounts;
+  std::string map = fmt::format("join_{}", number);
+  table.map = object.addMap({map, MapType::LruHash, kJoinEntries, table.key_bytes, table.value.bytes});
+  plan.joins.push_back({join.join->name, query, map, table.counters});
+  return table;
+}
+
+void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                  const JoinTable& table) {
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = emitter.object().module();
+  llvm::Value* key = joinKey(program, lower, table, true);
+  // Zeroed first: text shorter than its field leaves no stale bytes behind.
+  llvm::Value* value = program.frame.allocate(table.value.bytes);
+  for (uint32_t i = 0; i < table.value.bytes; i += 8) {
+    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), value, b.getInt64(i)));
+  }
+  for (size_t i = 0; i < table.value.fields.size(); ++i) {
+    const Field& f = table.value.fields[i];
+    if (static_cast<int32_t>(i) == table.value.time_field) {
+      b.CreateStore(module.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {}),
+                    b.CreateGEP(b.getInt8Ty(), value, b.getInt64(f.layout.offset)));
+      continue;
+    }
+    emitter.writeKeyField(program, lower, value, f, table.value.fields);
+  }
+  // A key already waiting is an earlier event of the same thing (a request issued again):
+  // the newer one replaces it.
+  llvm::Value* waiting = emitter.mapLookup(program, table.map, key);
+  auto* replaced = llvm::BasicBlock::Create(b.getContext(), "join_replaced", program.fn);
+  auto* fresh = llvm::BasicBlock::Create(b.getContext(), "join_fresh", program.fn);
+  auto* update = llvm::BasicBlock::Create(b.getContext(), "join_update", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(waiting), replaced, fresh);
+  b.SetInsertPoint(replaced);
+  count(emitter, program, table, runtime::JoinCount::Replaced);
+  b.CreateBr(update);
+  b.SetInsertPoint(fresh);
+  count(emitter, program, table, runtime::JoinCount::Kept);
+  b.CreateBr(update);
+  b.SetInsertPoint(update);
+  module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
+                    {table.map, key, value, b.getInt64(kUpdateAny)});
+}
+
+void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                     ArgAccess& args, const ProbeUnit& p) {
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = emitter.object().module();
+  args.joined.assign(p.joins.size(), {});
+  for (size_t j = 0; j < p.joins.size(); ++j) {
+    const JoinTable& table = *p.joins[j];
+    llvm::Value* key = joinKey(program, lower, table, false);
+    llvm::Value* entry = emitter.mapLookup(program, table.map, key);
+    auto* found = llvm::BasicBlock::Create(b.getContext(), "join_found", program.fn);
+    auto* missing = llvm::BasicBlock::Create(b.getContext(), "join_missing", program.fn);
+    b.CreateCondBr(b.CreateIsNotNull(entry), found, missing);
+    b.SetInsertPoint(missing);
+    count(emitter, program, table, runtime::JoinCount::Unmatched);
+    b.CreateBr(program.bail);
+    b.SetInsertPoint(found);
+    // A copy: once the entry is deleted, another CPU may reuse its memory.
+    llvm::Value* copy = program.frame.allocate(table.value.bytes);
+    lower.probeRead(copy, table.value.bytes, entry, false, false);
+    module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {table.map, key});
+    if (table.value.time_field >= 0) {
+      uint32_t offset = table.value.fields[table.value.time_field].layout.offset;
+      llvm::Value* then = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(offset)));
+      llvm::Value* now = module.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {});
+      auto* recent = llvm::BasicBlock::Create(b.getContext(), "join_recent", program.fn);
+      auto* expired = llvm::BasicBlock::Create(b.getContext(), "join_expired", program.fn);
+      b.CreateCondBr(b.CreateICmpULE(b.CreateSub(now, then), b.getInt64(table.join->within_ns)),
+                     recent, expired);
+      b.SetInsertPoint(expired);
+      count(emitter, program, table, runtime::JoinCount::Expired);
+      b.CreateBr(program.bail);
+      b.SetInsertPoint(recent);
+    }
+    count(emitter, program, table, runtime::JoinCount::Matched);
+    for (const Field& f : table.value.fields) {
+      args.joined[j].push_back({b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(f.layout.offset)),
+                                f.layout.size});
+    }
+  }
+}
+
+}  // namespace kq::lower

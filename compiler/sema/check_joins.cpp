@@ -1,0 +1,388 @@
+// Joins across probes (kq-language §7): what `NAME.` means in a query's expressions, the
+// joined source's own `where` and `on`, and the values the kernel keeps for each join.
+//
+// The query's expressions are checked in its own probes' scope, except the largest ones
+// that read only from one join (`issue.time`, `w.p->pid`, `str(o.filename)`): those are
+// checked in the joined source's scope, where `issue.time` means its `time`, and become
+// the values the join keeps (ResolvedJoin::stored), evaluated when the joined event
+// happens. So a join keeps values, never pointers to follow later.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compiler/ast/compare.h"
+#include "compiler/sema/builtins/builtins.h"
+#include "compiler/sema/context.h"
+#include "compiler/sema/expr_checker.h"
+
+namespace kq::sema {
+namespace {
+
+constexpr int kNoSide = -1;    // a constant: reads nothing
+constexpr int kMainSide = -2;  // reads the query's own event (or several joins)
+
+int combine(int a, int b) {
+  if (a == kNoSide) return b;
+  if (b == kNoSide) return a;
+  return a == b ? a : kMainSide;
+}
+
+const ast::Identifier* joinBase(const ast::Expr& e) {
+  if (e.kind != ast::ExprKind::Member) return nullptr;
+  const auto& m = ast::as<ast::Member>(e);
+  if (m.arrow || m.base->kind != ast::ExprKind::Identifier) return nullptr;
+  return &ast::as<ast::Identifier>(*m.base);
+}
+
+std::optional<uint32_t> joinNamed(const std::vector<ResolvedJoin>& joins, const std::string& name) {
+  for (uint32_t j = 0; j < joins.size(); ++j) {
+    if (joins[j].join->name == name) return j;
+  }
+  return std::nullopt;
+}
+
+/// Which side an expression reads: kNoSide, kMainSide or a join's number.
+int sideOf(const Context& ctx, const std::vector<ResolvedJoin>& joins, const ast::Expr& e) {
+  if (const ast::Identifier* base = joinBase(e)) {
+    if (auto j = joinNamed(joins, base->name)) return static_cast<int>(*j);
+  }
+  switch (e.kind) {
+    case ast::ExprKind::Integer:
+    case ast::ExprKind::String:
+    case ast::ExprKind::Bool:
+      return kNoSide;
+    case ast::ExprKind::Identifier: {
+      // A `let` constant reads nothing; every other name is the query's (its arguments,
+      // builtins, properties), or a mistake reported where the query's names are checked.
+      const std::string& name = ast::as<ast::Identifier>(e).name;
+      return ctx.decls.lets.count(name) ? kNoSide : kMainSide;
+    }
+    case ast::ExprKind::ReturnValue:
+      return kMainSide;
+    case ast::ExprKind::Call: {
+      const auto& c = ast::as<ast::Call>(e);
+      // Aggregates count the query's events, `fmt` prints when they do, `entry` is the
+      // query's function entry; a call of nothing reads the query's event (`fn now() = time`).
+      if (c.args.empty() || c.callee == "fmt" || c.callee == "entry") return kMainSide;
+      for (const BuiltinFunction& f : builtinFunctions()) {
+        if (f.name == c.callee && f.aggregate) return kMainSide;
+      }
+      int side = kNoSide;
+      for (const ast::ExprPtr& a : c.args) side = combine(side, sideOf(ctx, joins, *a));
+      return side;
+    }
+    case ast::ExprKind::Member:
+      return sideOf(ctx, joins, *ast::as<ast::Member>(e).base);
+    case ast::ExprKind::Index: {
+      const auto& ix = ast::as<ast::Index>(e);
+      return combine(sideOf(ctx, joins, *ix.base), sideOf(ctx, joins, *ix.index));
+    }
+    case ast::ExprKind::Unary:
+      return sideOf(ctx, joins, *ast::as<ast::Unary>(e).operand);
+    case ast::ExprKind::Binary: {
+      const auto& b = ast::as<ast::Binary>(e);
+      return combine(sideOf(ctx, joins, *b.lhs), sideOf(ctx, joins, *b.rhs));
+    }
+    case ast::ExprKind::Conditional: {
+      const auto& c = ast::as<ast::Conditional>(e);
+      return combine(combine(sideOf(ctx, joins, *c.cond), sideOf(ctx, joins, *c.then)),
+                     sideOf(ctx, joins, *c.otherwise));
+    }
+    case ast::ExprKind::Cast:
+      return sideOf(ctx, joins, *ast::as<ast::Cast>(e).operand);
+  }
+  return kMainSide;
+}
+
+/// Whether a join can keep a value of type `t`: numbers, pointers and text.
+bool storable(const Type* t) {
+  if (t->isError() || t->isInteger() || t->isPointer() || t->kind == TypeKind::String) return true;
+  return t->kind == TypeKind::Array && t->element->isInteger() && t->element->size == 1;
+}
+
+/// Whether two keys can be compared: numbers with numbers, pointers with pointers to the
+/// same type (or `void *`).
+bool sameKeyType(const Type* a, const Type* b) {
+  if (a->isError() || b->isError()) return true;
+  if (a->isInteger() && b->isInteger()) return true;
+  if (!a->isPointer() || !b->isPointer()) return false;
+  const Type* x = a->element;
+  const Type* y = b->element;
+  if (x->kind == TypeKind::Void || y->kind == TypeKind::Void) return true;
+  return x->spelling == y->spelling;
+}
+
+/// Whether `e` reads from the join named `name` anywhere.
+bool mentions(const ast::Expr& e, const std::string& name) {
+  if (const ast::Identifier* base = joinBase(e)) {
+    if (base->name == name) return true;
+  }
+  bool found = false;
+  switch (e.kind) {
+    case ast::ExprKind::Call:
+      for (const ast::ExprPtr& a : ast::as<ast::Call>(e).args) found = found || mentions(*a, name);
+      return found;
+    case ast::ExprKind::Member:
+      return mentions(*ast::as<ast::Member>(e).base, name);
+    case ast::ExprKind::Index:
+      return mentions(*ast::as<ast::Index>(e).base, name) ||
+             mentions(*ast::as<ast::Index>(e).index, name);
+    case ast::ExprKind::Unary:
+      return mentions(*ast::as<ast::Unary>(e).operand, name);
+    case ast::ExprKind::Binary:
+      return mentions(*ast::as<ast::Binary>(e).lhs, name) ||
+             mentions(*ast::as<ast::Binary>(e).rhs, name);
+    case ast::ExprKind::Conditional: {
+      const auto& c = ast::as<ast::Conditional>(e);
+      return mentions(*c.cond, name) || mentions(*c.then, name) || mentions(*c.otherwise, name);
+    }
+    case ast::ExprKind::Cast:
+      return mentions(*ast::as<ast::Cast>(e).operand, name);
+    default:
+      return false;
+  }
+}
+
+Scope joinScope(ResolvedJoin& join) {
+  Scope scope;
+  scope.target = &join.probe.chain.back();
+  scope.at_exit = &join.probe.at_exit;
+  scope.func = &join.probe.func;
+  scope.join_name = join.join->name;
+  return scope;
+}
+
+/// `on a == b and c == d`: each equality between the joined event's side and the query's,
+/// or an expression both sides have (`on rq`).
+void splitKeys(Context& ctx, ResolvedJoin& join, const ast::Expr& on) {
+  if (on.kind == ast::ExprKind::Binary) {
+    const auto& b = ast::as<ast::Binary>(on);
+    if (b.op == ast::BinaryOp::And) {
+      splitKeys(ctx, join, *b.lhs);
+      splitKeys(ctx, join, *b.rhs);
+      return;
+    }
+    const std::string& name = join.join->name;
+    bool left = mentions(*b.lhs, name);
+    bool right = mentions(*b.rhs, name);
+    if (b.op == ast::BinaryOp::Eq && left != right) {
+      join.keys.push_back(left ? JoinKey{b.lhs.get(), b.rhs.get()} : JoinKey{b.rhs.get(), b.lhs.get()});
+      return;
+    }
+  }
+  if (mentions(on, join.join->name)) {
+    ctx.diags
+        .report(DiagKind::JoinMisuse, on.range,
+                fmt::format("`on` needs `==` between a value of `{0}` and one of the query's own event",
+                            join.join->name))
+        .note(fmt::format("write `on {0}.x == x`, or `on x` when both events call it `x`; "
+                          "several keys are joined with `and`",
+                          join.join->name));
+    return;
+  }
+  join.keys.push_back(JoinKey{&on, &on});
+}
+
+}  // namespace
+
+void resolveJoins(Context& ctx, ResolvedQuery& query) {
+  for (const ast::Join& join : query.query->clauses.joins) {
+    ResolvedJoin& resolved = query.joins.emplace_back();
+    resolved.join = &join;
+    if (join.within) resolved.within_ns = join.within->value;
+    bool resolved_all = true;
+    for (const ast::Target& target : join.source.chain) {
+      if (std::holds_alternative<ast::PacketTarget>(target.kind)) {
+        ctx.diags.report(DiagKind::Unsupported, target.range, "a join's source cannot be `packet`")
+            .note("join a function or tracepoint that takes the `struct sk_buff *`");
+        resolved_all = false;
+        continue;
+      }
+      std::optional<ResolvedTarget> rt = resolveTarget(ctx, target);
+      resolved_all = resolved_all && rt.has_value();
+      if (rt) resolved.probe.chain.push_back(std::move(*rt));
+    }
+    if (!resolved_all) resolved.probe.chain.clear();
+  }
+}
+
+void checkJoins(Context& ctx, ResolvedQuery& query) {
+  for (size_t j = 0; j < query.joins.size(); ++j) {
+    ResolvedJoin& join = query.joins[j];
+    const ast::Join& decl = *join.join;
+    for (size_t k = 0; k < j; ++k) {
+      if (query.joins[k].join->name != decl.name) continue;
+      ctx.diags.report(DiagKind::DuplicateDeclaration, decl.name_range,
+                       fmt::format("the query already has a join named `{}`", decl.name))
+          .note(query.joins[k].join->name_range, "the first is here");
+    }
+    if (join.probe.chain.empty()) continue;
+    // Captures name the source's arguments, as in the query's own probes.
+    for (const ResolvedTarget& target : join.probe.chain) {
+      const std::optional<ast::CaptureList>* captures = target.target->captures();
+      if (!captures || !*captures) continue;
+      Scope scope = joinScope(join);
+      scope.target = &target;
+      ExprChecker checker(ctx, scope, join.probe.exprs);
+      for (const ast::Capture& capture : (*captures)->items) {
+        if (capture.expr) checker.check(*capture.expr);
+      }
+    }
+    Scope scope = joinScope(join);
+    if (decl.where) {
+      Scope where_scope = scope;
+      where_scope.in_where = true;
+      const Type* t = ExprChecker(ctx, where_scope, join.probe.exprs).check(*decl.where);
+      if (!isTruthy(t)) {
+        ctx.diags.report(DiagKind::TypeMismatch, decl.where->range,
+                         fmt::format("`where` needs a condition, not a `{}`", t->spelling));
+      }
+    }
+    splitKeys(ctx, join, *decl.on);
+    ExprChecker checker(ctx, scope, join.probe.exprs);
+    for (const JoinKey& key : join.keys) checker.check(*key.joined);
+
+    // A source joined with itself: each event would find the one it just kept.
+    for (const ResolvedProbe& probe : query.probes) {
+      if (decl.where || probe.chain.empty()) continue;
+      if (probe.chain.back().description != join.probe.chain.back().description) continue;
+      ctx.diags
+          .report(DiagKind::SelfJoin, decl.source.range,
+                  fmt::format("the query joins {} with itself", join.probe.chain.back().description))
+          .note("add a `where` to the join that tells its events from the query's (a state, "
+                "an argument)");
+    }
+  }
+}
+
+void checkJoinKeys(Context& ctx, ResolvedQuery& query, ResolvedProbe& probe) {
+  for (ResolvedJoin& join : query.joins) {
+    if (join.probe.chain.empty()) continue;
+    Scope scope;
+    scope.target = &probe.chain.back();
+    scope.at_exit = &probe.at_exit;
+    scope.func = &probe.func;
+    ExprChecker checker(ctx, scope, probe.exprs);
+    for (const JoinKey& key : join.keys) {
+      const Type* mine = checker.check(*key.main);
+      const Type* theirs = join.probe.exprs.at(key.joined).type;
+      auto keyable = [](const Type* t) { return t->isError() || t->isInteger() || t->isPointer(); };
+      if (!keyable(mine) || !keyable(theirs)) {
+        const ast::Expr& bad = keyable(mine) ? *key.joined : *key.main;
+        ctx.diags
+            .report(DiagKind::JoinKeyMismatch, bad.range,
+                    fmt::format("a join key is a number or a pointer, not a `{}`",
+                                (keyable(mine) ? theirs : mine)->spelling))
+            .note("join on an id, a pointer or an address (`on tid`, `on rq`)");
+      } else if (!sameKeyType(mine, theirs)) {
+        SourceRange at = key.main->range;
+        if (key.main != key.joined) {
+          at.begin = std::min(at.begin, key.joined->range.begin);
+          at.end = std::max(at.end, key.joined->range.end);
+        }
+        ctx.diags
+            .report(DiagKind::JoinKeyMismatch, at,
+                    fmt::format("`on` compares `{}` ({}) with `{}` (the query's)", theirs->spelling,
+                                join.join->name, mine->spelling))
+            .note("a key matches only a value of the same type; cast one side if they are the "
+                  "same thing");
+      }
+    }
+  }
+}
+
+// ---- the checker's side --------------------------------------------------------------
+
+std::optional<uint32_t> ExprChecker::joinedOnly(const ast::Expr& e) const {
+  if (!scope_.joins) return std::nullopt;
+  int side = sideOf(ctx_, *scope_.joins, e);
+  if (side < 0) return std::nullopt;
+  return static_cast<uint32_t>(side);
+}
+
+const Type* ExprChecker::joined(const ast::Expr& e, uint32_t j) {
+  ResolvedJoin& join = (*scope_.joins)[j];
+  auto failed = [&] {
+    ExprInfo info;
+    info.type = error();
+    out_[&e] = info;
+    return error();
+  };
+  if (join.probe.chain.empty()) return failed();  // its source did not resolve
+  std::optional<uint32_t> slot;
+  for (uint32_t i = 0; i < join.stored.size() && !slot; ++i) {
+    if (ast::sameExpr(*join.stored[i], e)) slot = i;
+  }
+  if (!slot) {
+    const Type* type = ExprChecker(ctx_, joinScope(join), join.probe.exprs).check(e);
+    if (!storable(type)) {
+      // A call may still be made in the query's event from values the join keeps
+      // (`tuple(w.skb)` prints through `fmt`); anything else is a mistake.
+      if (e.kind == ast::ExprKind::Call) return nullptr;
+      report(DiagKind::JoinMisuse, e.range,
+             fmt::format("{} is a `{}`; a join keeps numbers, pointers and text", quote(e),
+                         type->spelling))
+          .note("the join keeps what its event saw: name the members the query needs "
+                "(`w.p->pid`, not `*w.p`)");
+      return failed();
+    }
+    slot = static_cast<uint32_t>(join.stored.size());
+    join.stored.push_back(&e);
+  }
+  ExprInfo info = join.probe.exprs.at(join.stored[*slot]);
+  info.ref = Ref::Joined;
+  info.index = j;
+  info.slot = *slot;
+  info.constant = false;
+  const Type* type = info.type;
+  out_[&e] = std::move(info);
+  return type;
+}
+
+std::optional<ExprInfo> ExprChecker::joinNameMisuse(const ast::Expr& e) {
+  auto joins = [&] {
+    std::string list;
+    if (scope_.joins) {
+      for (const ResolvedJoin& join : *scope_.joins) {
+        list += (list.empty() ? "`" : ", `") + join.join->name + "`";
+      }
+    }
+    return list;
+  };
+  if (e.kind == ast::ExprKind::Identifier && scope_.joins) {
+    const std::string& name = ast::as<ast::Identifier>(e).name;
+    if (!joinNamed(*scope_.joins, name)) return std::nullopt;
+    report(DiagKind::JoinMisuse, e.range,
+           fmt::format("`{}` names a joined event, not a value", name))
+        .note(fmt::format("read what it saw as `{}.NAME` (`{}.time`, `{}.pid`)", name, name, name));
+    ExprInfo info;
+    info.type = error();
+    return info;
+  }
+  const ast::Identifier* base = joinBase(e);
+  if (!base || base->name == scope_.join_name) return std::nullopt;
+  if (scope_.joins && joinNamed(*scope_.joins, base->name)) return std::nullopt;
+  // `foo.x` where `foo` is no name at all: most likely a join's name, misspelled.
+  if (ctx_.decls.lets.count(base->name) || ctx_.decls.fns.count(base->name)) return std::nullopt;
+  for (const ProbeArg& arg : args()) {
+    if (arg.name == base->name) return std::nullopt;
+  }
+  for (const BuiltinVariable& v : builtinVariables()) {
+    if (v.name == base->name) return std::nullopt;
+  }
+  if (argNumber(base->name)) return std::nullopt;
+  Diagnostic& d = report(DiagKind::UnknownName, base->range,
+                         fmt::format("`{}` is not a join of this query", base->name));
+  std::string list = joins();
+  if (list.empty()) {
+    d.note(fmt::format("`{0}.time` reads a joined event's value: `join SOURCE as {0} on KEY`",
+                       base->name));
+  } else {
+    d.note(fmt::format("its joins are {}", list));
+  }
+  ExprInfo info;
+  info.type = error();
+  return info;
+}
+
+}  // namespace kq::sema

@@ -1,0 +1,65 @@
+"""What every runtime test file shares: running kq, and checking that nothing it loaded
+stays loaded. A test file sets `harness.KQ` from its command line and derives its test
+cases from `KqTestCase`."""
+import json
+import os
+import subprocess
+import time
+import unittest
+
+KQ = None
+
+
+def kq(*args, timeout=60):
+    proc = subprocess.run([KQ, *args], capture_output=True, timeout=timeout)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def loaded_kq_programs():
+    """Names of kq's BPF programs loaded in the kernel right now. With
+    KQ_TEST_SKIP_LEAK_CHECK=1 (several people testing on one machine at once, whose kq
+    programs would be counted as leaks) the check is skipped: None."""
+    if os.environ.get("KQ_TEST_SKIP_LEAK_CHECK") == "1":
+        return None
+    out = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, timeout=30)
+    if out.returncode != 0:
+        return None
+    return [p.get("name", "") for p in json.loads(out.stdout or b"[]") if p.get("name", "").startswith("kq_")]
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "runtime tests load BPF programs and need root"
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return "this kernel has no BTF (/sys/kernel/btf/vmlinux)"
+    return None
+
+
+class KqTestCase(unittest.TestCase):
+    """Fails a test that leaves any of kq's programs loaded."""
+
+    def setUp(self):
+        self.before = loaded_kq_programs()
+        if self.before:
+            time.sleep(1)  # a previous kq's programs, still being freed
+
+    def tearDown(self):
+        # The kernel frees programs a moment after their last reference goes (RCU).
+        if self.before is None:
+            return
+        deadline = time.monotonic() + 5
+        after = loaded_kq_programs()
+        while after and time.monotonic() < deadline:
+            time.sleep(0.1)
+            after = loaded_kq_programs()
+        self.assertEqual(after, [], "kq left BPF programs loaded")
+
+
+def main(argv):
+    """Runs the tests of the calling file with `argv[1]` as kq."""
+    global KQ
+    KQ = argv[1]
+    reason = skip_reason()
+    if reason:
+        print(f"SKIPPED: {reason}")
+    unittest.main(argv=[argv[0], "-v", *argv[2:]])

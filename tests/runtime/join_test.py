@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Joins across probes on the running kernel, against workloads whose answer is known:
+sleeps of a known length, direct writes of a known count, more waiting events than a join
+holds. Usage: join_test.py PATH_TO_KQ"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import harness
+from harness import kq
+
+WORKDIR = tempfile.mkdtemp(prefix="kq-join-", dir="/var/tmp")  # on a disk, not tmpfs
+
+
+def script(name, body):
+    path = os.path.join(WORKDIR, name)
+    with open(path, "w") as f:
+        f.write(body)
+    return path
+
+
+# Names itself (comm) and sleeps 5 x 20 ms.
+SLEEPER = script("sleeper.py", """
+import ctypes, time
+ctypes.CDLL(None).prctl(15, b"kqsleeper", 0, 0, 0)
+for _ in range(5):
+    time.sleep(0.02)
+""")
+
+# Names itself, then makes 20000 getppid calls: more than a join holds.
+CALLER = script("caller.py", """
+import ctypes, os
+ctypes.CDLL(None).prctl(15, b"kqcaller", 0, 0, 0)
+for _ in range(20000):
+    os.getppid()
+""")
+
+SLEEP_JOIN = ("trace tracepoint:syscalls:sys_exit_clock_nanosleep "
+              "join tracepoint:syscalls:sys_enter_clock_nanosleep as s on tid ")
+
+
+def summary_counts(err, name):
+    line = next((l for l in err.splitlines() if l.startswith(f"kq: join {name}:")), "")
+    return {what: int(n) for n, what in re.findall(r"(\d+) (kept|matched|without a match|older|evicted|still waiting)", line)}
+
+
+@unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
+class Joins(harness.KqTestCase):
+    def test_sleeps_join_their_own_entry(self):
+        status, out, err = kq("-o", "json", SLEEP_JOIN + "where comm == \"kqsleeper\" "
+                              "select (time - s.time) / 1000 as usecs, s.comm",
+                              "-c", f"python3 {SLEEPER}")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(len(rows), 5, out)
+        for row in rows:
+            self.assertEqual(row["s.comm"], "kqsleeper")
+            self.assertGreaterEqual(row["usecs"], 20000, row)
+            self.assertLess(row["usecs"], 32000, row)
+        summary = json.loads(err.strip().splitlines()[-1])["summary"]
+        join = summary["joins"][0]
+        self.assertEqual(join["name"], "s")
+        self.assertEqual(join["matched"], 5, summary)
+
+    def test_sleep_latency_histogram(self):
+        status, out, err = kq(SLEEP_JOIN + "where comm == \"kqsleeper\" select count(), hist(time - s.time)",
+                              "-c", f"python3 {SLEEPER}")
+        self.assertEqual(status, 0, err)
+        # 20 ms is in [2^24, 2^25) ns: all five there, and nowhere else.
+        self.assertRegex(out, r"\[16777216, 33554432\)\s+5 \|@+\|")
+        buckets = re.findall(r"^\s+\[[^)]*\)\s+(\d+) \|", out, re.M)
+        self.assertEqual(sum(int(n) for n in buckets), 5, out)
+        self.assertEqual(summary_counts(err, "s").get("matched"), 5, err)
+
+    def test_within_drops_older_matches(self):
+        status, out, err = kq(SLEEP_JOIN + "within 1ms where comm == \"kqsleeper\" select time - s.time",
+                              "-c", f"python3 {SLEEPER}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.splitlines()[1:], [], out)
+        counts = summary_counts(err, "s")
+        self.assertEqual(counts.get("matched"), 0, err)
+        self.assertEqual(counts.get("older"), 5, err)
+
+    def test_direct_writes_make_one_row_each(self):
+        # biolatency: block I/O issue -> completion, joined on the request.
+        dd = os.path.join(WORKDIR, "kqdd")
+        shutil.copy("/bin/dd", dd)
+        target = os.path.join(WORKDIR, "data")
+        subprocess.run(["fallocate", "-l", "80K", target], check=True)
+        subprocess.run(["sync"], check=True)
+        proc = subprocess.Popen([harness.KQ, "-o", "json",
+                                 "trace tracepoint:block:block_rq_complete(rq, nr_bytes) "
+                                 "join tracepoint:block:block_rq_issue(rq) as issue where comm == \"kqdd\" on rq "
+                                 "select nr_bytes, issue.comm, (time - issue.time) as ns for 4s"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.5)  # attached (kq prints nothing before its first JSON row)
+        subprocess.run([dd, "if=/dev/zero", f"of={target}", "bs=4k", "count=20", "oflag=direct",
+                        "conv=notrunc"], check=True, capture_output=True)
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 0, err)
+        rows = [json.loads(line) for line in out.decode().splitlines()]
+        self.assertEqual(len(rows), 20, rows)
+        for row in rows:
+            self.assertEqual(row["nr_bytes"], 4096, row)
+            self.assertEqual(row["issue.comm"], "kqdd", row)
+            self.assertGreater(row["ns"], 0, row)
+
+    def test_evictions_are_counted(self):
+        # Keyed by time, nothing ever matches: 20000 kept events in a join that holds fewer.
+        status, out, err = kq("trace syscall:getpid join syscall:getppid as g where comm == \"kqcaller\" "
+                              "on time select g.time", "-c", f"python3 {CALLER}")
+        self.assertEqual(status, 0, err)
+        counts = summary_counts(err, "g")
+        self.assertEqual(counts.get("kept"), 20000, err)
+        self.assertGreater(counts.get("evicted", 0), 0, err)
+        self.assertEqual(counts.get("evicted", 0) + counts.get("still waiting", 0), 20000, err)
+        self.assertIn("more were waiting than the join holds", err)
+
+    def test_joins_chain(self):
+        # Two joins on one query: each row needs both, each consumed once; both kept the same
+        # syscall entry (each program reads the clock itself: close, not equal).
+        status, out, err = kq(SLEEP_JOIN + "join tracepoint:syscalls:sys_enter_clock_nanosleep as t on tid "
+                              "where comm == \"kqsleeper\" "
+                              "select (s.time > t.time ? s.time - t.time : t.time - s.time) < 1000000 as close",
+                              "-c", f"python3 {SLEEPER}")
+        self.assertEqual(status, 0, err)
+        rows = out.splitlines()[1:]
+        self.assertEqual(len(rows), 5, out)
+        self.assertTrue(all(r.rstrip().endswith(" true") for r in rows), out)
+        self.assertEqual(summary_counts(err, "t").get("matched"), 5, err)
+
+
+if __name__ == "__main__":
+    try:
+        harness.main(sys.argv)
+    finally:
+        shutil.rmtree(WORKDIR, ignore_errors=True)
