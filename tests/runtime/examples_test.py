@@ -21,7 +21,8 @@ import threading
 import time
 import unittest
 
-KQ = None
+import harness
+
 EXAMPLES = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 # On the root file system (the machine's disk), so that O_DIRECT writes reach a block device.
 WORKDIR = tempfile.mkdtemp(prefix="kq-examples-", dir="/var/tmp")
@@ -33,10 +34,8 @@ SYSCALLS = {"x86_64": {"getppid": 110, "newstat": 4, "newlstat": 6, "statfs": 13
 
 
 def skip_reason():
-    if os.geteuid() != 0:
-        return "the examples load BPF programs and need root"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "this kernel has no BTF (/sys/kernel/btf/vmlinux)"
+    if harness.skip_reason():
+        return harness.skip_reason()
     if SYSCALLS is None:
         return f"the workloads make raw system calls by their x86-64 numbers, not {platform.machine()}'s"
     return None
@@ -74,7 +73,7 @@ def facts(workload_path):
 def run_kq(name, *args, timeout=60):
     """Runs example `name` with -o json to its end: the JSON objects it printed. A command
     (-c) that failed fails the test: kq says how it ended."""
-    proc = subprocess.run([KQ, "-o", "json", example(name), *args], capture_output=True, timeout=timeout)
+    proc = subprocess.run([harness.KQ, "-o", "json", example(name), *args], capture_output=True, timeout=timeout)
     out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
     if proc.returncode != 0 or "kq: the command" in err:
         raise AssertionError(f"kq {name} exited with {proc.returncode}:\n{err}\n{out[:3000]}")
@@ -118,10 +117,11 @@ class Background:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
         try:
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+            self.lines["stderr"].append("(killed: still running 60 s after SIGINT)\n")
         for r in self.readers:
             r.join(timeout=10)
         for stream in [self.proc.stdout, self.proc.stderr]:
@@ -134,7 +134,7 @@ class KqSession(Background):
     processes, such as in timers); ready once -v has said how each probe attached."""
 
     def __init__(self, name, *args):
-        super().__init__([KQ, "-v", "-o", "json", example(name), *args],
+        super().__init__([harness.KQ, "-v", "-o", "json", example(name), *args],
                          lambda line: re.match(r"kq: .+: \S+$", line) is not None, stream="stderr")
         self.name = name
         if not self.wait_ready():
@@ -165,16 +165,19 @@ class Bpftrace(Background):
         # bpftrace prints `Attaching N probes...`, then, once all are attached, what BEGIN prints.
         seen = []
         super().__init__([BPFTRACE, script], lambda line: seen.append(line) or len(seen) >= 2)
-        if not self.wait_ready():
+        ready = self.wait_ready()
+        time.sleep(0.1)  # what it said on stderr while it attached
+        skipped = [l for l in self.lines["stderr"] if "could not attach probe" in l]
+        if ready and skipped:
+            self.stop()
+            self.reason = f"bpftrace runs {script} here without its probes: {skipped[0].strip()}"
+        elif not ready:
             out, err = self.stop()
             # Its first complaint but the one it always makes (RLIMIT_MEMLOCK, harmless).
             lines = [l for l in err.splitlines() if l.strip() and "RLIMIT_MEMLOCK" not in l]
             errors = [l for l in lines if "ERROR" in l or "error" in l] or lines
             error = errors[0] if errors else f"it exited with {self.proc.returncode}"
             self.reason = f"bpftrace cannot run {script} here: {error}"
-
-    def output(self):
-        return self.stop()[0]
 
 
 def bpftrace_rows(output, pattern):
@@ -199,7 +202,7 @@ def bpftrace_histograms(output):
 
 
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
-class Examples(unittest.TestCase):
+class Examples(harness.KqTestCase):
     def bpftrace(self, tool):
         """bpftrace's `tool`, stopped when the test ends, however it ends."""
         bt = Bpftrace(tool)
@@ -212,13 +215,27 @@ class Examples(unittest.TestCase):
         self.addCleanup(session.stop)
         return session
 
+    def not_comparable(self, tool, why):
+        """Skips the comparison with bpftrace's `tool`, saying why: it cannot run here, or what
+        it prints has no value of the workload's alone."""
+        with self.subTest(compare=f"bpftrace {tool}.bt"):
+            bt = Bpftrace(tool)
+            if bt.reason:
+                self.skipTest(bt.reason)
+            bt.stop()
+            self.skipTest(f"{tool}.bt runs here, but {why}: nothing of the workload's alone to compare")
+
     def compare(self, bpftrace, check):
         """`check(output)` on what bpftrace's tool printed; skipped, with the reason printed,
         when bpftrace cannot run it here."""
         with self.subTest(compare=f"bpftrace {bpftrace.tool}.bt"):
             if bpftrace.reason:
                 self.skipTest(bpftrace.reason)
-            check(bpftrace.output())
+            out, err = bpftrace.stop()
+            try:
+                check(out)
+            except AssertionError as e:
+                raise AssertionError(f"{e}\nbpftrace exited with {bpftrace.proc.returncode}: {err[-1000:]}") from None
 
     def test_syscount(self):
         calls = 50000
@@ -398,9 +415,7 @@ for pid in children:
 """)
         tables = traced("pidpersec", path)
         self.assertEqual(sum(r["pids"] for t in tables for r in t["rows"]), 25, tables)
-        with self.subTest(compare="bpftrace pidpersec.bt"):
-            self.skipTest("pidpersec.bt counts every process the machine creates; it has no value "
-                          "of the workload's alone to compare")
+        self.not_comparable("pidpersec", "it counts every process the machine creates")
 
     def test_setuids(self):
         path = workload("kqex-setuids", """
@@ -559,13 +574,155 @@ os.waitpid(child, 0)
                              output[-3000:])
         self.compare(bt, check)
 
+    def direct_writes(self, comm):
+        """A workload that names itself `comm` and writes a file with O_DIRECT, to blocks it
+        already has: one block request per write, of the write's size: 8 of 4 KiB, 3 of 64 KiB."""
+        target = os.path.join(WORKDIR, comm + ".data")
+        with open(target, "wb") as f:
+            f.write(b"y" * (1 << 20))
+            os.fsync(f.fileno())
+        return workload(comm, f"""
+import mmap
+buf = mmap.mmap(-1, 1 << 20)
+buf.write(b"x" * (1 << 20))
+fd = os.open({target!r}, os.O_RDWR | os.O_DIRECT)
+for i in range(8):
+    os.pwrite(fd, memoryview(buf)[:4096], i * 4096)
+for i in range(3):
+    os.pwrite(fd, memoryview(buf)[:65536], 65536 * (i + 1))
+os.close(fd)
+""")
+
+    def test_biosnoop(self):
+        path = self.direct_writes("kqex-biosnoop")
+        kq = self.kq_session("biosnoop")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)  # the last completions
+        mine = [e for e in kq.events() if e.get("issuer") == "kqex-biosnoop"]
+        disk = os.path.basename(os.path.realpath(f"/sys/dev/block/{os.major(os.stat(WORKDIR).st_dev)}:"
+                                                  f"{os.minor(os.stat(WORKDIR).st_dev)}"))
+        self.assertEqual(len(mine), 11, mine)
+        self.assertEqual({e["disk"] for e in mine}, {disk}, mine)
+        self.assertTrue(all(re.fullmatch(r"\d+\.\d{3}", e["lat_ms"]) for e in mine), mine)
+
+    def test_biolatency(self):
+        path = self.direct_writes("kqex-biolatency")
+        kq = self.kq_session("biolatency")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)
+        (table,) = kq.events()
+        (row,) = table["rows"]
+        # Every request of the machine is in it: at least the workload's 11.
+        self.assertGreaterEqual(sum(b["count"] for b in row["usecs"]), 11, table)
+        self.not_comparable("biolatency", "it sums every block request of the machine in one histogram")
+
+    def test_runqlat(self):
+        # Pinned to one CPU: a spinner, a sleeper, and the workload itself, which becomes a
+        # real-time task spinning 250 ms while the sleeper wakes after 50 ms (then waits about
+        # 200 ms) and the spinner, preempted, waits about 250 ms.
+        path = workload("kqex-runqlat", """
+cpu = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})
+def spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+spinner = os.fork()
+if spinner == 0:
+    spin(0.6)
+    os._exit(0)
+r, w = os.pipe()
+sleeper = os.fork()
+if sleeper == 0:
+    os.write(w, b"x")
+    time.sleep(0.05)
+    os._exit(0)
+os.read(r, 1)
+time.sleep(0.01)  # the sleeper goes to sleep
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+spin(0.25)
+os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+os.waitpid(spinner, 0)
+os.waitpid(sleeper, 0)
+""")
+        kq = self.kq_session("runqlat")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        tables = {t["query"]: t["rows"][0]["usecs"] for t in kq.events()}
+        woken, created, preempted = tables[1], tables[2], tables[3]
+        longest = lambda hist: max((b["lo"] or 0 for b in hist if b["count"]), default=0)
+        self.assertGreaterEqual(longest(woken), 131072, woken)       # the sleeper: ~200 ms
+        self.assertGreaterEqual(longest(preempted), 131072, preempted)  # the spinner: ~250 ms
+        self.assertGreaterEqual(sum(b["count"] for b in created), 2, created)  # two forks, at least
+        self.not_comparable("runqlat", "it sums every run queue wait of the machine in one histogram")
+
+    def test_tcplife(self):
+        path = workload("kqex-tcplife", """
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+client = socket.create_connection(listener.getsockname())
+server, _ = listener.accept()
+report(pid=os.getpid(), server=listener.getsockname()[1], client=client.getsockname()[1])
+def transfer(sender, receiver, size):
+    sender.sendall(b"x" * size)
+    got = 0
+    while got < size:
+        got += len(receiver.recv(65536))
+transfer(client, server, 10240)
+transfer(server, client, 20480)
+time.sleep(0.2)
+client.close()
+time.sleep(0.05)
+server.close()
+""")
+        bt = self.bpftrace("tcplife")
+        kq = self.kq_session("tcplife")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)
+        f = facts(path)
+        client, server = f"::ffff:127.0.0.1:{f['client']}", f"::ffff:127.0.0.1:{f['server']}"
+        mine = [e for e in kq.events() if e["owner_comm"] == "kqex-tcplife"]
+        # The client sent 10 KiB and received 20, the server the other way round; both
+        # lived over 200 ms.
+        self.assertEqual(sorted((e["laddr_lport"], e["raddr_rport"], e["tx_kb"], e["rx_kb"], e["owner_pid"])
+                                for e in mine),
+                         sorted([(client, server, 10, 20, f["pid"]), (server, client, 20, 10, f["pid"])]))
+        self.assertTrue(all(200 <= e["ms"] < 10000 for e in mine), mine)
+
+        def check(output):
+            # PID COMM LADDR LPORT RADDR RPORT TX_KB RX_KB MS
+            rows = bpftrace_rows(output, r"(\d+)\s+kqex-tcplife\s+\S+\s+(\d+)\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+$")
+            expected = [(f["pid"], f["client"], f["server"], 10, 20), (f["pid"], f["server"], f["client"], 20, 10)]
+            self.assertEqual(sorted(tuple(map(int, r)) for r in rows), sorted(expected), output[-3000:])
+        self.compare(bt, check)
+
+    def test_writeback(self):
+        # Dirty pages, then syncfs(): the flusher writes them back, for reason `sync`, on the
+        # device of the workload's file system.
+        target = os.path.join(WORKDIR, "dirty")
+        path = workload("kqex-writeback", f"""
+fd = os.open({target!r}, os.O_WRONLY | os.O_CREAT, 0o600)
+os.write(fd, b"x" * (1 << 20))
+libc.syncfs(fd)
+""")
+        device = f"{os.major(os.stat(WORKDIR).st_dev)}:{os.minor(os.stat(WORKDIR).st_dev)}"
+        bt = self.bpftrace("writeback")
+        kq = self.kq_session("writeback")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)
+        events = kq.events()
+        self.assertIn((device, "WB_REASON_SYNC"), {(e["device"], e["reason"]) for e in events}, events[-20:])
+        self.assertTrue(all(re.fullmatch(r"\d+\.\d{3}", e["ms"]) for e in events), events[-20:])
+
+        def check(output):
+            rows = bpftrace_rows(output, r"\S+\s+(\S+)\s+\d+\s+(\S+)\s+\d+\.\d+$")
+            self.assertIn((device, "sync"), set(rows), output[-3000:])
+        self.compare(bt, check)
 
 if __name__ == "__main__":
-    KQ = sys.argv[1]
-    reason = skip_reason()
-    if reason:
-        print(f"SKIPPED: {reason}")
+    if SYSCALLS is None:
+        print(f"SKIPPED: {skip_reason()}")
     try:
-        unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+        harness.main(sys.argv)
     finally:
         shutil.rmtree(WORKDIR, ignore_errors=True)
