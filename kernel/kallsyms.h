@@ -20,4 +20,12 @@ void forEachTextSymbol(std::istream& in,
 bool forEachKernelTextSymbol(
     const std::function<void(uint64_t address, std::string_view name)>& visit);
 
+/// Calls `visit(address, name)` for every symbol in `in`, of any kind (functions, data,
+/// read-only data, BSS), in the order listed: vmlinux's, then modules'.
+void forEachSymbol(std::istream& in,
+                   const std::function<void(uint64_t address, std::string_view name)>& visit);
+
+/// The same over /proc/kallsyms; false when it cannot be read.
+bool forEachKernelSymbol(const std::function<void(uint64_t address, std::string_view name)>& visit);
+
 }  // namespace kq::kernel

@@ -38,7 +38,20 @@ enum class FieldKind : uint8_t {
   KernelStack,  // return addresses, shown as symbols
   UserStack,    // return addresses, shown in hex
   Format,       // fmt("...", args): `format` filled in with the fields in `args`; no bytes
+  File,         // cat(path): the contents of the file at `path`, read when printed; no bytes
+  StringList,   // join(argv): a u64 count, then kJoinArgs strings of kJoinArgBytes each
+  Buffer,       // buf(p, n): `size` raw bytes, printable ASCII as is, others as `\xNN`
+  WallTime,     // strftime(fmt, ns): a bpf_ktime_get_ns() time shown with `format` (strftime's)
 };
+
+/// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included). A
+/// count above kJoinArgs says the array went on past the strings kept.
+inline constexpr uint32_t kJoinArgs = 16;
+inline constexpr uint32_t kJoinArgBytes = 64;
+inline constexpr uint32_t kJoinBytes = 8 + kJoinArgs * kJoinArgBytes;
+
+/// cat(path): the most bytes of a file shown; a longer file is cut, and ends in `…`.
+inline constexpr uint32_t kCatBytes = 10240;
 
 struct FieldLayout {
   std::string name;  // column header / JSON key
@@ -55,9 +68,14 @@ struct FieldLayout {
   /// Signed, Unsigned, Hex, Enum: the C type's width in bytes (the field holds 8), for
   /// `fmt`'s `%d` and `%x`, which read a value at its own width as C's printf does.
   uint8_t int_bytes = 8;
-  /// Format: the format string and the indexes of the fields that fill it.
+  /// Format: the format string and the indexes of the fields that fill it. WallTime:
+  /// strftime's format (with `%f` for microseconds).
   std::string format;
   std::vector<int32_t> args;
+  /// File: the path of the file shown.
+  std::string path;
+  /// StringList: what is printed between the strings.
+  std::string separator;
 };
 
 struct ProbeLayout {

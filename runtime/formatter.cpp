@@ -12,9 +12,11 @@
 #include <fmt/printf.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/printed.h"
 #include "runtime/symbols.h"
-#include "runtime/user_symbols.h"
 #include "runtime/type_dump.h"
+#include "runtime/user_symbols.h"
+#include "runtime/wall_clock.h"
 
 namespace kq::runtime {
 
@@ -126,6 +128,10 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types
     case FieldKind::Ipv6: return ipv6Text(p);
     case FieldKind::KernelStack:
     case FieldKind::UserStack: return foldedStack(f, p);
+    case FieldKind::File: return fileText(f.path);
+    case FieldKind::StringList: return stringListText(p, f.size, f.separator);
+    case FieldKind::Buffer: return bufferText(p, f.size);
+    case FieldKind::WallTime: return wallTimeText(f.format, static_cast<int64_t>(readU64(p)) + bootOffset());
     case FieldKind::Record:
     case FieldKind::Format: break;
   }

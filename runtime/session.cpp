@@ -7,6 +7,7 @@
 #include "runtime/stop_request.h"
 #include "runtime/symbols.h"
 #include "runtime/type_dump.h"
+#include "runtime/wall_clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -254,7 +255,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
                          const SessionOptions& options, std::ostream& out, std::ostream& err) {
   SessionResult result;
   refreshKernelSymbols();  // modules may have come and gone since the last session
-  int64_t boot_offset = nowNs(CLOCK_REALTIME) - nowNs(CLOCK_MONOTONIC);
+  int64_t boot_offset = measureBootOffset();
   // Every field's type is found once, here, not as events arrive.
   TypeDumper types(options.kernel_types);
   types.prepare(plan.layout);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -93,6 +94,21 @@ class SystemKernel : public KernelInfo {
     return exists("/sys/bus/event_source/devices/kprobe") ? Known::Yes : Known::No;
   }
 
+  Result<std::optional<uint64_t>> symbolAddress(const std::string& name) override {
+    if (!loadSymbols()) return Error{symbols_problem_};
+    auto it = symbols_.find(name);
+    if (it == symbols_.end()) return std::optional<uint64_t>{};
+    return std::optional<uint64_t>{it->second};
+  }
+
+  std::vector<std::string_view> symbolNames() override {
+    std::vector<std::string_view> names;
+    if (!loadSymbols()) return names;
+    names.reserve(symbols_.size());
+    for (const auto& [name, address] : symbols_) names.push_back(name);
+    return names;
+  }
+
  private:
   // tracefs where it is mounted; kq mounts it only to run a query (mountTracefs).
   Result<std::string> tracefs() {
@@ -124,12 +140,34 @@ class SystemKernel : public KernelInfo {
     }
   }
 
+  /// Every symbol of /proc/kallsyms by name (the first of each name), read on first use;
+  /// false (with the reason in `symbols_problem_`) when it cannot be read or hides addresses.
+  bool loadSymbols() {
+    if (symbols_loaded_) return symbols_problem_.empty();
+    symbols_loaded_ = true;
+    bool addresses = false;
+    bool read = forEachKernelSymbol([&](uint64_t address, std::string_view name) {
+      symbols_.emplace(name, address);
+      addresses = addresses || address != 0;
+    });
+    if (!read) {
+      symbols_problem_ = fmt::format("cannot read /proc/kallsyms: {}", std::strerror(errno));
+    } else if (!addresses) {
+      symbols_problem_ = "/proc/kallsyms hides kernel addresses from this user (kptr_restrict)";
+    }
+    if (!symbols_problem_.empty()) symbols_.clear();
+    return symbols_problem_.empty();
+  }
+
   std::optional<std::string> tracefs_;
   bool filter_loaded_ = false;
   std::optional<std::unordered_set<std::string>> filter_functions_;
   std::string filter_problem_;
   bool kallsyms_loaded_ = false;
   std::unordered_set<std::string> kallsyms_;
+  bool symbols_loaded_ = false;
+  std::unordered_map<std::string, uint64_t> symbols_;
+  std::string symbols_problem_;
 };
 
 class UnknownKernel : public KernelInfo {
@@ -146,6 +184,8 @@ class UnknownKernel : public KernelInfo {
   std::string filterFunctionsProblem() override { return why_; }
   Known inKallsyms(const std::string&) override { return Known::Unknown; }
   Known hasKprobes() override { return Known::Unknown; }
+  Result<std::optional<uint64_t>> symbolAddress(const std::string&) override { return Error{why_}; }
+  std::vector<std::string_view> symbolNames() override { return {}; }
 
  private:
   std::string why_;

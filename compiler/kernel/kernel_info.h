@@ -3,6 +3,7 @@
 // An interface, so tests use an in-memory kernel and `--btf` uses none at all.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,14 @@ class KernelInfo {
   virtual Known inKallsyms(const std::string& function) = 0;
   /// Whether the kernel can create kprobes (the perf `kprobe` event source).
   virtual Known hasKprobes() = 0;
+
+  /// The address of the kernel symbol `name` (a function or data; the first listed, when
+  /// several share the name), from /proc/kallsyms: nothing when there is no such symbol, an
+  /// error when kallsyms cannot be read or hides addresses (kptr_restrict).
+  virtual Result<std::optional<uint64_t>> symbolAddress(const std::string& name) = 0;
+  /// Every kernel symbol's name, for `did you mean` hints; empty when unknown. Valid until
+  /// the next call.
+  virtual std::vector<std::string_view> symbolNames() = 0;
 };
 
 /// The running kernel, through tracefs (where it is mounted: it never mounts it),

@@ -102,8 +102,10 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
                          const Aggregation& agg) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(agg.layout.key_size);
+  // Volatile: LLVM would merge the stores into a memset, which BPF cannot call and LLVM
+  // expands only up to 128 stores (a `join(argv)` key has 129).
   for (uint32_t i = 0; i < agg.layout.key_size; i += 8) {
-    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), key, b.getInt64(i)));
+    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), key, b.getInt64(i)), /*isVolatile=*/true);
   }
   if (agg.layout.interval_bytes) {
     // The interval this event counts in: ticks print finished intervals only.

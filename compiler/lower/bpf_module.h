@@ -38,6 +38,7 @@ enum class Helper : int {
   ProbeReadKernelStr = 115,
   RingbufReserve = 131,
   RingbufSubmit = 132,
+  GetCurrentTaskBtf = 158,
   GetFuncIp = 173,
 };
 

@@ -31,6 +31,15 @@ Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& varia
         v = b_.CreateSub(module_.callHelper(b_, Helper::KtimeGetNs, b_.getInt64Ty(), {}), args_.entry_ns);
       }
       break;
+    case BuiltinVar::Task: {
+      // Where the verifier knows pointers by BTF type (fentry, fexit, tp_btf: the programs
+      // whose arguments are the trampoline's array), the task as one, whose members are
+      // direct loads; elsewhere its address, followed with probe reads.
+      bool btf = args_.kind == ArgAccess::Kind::CtxArray;
+      v = module_.callHelper(b_, btf ? Helper::GetCurrentTaskBtf : Helper::GetCurrentTask,
+                             b_.getInt64Ty(), {});
+      return Val{v, type, btf, false};
+    }
     case BuiltinVar::Comm:
     case BuiltinVar::Probe:
     case BuiltinVar::Kstack:
@@ -72,6 +81,18 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     if (saved != args_.entry_values.end()) return extend(saved->second, ei.type);
     return value(*c.args[0]);
   }
+  if (id == BuiltinFn::Kaddr) {
+    // Found by sema in /proc/kallsyms when the query was compiled.
+    return Val{b_.getInt64(ei.operands.empty() ? 0 : static_cast<uint64_t>(ei.operands[0])), ei.type};
+  }
+  if (id == BuiltinFn::Strftime) {
+    // The time itself: its field's format makes the text when the event prints.
+    return Val{value(*c.args[1]).v, ei.type};
+  }
+  if (ei.function->placement != sema::Placement::Anywhere) {
+    // Written by their fields (program_emitter.cpp): no value here.
+    return Val{b_.getInt64(0), ei.type};
+  }
   Val x = c.args.empty() ? Val{b_.getInt64(0), ei.type} : value(*c.args[0]);
   at(c);
   auto swap = [&](unsigned bits) {
@@ -93,6 +114,13 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
       return Val{x.v, x.type, x.btf, x.user};
     case BuiltinFn::Str:
     case BuiltinFn::Entry:
+    case BuiltinFn::Kaddr:
+    case BuiltinFn::Strftime:
+      // Handled above.
+      break;
+    case BuiltinFn::Cat:
+    case BuiltinFn::Join:
+    case BuiltinFn::Buf:
     case BuiltinFn::Fmt:
     case BuiltinFn::Count:
     case BuiltinFn::Sum:
@@ -102,7 +130,8 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     case BuiltinFn::Hist:
     case BuiltinFn::Lhist:
     case BuiltinFn::Top:
-      // Printed from their fields (fmt), or kept in maps (aggregates): no value here.
+      // Printed from their fields (fmt, cat, join, buf), or kept in maps (aggregates): no
+      // value here.
       break;
   }
   return Val{b_.getInt64(0), ei.type};

@@ -109,6 +109,11 @@ class ExprLowering {
   void storeString(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// Writes argument `index` (a char pointer or a tracepoint string) as a string field.
   void storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst, uint32_t size);
+  /// Writes `join`'s field at `dst` (runtime::FieldKind::StringList): the strings of the
+  /// NULL-terminated array `array`, at most runtime::kJoinArgs, and how many there were.
+  void storeStringList(const ast::Expr& array, llvm::Value* dst);
+  /// Writes `size` bytes of what `e` points at (or is: an array, a struct) at `dst` (`buf`).
+  void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
 

@@ -70,10 +70,11 @@ void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower
   llvm::IRBuilder<>& b = program.b;
   BpfModule& module = emitter.object().module();
   llvm::Value* key = joinKey(program, lower, table, true);
-  // Zeroed first: text shorter than its field leaves no stale bytes behind.
+  // Zeroed first: text shorter than its field leaves no stale bytes behind. Volatile
+  // stores: LLVM would make a memset of them, which BPF cannot call.
   llvm::Value* value = program.frame.allocate(table.value.bytes);
   for (uint32_t i = 0; i < table.value.bytes; i += 8) {
-    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), value, b.getInt64(i)));
+    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), value, b.getInt64(i)), /*isVolatile=*/true);
   }
   for (size_t i = 0; i < table.value.fields.size(); ++i) {
     const Field& f = table.value.fields[i];

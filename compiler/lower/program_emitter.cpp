@@ -336,6 +336,11 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
   }
   switch (f.layout.kind) {
     case FieldKind::Format: return;  // no bytes: its arguments are fields
+    case FieldKind::File: return;    // no bytes: the file is read when the event prints
+    case FieldKind::StringList:
+      return lower.storeStringList(*ast::as<ast::Call>(*f.expr).args[0], dst);
+    case FieldKind::Buffer:
+      return lower.storeBytes(*ast::as<ast::Call>(*f.expr).args[0], dst, f.layout.size);
     case FieldKind::String:
       if (f.expr) return lower.storeString(*f.expr, dst, f.layout.size);
       return lower.storeArgString(f.arg, f.type, dst, f.layout.size);

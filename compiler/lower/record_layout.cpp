@@ -59,6 +59,24 @@ FieldLayout byType(const sema::Type* type, const LayoutOptions& options) {
   return f;
 }
 
+/// The literal text a builtin's field prints with: `cat`'s path, `join`'s separator,
+/// `strftime`'s format.
+void addLiterals(FieldLayout& f, const ast::Call& call) {
+  auto literal = [&](size_t i) -> std::string {
+    if (i >= call.args.size() || call.args[i]->kind != ast::ExprKind::String) return "";
+    return ast::as<ast::StringLiteral>(*call.args[i]).value;
+  };
+  switch (f.kind) {
+    case FieldKind::File:
+      f.path = literal(0);
+      f.size = 0;  // read when printed: no bytes in the record
+      break;
+    case FieldKind::StringList: f.separator = call.args.size() > 1 ? literal(1) : " "; break;
+    case FieldKind::WallTime: f.format = literal(0); break;
+    default: break;
+  }
+}
+
 /// The field holding `e`'s value: as its builtin's descriptor says, else as its type says;
 /// a value a join keeps, as the join keeps it.
 FieldLayout fieldFor(const sema::ExprTable& exprs, const ast::Expr* e, const sema::Type* type,
@@ -93,6 +111,7 @@ FieldLayout fieldFor(const sema::ExprTable& exprs, const ast::Expr* e, const sem
       if (f.kind == FieldKind::String && !shape->bytes) f.size = options.string_bytes;
       f.btf_id = 0;
       f.type_name.clear();
+      if (info.function) addLiterals(f, ast::as<ast::Call>(*e));
     }
   }
   f.name = std::move(name);

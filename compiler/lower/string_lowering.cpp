@@ -172,6 +172,60 @@ void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::
   probeRead(dst, size, p.v, p.user, true);
 }
 
+// The array's pointers one by one, each string read into its slot, until a NULL pointer: no
+// loop for the verifier to walk, kJoinArgs reads of a pointer and a string. The count is
+// kJoinArgs + 1 when a pointer follows the last string kept.
+void ExprLowering::storeStringList(const ast::Expr& array, llvm::Value* dst) {
+  using runtime::kJoinArgBytes;
+  using runtime::kJoinArgs;
+  Val base = value(array);  // an array is its address (see Val)
+  at(array);
+  bool user = base.user;
+  b_.CreateStore(b_.getInt64(0), dst);
+  llvm::Value* pointer = slot(8);
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* done = llvm::BasicBlock::Create(b_.getContext(), "join_done", fn);
+  for (uint32_t i = 0; i <= kJoinArgs; ++i) {
+    b_.CreateStore(b_.getInt64(0), pointer);
+    probeRead(pointer, 8, b_.CreateGEP(b_.getInt8Ty(), toPtr(base.v), b_.getInt64(8 * i)), user, false);
+    llvm::Value* p = b_.CreateLoad(b_.getInt64Ty(), pointer);
+    auto* next = llvm::BasicBlock::Create(b_.getContext(), "join_string", fn, done);
+    b_.CreateCondBr(b_.CreateICmpEQ(p, b_.getInt64(0)), done, next);
+    b_.SetInsertPoint(next);
+    if (i < kJoinArgs) {
+      llvm::Value* into = b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(8 + i * kJoinArgBytes));
+      probeRead(into, kJoinArgBytes, p, user, true);
+    }
+    b_.CreateStore(b_.getInt64(i + 1), dst);
+  }
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
+void ExprLowering::storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size) {
+  const sema::Type* type = info(e).type;
+  if (type->kind == TypeKind::String) {
+    // Text (`comm`, a literal) ends at its NUL: the bytes after it are zeros. A field's
+    // bytes are 8-aligned and rounded up to 8; volatile stores, as LLVM would merge them
+    // into a memset, which BPF cannot call.
+    for (uint32_t i = 0; i < size; i += 8) {
+      b_.CreateStore(b_.getInt64(0), b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(i)), /*isVolatile=*/true);
+    }
+    storeString(e, dst, size);
+    return;
+  }
+  Val v;
+  if (type->kind == TypeKind::Array && e.kind != ast::ExprKind::Identifier) {
+    // A char array's value is its string; its bytes are at its place.
+    Place p = place(e);
+    v = Val{b_.CreatePtrToInt(p.addr, b_.getInt64Ty()), type, p.btf, p.user};
+  } else {
+    v = value(e);  // a pointer, an address, or a struct or array (its address)
+  }
+  at(e);
+  probeRead(dst, size, v.v, v.user, false);
+}
+
 Val ExprLowering::compareStrings(const ast::Binary& bin) {
   using Op = ast::BinaryOp;
   const ast::Expr* literal = nullptr;

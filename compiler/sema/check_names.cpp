@@ -63,7 +63,13 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
     info.ref = Ref::Builtin;
     info.index = i;
     info.variable = &builtins[i];
-    info.type = builtins[i].type(ctx_.types);
+    info.type = builtins[i].type(ctx_.types, ctx_.btf);
+    if (info.type->isError()) {
+      report(DiagKind::NotAvailableHere, id.range,
+             fmt::format("`{}` is typed by the kernel's BTF, and this BTF lacks its type", name))
+          .note(fmt::format("`{}` is {}", name, builtins[i].doc));
+      return info;
+    }
     checkNeeds(builtins[i], id);
     return info;
   }
@@ -281,7 +287,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     bool inner_entry = scope_.in_entry;
     scope_.aggregates_allowed = false;  // no aggregates inside aggregates
     scope_.in_entry = inner_entry || f.id == BuiltinFn::Entry;
-    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags};
+    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags, ctx_.kernel};
     for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
     scope_.aggregates_allowed = inner_allowed;
     scope_.in_entry = inner_entry;

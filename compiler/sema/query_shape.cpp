@@ -3,6 +3,7 @@
 // limits code generation relies on (one `top`, call-context depth, `func` in a packet
 // `where`). Everything checked here is something `kq check` promises will compile.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -69,34 +70,92 @@ void findFormats(Context& ctx, const ast::Clauses& clauses, ResolvedProbe& probe
   for (const ast::ExprPtr& key : clauses.group_by) visit(*key, "group by");
 }
 
-/// `fmt` formats a whole column: as a `select` item or key, or the body of a `fn` used as
-/// one. Anywhere else (inside `?:`, a comparison) it has no value to compute.
-void checkFormatPlaces(Context& ctx, const ResolvedProbe& probe) {
-  std::set<const ast::Expr*> allowed;
-  for (const auto& [item, use] : probe.formats) allowed.insert(use.call);
+/// A call of a builtin function, in a probe's expressions or in a `fn` body they use.
+struct BuiltinUse {
+  const ast::Expr* expr;
+  const BuiltinFunction* function;
+  bool in_body;
+};
+
+/// Every call of a builtin function, each once, in the order written (tables are unordered).
+std::vector<BuiltinUse> builtinCalls(const ResolvedProbe& probe) {
   std::set<const ExprTable*> seen;
   std::vector<const ExprTable*> tables = {&probe.exprs};
-  std::vector<const ast::Expr*> misplaced;
+  std::map<const ast::Expr*, BuiltinUse> calls;
   while (!tables.empty()) {
     const ExprTable* table = tables.back();
     tables.pop_back();
     if (!seen.insert(table).second) continue;
     for (const auto& [expr, info] : *table) {
       if (info.body) tables.push_back(info.body.get());
-      if (info.function && info.function->id == BuiltinFn::Fmt && !allowed.count(expr)) {
-        misplaced.push_back(expr);
-      }
+      if (info.function) calls.emplace(expr, BuiltinUse{expr, info.function, table != &probe.exprs});
     }
   }
-  // In the order they are written (the tables are unordered).
-  std::sort(misplaced.begin(), misplaced.end(), [](const ast::Expr* a, const ast::Expr* b) {
-    return std::tie(a->range.file, a->range.begin) < std::tie(b->range.file, b->range.begin);
+  std::vector<BuiltinUse> out;
+  for (const auto& [expr, use] : calls) out.push_back(use);
+  std::sort(out.begin(), out.end(), [](const BuiltinUse& a, const BuiltinUse& b) {
+    return std::tie(a.expr->range.file, a.expr->range.begin) <
+           std::tie(b.expr->range.file, b.expr->range.begin);
   });
+  return out;
+}
+
+/// `fmt` formats a whole column: as a `select` item or key, or the body of a `fn` used as
+/// one. Anywhere else (inside `?:`, a comparison) it has no value to compute.
+void checkFormatPlaces(Context& ctx, const ResolvedProbe& probe) {
+  std::set<const ast::Expr*> allowed;
+  for (const auto& [item, use] : probe.formats) allowed.insert(use.call);
+  std::vector<const ast::Expr*> misplaced;
+  for (const BuiltinUse& use : builtinCalls(probe)) {
+    if (use.function->id == BuiltinFn::Fmt && !allowed.count(use.expr)) misplaced.push_back(use.expr);
+  }
   for (const ast::Expr* expr : misplaced) {
     ctx.diags.report(DiagKind::Unsupported, expr->range,
                      "`fmt` formats a whole column, not a value inside an expression")
         .note("make it a `select` item (or a `group by` key) of its own, or the body of a "
               "`fn` used as one");
+  }
+}
+
+/// Builtins that are text made as a column prints (`join`, `cat`: their Placement) stand
+/// where a column's value is: a `select` item, a capture, a `fmt` argument, or (but `cat`,
+/// which has no bytes to keep) a `group by` key. Never an operand of another expression.
+void checkPlacements(Context& ctx, const ast::Clauses& clauses, const ResolvedProbe& probe) {
+  std::set<const ast::Expr*> columns;
+  std::set<const ast::Expr*> keys;
+  for (const ast::SelectItem& item : clauses.select) columns.insert(item.expr.get());
+  const std::optional<ast::CaptureList>* captures = probe.chain.back().target->captures();
+  if (captures && *captures) {
+    for (const ast::Capture& c : (*captures)->items) columns.insert(c.expr.get());
+  }
+  for (const auto& [item, use] : probe.formats) {
+    for (size_t i = 1; i < use.call->args.size(); ++i) columns.insert(use.call->args[i].get());
+  }
+  for (const ast::ExprPtr& key : clauses.group_by) keys.insert(key.get());
+  for (const auto& [expr, function, in_body] : builtinCalls(probe)) {
+    if (function->placement == Placement::Anywhere || columns.count(expr)) continue;
+    std::string name = fmt::format("`{}`", sourceText(ctx.sources, *expr));
+    if (in_body) {
+      ctx.diags.report(DiagKind::NotAvailableHere, expr->range,
+                       fmt::format("{} is text made when the event prints; a `fn` cannot return it",
+                                   name))
+          .note("write it in the `select` itself, or as an argument of a `fmt` that the `fn` returns");
+      continue;
+    }
+    if (keys.count(expr)) {
+      if (function->placement == Placement::Column) continue;
+      ctx.diags.report(DiagKind::NotAvailableHere, expr->range,
+                       fmt::format("{} is read when an event prints, and a `group by` key is kept "
+                                   "in the kernel", name))
+          .note("select it instead: `select " + sourceText(ctx.sources, *expr) + "`");
+      continue;
+    }
+    ctx.diags.report(DiagKind::NotAvailableHere, expr->range,
+                     fmt::format("{} is text made when the event prints; it has no value inside "
+                                 "an expression", name))
+        .note(function->placement == Placement::Column
+                  ? "make it a `select` item (or a `group by` key) of its own, or an argument of `fmt`"
+                  : "make it a `select` item of its own, or an argument of `fmt`");
   }
 }
 
@@ -214,6 +273,7 @@ void checkQueryShape(Context& ctx, ResolvedQuery& query) {
     }
     findFormats(ctx, clauses, probe);
     checkFormatPlaces(ctx, probe);
+    checkPlacements(ctx, clauses, probe);
     checkCallContext(ctx, probe);
     checkPacket(ctx, clauses, probe);
   }

@@ -48,5 +48,22 @@ TEST(Kallsyms, MalformedLinesAreSkipped) {
   EXPECT_EQ(symbols[0].second, "short_address_is_fine");
 }
 
+TEST(Kallsyms, EverySymbolOfEveryKindInOrder) {
+  std::istringstream in(
+      "ffffffff8205dbd0 T ip_send_skb\n"
+      "ffffffff83a0f940 D init_task\n"
+      "ffffffff83805000 B jiffies\n"
+      "ffffffffc0a01000 t nf_hook_slow\t[nf_tables]\n"
+      "ffffffff8205dbd0 TT two_letter_kind\n");
+  std::vector<std::pair<uint64_t, std::string>> symbols;
+  forEachSymbol(in, [&](uint64_t address, std::string_view name) {
+    symbols.emplace_back(address, std::string(name));
+  });
+  ASSERT_EQ(symbols.size(), 4u);
+  EXPECT_EQ(symbols[1], std::make_pair(uint64_t{0xffffffff83a0f940}, std::string("init_task")));
+  EXPECT_EQ(symbols[2].second, "jiffies");
+  EXPECT_EQ(symbols[3].second, "nf_hook_slow");
+}
+
 }  // namespace
 }  // namespace kq::kernel

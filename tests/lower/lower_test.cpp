@@ -180,6 +180,63 @@ TEST_F(LowerTest, TopCountsAndKeepsItsLimit) {
   EXPECT_EQ(slots[0].limit, 5u);
 }
 
+TEST_F(LowerTest, TaskIsABtfPointerWhereTheVerifierKnowsOne) {
+  Compiled c = compile("trace ip_send_skb(skb) where task->pid == 7 select task->real_parent->tgid");
+  ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
+  std::string fentry = program(c.bpf, "fentry/ip_send_skb");
+  std::string kprobe = program(c.bpf, "kprobe/ip_send_skb");
+  // fentry: bpf_get_current_task_btf (158), and `task->pid` a direct load before the filter.
+  EXPECT_NE(fentry.find("call 158"), std::string::npos) << fentry;
+  EXPECT_EQ(fentry.find("call 35"), std::string::npos) << fentry;
+  EXPECT_EQ(fentry.substr(0, fentry.find("== 7 goto")).find("call 113"), std::string::npos) << fentry;
+  // kprobe: bpf_get_current_task (35), its members through bpf_probe_read_kernel (113).
+  EXPECT_NE(kprobe.find("call 35"), std::string::npos) << kprobe;
+  EXPECT_EQ(kprobe.find("call 158"), std::string::npos) << kprobe;
+  EXPECT_NE(kprobe.substr(0, kprobe.find("call 131")).find("call 113"), std::string::npos) << kprobe;
+}
+
+TEST_F(LowerTest, PrintedBuiltinsAreFieldsWithTheirLiterals) {
+  Compiled c = compile(
+      "trace syscall:execve(filename, argv) select join(argv, \",\") as j, cat(\"/etc/hostname\") as c, "
+      "buf(filename, 12) as b, strftime(\"%T.%f\", time) as t, kaddr(\"ip_send_skb\") as k, pid");
+  ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
+  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  ASSERT_EQ(layout.fields.size(), 6u);
+  const auto& f = layout.fields;
+  EXPECT_EQ(f[0].kind, runtime::FieldKind::StringList);
+  EXPECT_EQ(f[0].size, runtime::kJoinBytes);
+  EXPECT_EQ(f[0].separator, ",");
+  EXPECT_EQ(f[1].kind, runtime::FieldKind::File);
+  EXPECT_EQ(f[1].path, "/etc/hostname");
+  EXPECT_EQ(f[1].size, 0u);  // read when printed
+  EXPECT_EQ(f[2].kind, runtime::FieldKind::Buffer);
+  EXPECT_EQ(f[2].size, 12u);
+  EXPECT_EQ(f[2].offset, f[1].offset);
+  EXPECT_EQ(f[3].kind, runtime::FieldKind::WallTime);
+  EXPECT_EQ(f[3].format, "%T.%f");
+  EXPECT_EQ(f[4].kind, runtime::FieldKind::Hex);
+  EXPECT_EQ(f[5].offset, f[4].offset + 8);
+  std::string enter = program(c.bpf, "tracepoint/syscalls/sys_enter_execve");
+  // The symbol's address is a constant of the program (the fake kernel's kallsyms), which
+  // fits a sign-extended 32-bit immediate.
+  std::string address = std::to_string(static_cast<int64_t>(0xffffffff8205dbd0));
+  EXPECT_NE(enter.find(" = " + address + "\n"), std::string::npos) << enter;
+  // argv's pointers and strings are user memory: bpf_probe_read_user(_str), 17 pointers.
+  size_t pointers = 0;
+  for (size_t at = enter.find("call 112"); at != std::string::npos; at = enter.find("call 112", at + 1)) ++pointers;
+  EXPECT_EQ(pointers, runtime::kJoinArgs + 1 + 1) << enter;  // and buf's 12 bytes
+  EXPECT_NE(enter.find("call 114"), std::string::npos) << enter;
+}
+
+TEST_F(LowerTest, JoinAsAKeyFitsItsProgram) {
+  Compiled c = compile("trace syscall:execve(filename, argv) group by join(argv) select count()");
+  ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
+  const auto& keys = c.program->plan.layout.aggregates.at(0).keys;
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0].kind, runtime::FieldKind::StringList);
+  EXPECT_EQ(c.program->plan.layout.aggregates.at(0).key_size, runtime::kJoinBytes);
+}
+
 // LLVM's BPF CO-RE pass keeps process-wide state across compilations; kq must survive many
 // compilations of the same accesses in one process (the REPL, this test binary).
 TEST_F(LowerTest, ManyCompilationsInOneProcess) {

@@ -5,6 +5,7 @@ without them every test is skipped with the reason printed.
 
 Usage: runtime_test.py PATH_TO_KQ
 """
+import datetime
 import json
 import os
 import re
@@ -945,6 +946,79 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertEqual([e["comm"] for e in events][-2:], ["sh", "true"], out)
         for parent, child in zip(events, events[1:]):
             self.assertEqual(child["ppid"], parent["pid"], events)
+
+    def test_task_on_a_classic_tracepoint_and_tp_btf(self):
+        # `-c 'exec X'`: the shell kq starts becomes X, whose parent is kq itself. `task` is
+        # read with probe reads on the classic tracepoint, as a BTF pointer in tp_btf.
+        true = os.path.join(WORKDIR, "kqtasktrue")
+        shutil.copy("/bin/true", true)
+        select = "select task->real_parent->tgid as parent, task->tgid as tgid, str(task->comm) as c"
+        script = write_script("task.kq",
+                              f"trace tracepoint:syscalls:sys_enter_openat where comm == \"kqtasktrue\" {select}\n"
+                              f"trace tracepoint:sched:sched_process_exec where comm == \"kqtasktrue\" {select}\n")
+        proc = subprocess.Popen([KQ, "-v", "-o", "json", script, "-c", f"exec {true}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = (b.decode() for b in proc.communicate(timeout=60))
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("tracepoint:sched:sched_process_exec: tp_btf", err)
+        self.assertIn("tracepoint:syscalls:sys_enter_openat: tracepoint", err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual({e["query"] for e in events}, {1, 2}, out)
+        for e in events:
+            self.assertEqual(e["parent"], proc.pid, e)
+            self.assertEqual(e["tgid"], e["pid"], e)
+            self.assertEqual(e["c"], "kqtasktrue", e)
+
+    def test_join_shows_the_command_line(self):
+        many = " ".join(str(i) for i in range(1, 18))
+        status, out, err = kq("-o", "json", "trace syscall:execve(filename, argv) "
+                              "select str(filename) as f, join(argv) as line, join(argv, \",\") as comma",
+                              "-c", f"/bin/echo a bb ccc >/dev/null; /bin/echo {many} >/dev/null")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines() if '"/bin/echo"' in line]
+        self.assertEqual(len(events), 2, out)
+        self.assertEqual(events[0]["line"], "/bin/echo a bb ccc")
+        self.assertEqual(events[0]["comma"], "/bin/echo,a,bb,ccc")
+        # 16 strings at most: the 17th argument and on are left out, and marked.
+        self.assertEqual(events[1]["line"], "/bin/echo " + " ".join(str(i) for i in range(1, 16)) + " …")
+        status, out, err = kq("trace syscall:execve(filename, argv) select join(argv)",
+                              "-c", "/bin/echo a bb ccc >/dev/null")
+        self.assertEqual(status, 0, err)
+        self.assertTrue(any(line.endswith("  /bin/echo a bb ccc") for line in out.splitlines()), out)
+
+    def test_buf_kaddr_strftime_and_cat(self):
+        hostname = os.path.join(WORKDIR, "kq_cat_me")
+        with open(hostname, "w") as f:
+            f.write("line one\nline two\n")
+        status, out, err = kq("-o", "json", "trace syscall:execve(filename, argv) where comm == \"sh\" "
+                              "select buf(filename, 12) as b, kaddr(\"vfs_read\") as k, "
+                              "strftime(\"%Y-%m-%d %H:%M:%S.%f\", time) as t, "
+                              f"cat(\"{hostname}\") as c, fmt(\"<%s>\", cat(\"{hostname}\")) as f",
+                              "-c", "/bin/echo >/dev/null")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertTrue(events, out)
+        e = events[-1]
+        self.assertEqual(e["b"], "/bin/echo\\x00\\x00\\x00")
+        with open("/proc/kallsyms") as f:
+            address = next(line.split()[0] for line in f if line.split()[2] == "vfs_read")
+        self.assertEqual(int(e["k"], 16), int(address, 16))
+        self.assertNotEqual(int(address, 16), 0)
+        # `time` as wall-clock time: as the event's own time, within a few milliseconds.
+        wall = datetime.datetime.strptime(e["t"], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        self.assertLess(abs(wall - e["time_ns"] / 1e9), 0.01, e)
+        self.assertEqual(e["c"], "line one\nline two")
+        self.assertEqual(e["f"], "<line one\nline two>")
+
+    def test_fmt_widths_and_signedness(self):
+        status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" select '
+                              'fmt("%5d|%-8s|%08x|%d", pid, comm, tid, (int)-1) as f',
+                              "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertTrue(events, out)
+        for e in events:
+            self.assertEqual(e["f"], f"{e['pid']:5d}|{'cat':<8}|{e['tid']:08x}|-1")
 
     def test_dump_bpf_has_the_filter_and_direct_loads(self):
         status, out, err = kq("--dump", "bpf", "-e",

@@ -2,6 +2,7 @@
 // promise that a one-character typo in the seed query gets an error where the typo is.
 #include "compiler/sema/sema.h"
 
+#include <bpf/btf.h>
 #include <gtest/gtest.h>
 
 #include "compiler/parse/parse.h"
@@ -138,6 +139,19 @@ TEST_F(SemaTest, EveryOneCharacterTypoInTheSeedIsPinpointed) {
     }
   }
   EXPECT_GT(typos, 60);
+}
+
+// `task` is typed by BTF: a BTF without `struct task_struct` makes it an error of its own,
+// not a silent one.
+TEST_F(SemaTest, TaskNeedsTaskStructInBtf) {
+  ::btf* bare = btf__new_empty();
+  btf__add_int(bare, "int", 4, BTF_INT_SIGNED);
+  btf_ = btf::Btf::adopt(bare, "bare");
+  Diagnostics diags = check("trace tracepoint:net:netif_receive_skb select task->pid");
+  ASSERT_TRUE(diags.hasErrors());
+  EXPECT_EQ(diags.all().front().kind, DiagKind::NotAvailableHere);
+  EXPECT_NE(diags.all().front().message.find("`task`"), std::string::npos);
+  EXPECT_EQ(diags.all().size(), 1u) << diags.all().back().message;
 }
 
 TEST_F(SemaTest, ManyCompilationsInOneProcess) {

@@ -178,11 +178,19 @@ class Builder {
   b.record(true, "inode", 8, {{"i_ino", b.type("long unsigned int"), 0}});
   b.record(true, "file", 24, {{"f_path", b.type("struct path"), 0}, {"f_inode", b.ptr("struct inode"), 64}});
   b.add("struct task_struct", btf__add_fwd(b.take(), "task_struct", BTF_FWD_STRUCT));
+  b.record(true, "mm_struct", 16, {{"total_vm", b.type("long unsigned int"), 0},
+                                    {"arg_start", b.type("long unsigned int"), 64}});
+  // `real_parent` points at the struct being defined, as in the kernel's BTF: a pointer
+  // may name a type added after it (the struct, added right after the pointer).
+  int comm = b.array("char", 16);
+  int mm = b.ptr("struct mm_struct");
+  int task_pointer = btf__add_ptr(b.take(), static_cast<int>(btf__type_cnt(b.take())) + 1);
   b.record(true, "task_struct", 40,
            {{"pid", b.type("pid_t"), 0},
             {"tgid", b.type("pid_t"), 32},
-            {"comm", b.array("char", 16), 64},
-            {"real_parent", b.ptr("struct task_struct"), 192}});
+            {"comm", comm, 64},
+            {"real_parent", task_pointer, 192},
+            {"mm", mm, 256}});
 
   b.enumeration("skb_drop_reason", 4,
                 {{"SKB_DROP_REASON_NOT_SPECIFIED", 2},
@@ -280,6 +288,16 @@ class FakeKernelInfo : public kernel::KernelInfo {
     return function == "inlined_helper" ? kernel::Known::No : kernel::Known::Yes;
   }
   kernel::Known hasKprobes() override { return kernel::Known::No; }
+  Result<std::optional<uint64_t>> symbolAddress(const std::string& name) override {
+    auto it = symbols_.find(name);
+    if (it == symbols_.end()) return std::optional<uint64_t>{};
+    return std::optional<uint64_t>{it->second};
+  }
+  std::vector<std::string_view> symbolNames() override {
+    std::vector<std::string_view> names;
+    for (const auto& [name, address] : symbols_) names.push_back(name);
+    return names;
+  }
 
  private:
   static std::string format(int id, const std::string& fields) {
@@ -287,6 +305,12 @@ class FakeKernelInfo : public kernel::KernelInfo {
            "\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
            "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n" + fields;
   }
+  /// /proc/kallsyms: a function and data.
+  std::map<std::string, uint64_t> symbols_ = {
+      {"ip_send_skb", 0xffffffff8205dbd0},
+      {"init_task", 0xffffffff83a0f940},
+      {"jiffies", 0xffffffff83805000},
+  };
   std::map<std::string, std::map<std::string, std::string>> events_ = {
       {"net",
        {{"net_dev_xmit",
@@ -335,6 +359,11 @@ class FakeKernelInfo : public kernel::KernelInfo {
         {"sys_exit_openat",
          format(701, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
                      "\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n")},
+        {"sys_enter_execve",
+         format(704, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
+                     "\tfield:const char * filename;\toffset:16;\tsize:8;\tsigned:0;\n"
+                     "\tfield:const char *const * argv;\toffset:24;\tsize:8;\tsigned:0;\n"
+                     "\tfield:const char *const * envp;\toffset:32;\tsize:8;\tsigned:0;\n")},
         {"sys_enter_read",
          format(702, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
                      "\tfield:unsigned int fd;\toffset:16;\tsize:8;\tsigned:0;\n"

@@ -111,6 +111,24 @@ class KernelFunctions(unittest.TestCase):
                 self.assertEqual([(e["size_then"], e["later"], e["return"]) for e in events],
                                  [(1000, True, 1000)], out)
 
+    def test_task_through_fentry_and_kprobes(self):
+        # `task` is a BTF pointer in fentry (bpf_get_current_task_btf: direct loads) and an
+        # address followed with probe reads in kprobes. `-c 'exec ...'`: the sender's parent
+        # is kq itself.
+        query = ("trace tcp_sendmsg(sk, size) where comm == \"python3\" "
+                 "select task->tgid as tgid, task->real_parent->tgid as parent, str(task->comm) as c")
+        for method in ["fentry", "kprobe"]:
+            with self.subTest(method=method):
+                proc = subprocess.Popen([KQ, "-v", "--attach", method, "-o", "json", query,
+                                         "-c", f"exec {SEND_TCP}"],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                out, err = (b.decode() for b in proc.communicate(timeout=300))
+                self.assertEqual(proc.returncode, 0, err)
+                self.assertIn(f"tcp_sendmsg: {method}", err)
+                events = [json.loads(line) for line in out.splitlines()]
+                self.assertEqual([(e["tgid"] == e["pid"], e["parent"], e["c"]) for e in events],
+                                 [(True, proc.pid, "python3")], out)
+
     def test_glob(self):
         status, out, err = kq("-o", "json", "trace udp_send* where comm == \"python3\" select func",
                               "-c", SEND_UDP)

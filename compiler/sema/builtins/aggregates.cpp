@@ -75,15 +75,22 @@ const Type* checkTop(BuiltinCall& c) {
 
 void addAggregateFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"count", BuiltinFn::Count, 0, 0, checkCount, "count()", nullptr, AggregateKind::Count},
-      {"sum", BuiltinFn::Sum, 1, 1, checkNumeric, "sum(x)", nullptr, AggregateKind::Sum},
-      {"avg", BuiltinFn::Avg, 1, 1, checkNumeric, "avg(x)", nullptr, AggregateKind::Avg},
-      {"min", BuiltinFn::Min, 1, 1, checkNumeric, "min(x)", nullptr, AggregateKind::Min},
-      {"max", BuiltinFn::Max, 1, 1, checkNumeric, "max(x)", nullptr, AggregateKind::Max},
-      {"hist", BuiltinFn::Hist, 1, 1, checkNumeric, "hist(x)", nullptr, AggregateKind::Hist},
-      {"lhist", BuiltinFn::Lhist, 4, 4, checkLhist, "lhist(x, lo, hi, step)", nullptr,
-       AggregateKind::Lhist},
-      {"top", BuiltinFn::Top, 1, 1, checkTop, "top(n)", nullptr, AggregateKind::Top},
+      {"count", BuiltinFn::Count, 0, 0, checkCount, "count()", "events in the group", nullptr,
+       AggregateKind::Count},
+      {"sum", BuiltinFn::Sum, 1, 1, checkNumeric, "sum(x)", "the sum of `x`", nullptr,
+       AggregateKind::Sum},
+      {"avg", BuiltinFn::Avg, 1, 1, checkNumeric, "avg(x)", "the mean of `x`", nullptr,
+       AggregateKind::Avg},
+      {"min", BuiltinFn::Min, 1, 1, checkNumeric, "min(x)", "the smallest `x`", nullptr,
+       AggregateKind::Min},
+      {"max", BuiltinFn::Max, 1, 1, checkNumeric, "max(x)", "the largest `x`", nullptr,
+       AggregateKind::Max},
+      {"hist", BuiltinFn::Hist, 1, 1, checkNumeric, "hist(x)",
+       "a histogram of `x` in power-of-two buckets", nullptr, AggregateKind::Hist},
+      {"lhist", BuiltinFn::Lhist, 4, 4, checkLhist, "lhist(x, lo, hi, step)",
+       "a histogram of `x` in linear buckets from `lo` to `hi`", nullptr, AggregateKind::Lhist},
+      {"top", BuiltinFn::Top, 1, 1, checkTop, "top(n)",
+       "a count that keeps the n groups with the most events", nullptr, AggregateKind::Top},
   });
 }
 

@@ -12,6 +12,18 @@ const Type* BuiltinCall::badArgument(size_t i, std::string_view wanted) {
   return types.error();
 }
 
+const ast::StringLiteral* BuiltinCall::literalString(size_t i, std::string_view what,
+                                                     std::string_view example) {
+  if (args[i]->isError()) return nullptr;
+  const ast::Expr& arg = *call.args[i];
+  if (arg.kind != ast::ExprKind::String) {
+    diags.report(DiagKind::TypeMismatch, arg.range,
+                 fmt::format("`{}` needs {} as a string literal, as in `{}`", call.callee, what, example));
+    return nullptr;
+  }
+  return &ast::as<ast::StringLiteral>(arg);
+}
+
 const std::vector<BuiltinVariable>& builtinVariables() {
   static const std::vector<BuiltinVariable> table = [] {
     std::vector<BuiltinVariable> out;
@@ -25,6 +37,7 @@ const std::vector<BuiltinFunction>& builtinFunctions() {
   static const std::vector<BuiltinFunction> table = [] {
     std::vector<BuiltinFunction> out;
     addFormatFunctions(out);
+    addPrintedFunctions(out);
     addNetFunctions(out);
     addProbeFunctions(out);
     addAggregateFunctions(out);

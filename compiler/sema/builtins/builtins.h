@@ -1,6 +1,6 @@
 // kq's builtin names and functions, as tables of descriptors, one file per family:
-// variables.cpp (pid, comm, ...), functions.cpp (str, hex, fmt, ...), net.cpp (byte
-// order), aggregates.cpp (count, sum, hist, ...). A descriptor is everything kq knows about
+// variables.cpp (pid, comm, task, ...), functions.cpp (str, hex, fmt, kaddr, ...), printed.cpp
+// (cat, join, buf, strftime), net.cpp (byte order), aggregates.cpp (count, sum, hist, ...). A descriptor is everything kq knows about
 // a builtin: its name and arity, `check` (its type, and its literal operands evaluated),
 // the record field that holds its value (`field`), the aggregate it keeps, and its id, on
 // which lowering (compiler/lower/builtin_lowering.cpp) switches: a new id that lowering
@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "compiler/ast/ast.h"
+#include "compiler/btf/btf.h"
 #include "compiler/diag/diagnostic.h"
+#include "compiler/kernel/kernel_info.h"
 #include "compiler/sema/types.h"
 #include "runtime/event_layout.h"
 
@@ -30,7 +32,7 @@ enum class Needs : uint8_t {
 /// Builtin variables that need code of their own, by what they are; `Computed` ones are
 /// made from their `ValueRecipe` alone.
 enum class BuiltinVar : uint8_t {
-  Computed, Comm, Func, Probe, Kstack, Ustack, Duration,
+  Computed, Comm, Func, Probe, Kstack, Ustack, Duration, Task,
 };
 
 /// How a `Computed` builtin variable's value is made, with no code of its own: a BPF
@@ -53,7 +55,8 @@ struct FieldShape {
 struct BuiltinVariable {
   std::string_view name;
   BuiltinVar id;
-  const Type* (*type)(TypeTable& types);
+  /// Its type; the error type when the kernel's BTF lacks what it needs (`task`).
+  const Type* (*type)(TypeTable& types, const btf::Btf& btf);
   Needs needs;
   std::string_view doc;
   /// The field holding it, when its type alone does not say (`kstack`, `comm`).
@@ -64,24 +67,39 @@ struct BuiltinVariable {
 
 /// Builtin functions and aggregates by what they are.
 enum class BuiltinFn : uint8_t {
-  Str, Hex, Errno, Ntop, Ksym, Usym, Fmt,
+  Str, Hex, Errno, Ntop, Ksym, Usym, Kaddr, Fmt,
+  Cat, Join, Buf, Strftime,
   Ntohs, Htons, Ntohl, Htonl,
   Entry,
   Count, Sum, Avg, Min, Max, Hist, Lhist, Top,
 };
 
+/// Where a call may stand. Most builtins have a value anywhere; some have one only as a
+/// column prints (the text of `join`, `buf`, `strftime`), or only when the event prints
+/// (`cat` reads its file then), so they cannot be operands of other expressions.
+enum class Placement : uint8_t {
+  Anywhere,
+  Column,   // a `select` item, a capture, a `group by` key or a `fmt` argument
+  Printed,  // a `select` item, a capture or a `fmt` argument: never a key
+};
+
 /// A call being checked: its arguments' types are known; `check` returns the call's type,
 /// or reports a diagnostic and returns the error type. Operands that must be literals
-/// (`lhist` bounds, `top`'s n, `str`'s length) are evaluated into `operands`.
+/// (`lhist` bounds, `top`'s n, `str`'s length, `kaddr`'s address) are evaluated into
+/// `operands`.
 struct BuiltinCall {
   const ast::Call& call;
   std::vector<const Type*> args;
   TypeTable& types;
   Diagnostics& diags;
+  kernel::KernelInfo& kernel;
   std::vector<int64_t> operands = {};
 
   /// Reports that argument `i` has the wrong type; `wanted` says what it should be.
   const Type* badArgument(size_t i, std::string_view wanted);
+  /// The string literal argument `i` is, or null after reporting that it must be one
+  /// (`what`: "the path", as in "`cat` needs the path as a string literal").
+  const ast::StringLiteral* literalString(size_t i, std::string_view what, std::string_view example);
 };
 
 struct BuiltinFunction {
@@ -91,6 +109,7 @@ struct BuiltinFunction {
   size_t max_args;
   const Type* (*check)(BuiltinCall& call);
   std::string_view signature;  // for messages and docs: `str(p[, n])`
+  std::string_view doc;
   /// The field holding its value, from its arguments' types; null: as the call's type says.
   FieldShape (*field)(const std::vector<const Type*>& args,
                       const std::vector<int64_t>& operands) = nullptr;
@@ -98,6 +117,7 @@ struct BuiltinFunction {
   std::optional<runtime::AggregateKind> aggregate = std::nullopt;
   /// What it needs from its probe (`entry(x)`: a function exit).
   Needs needs = Needs::Nothing;
+  Placement placement = Placement::Anywhere;
 };
 
 const std::vector<BuiltinVariable>& builtinVariables();
@@ -106,6 +126,7 @@ const std::vector<BuiltinFunction>& builtinFunctions();
 /// Tables of each family, gathered by the two functions above.
 void addProcessVariables(std::vector<BuiltinVariable>& out);
 void addFormatFunctions(std::vector<BuiltinFunction>& out);
+void addPrintedFunctions(std::vector<BuiltinFunction>& out);
 void addNetFunctions(std::vector<BuiltinFunction>& out);
 void addProbeFunctions(std::vector<BuiltinFunction>& out);
 void addAggregateFunctions(std::vector<BuiltinFunction>& out);

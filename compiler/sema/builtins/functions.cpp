@@ -1,4 +1,5 @@
-// Builtin functions that turn values into text: str, hex, ntop, ksym, usym, errno, fmt.
+// Builtin functions that turn values into text: str, hex, ntop, ksym, usym, errno, fmt; and
+// kaddr, ksym's inverse: a kernel symbol's address.
 #include "compiler/sema/builtins/builtins.h"
 
 #include <fmt/format.h>
@@ -88,6 +89,32 @@ const Type* checkFmt(BuiltinCall& c) {
   return c.types.string();
 }
 
+/// `kaddr("init_task")`: the symbol's address, found when the query is compiled.
+const Type* checkKaddr(BuiltinCall& c) {
+  if (!c.args[0]->isError() && c.args[0]->kind != TypeKind::String) {
+    return c.badArgument(0, "a kernel symbol's name");
+  }
+  const ast::StringLiteral* name = c.literalString(0, "the symbol's name", "kaddr(\"vfs_read\")");
+  if (!name) return c.types.error();
+  Result<std::optional<uint64_t>> address = c.kernel.symbolAddress(name->value);
+  if (!address) {
+    c.diags.report(DiagKind::NotAvailableHere, c.call.range,
+                   fmt::format("`kaddr` cannot find kernel symbols here: {}", address.error().message))
+        .note("kq reads symbol addresses from /proc/kallsyms, as root");
+    return c.types.error();
+  }
+  if (!*address) {
+    Diagnostic& diag = c.diags.report(DiagKind::UnknownSymbol, c.call.args[0]->range,
+                                      fmt::format("the kernel has no symbol `{}`", name->value));
+    if (auto close = closestName(name->value, c.kernel.symbolNames())) {
+      diag.note(fmt::format("did you mean `{}`?", *close));
+    }
+    return c.types.error();
+  }
+  c.operands.push_back(static_cast<int64_t>(**address));
+  return c.types.u64();
+}
+
 template <FieldKind Kind>
 FieldShape shown(const std::vector<const Type*>&, const std::vector<int64_t>&) {
   return {Kind, Kind == FieldKind::Format ? 0u : 8u};
@@ -97,13 +124,24 @@ FieldShape shown(const std::vector<const Type*>&, const std::vector<int64_t>&) {
 
 void addFormatFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"str", BuiltinFn::Str, 1, 2, checkStr, "str(p[, n])", strField},
-      {"hex", BuiltinFn::Hex, 1, 1, checkInteger, "hex(x)", shown<FieldKind::Hex>},
-      {"errno", BuiltinFn::Errno, 1, 1, checkInteger, "errno(x)", shown<FieldKind::Errno>},
-      {"ntop", BuiltinFn::Ntop, 1, 1, checkNtop, "ntop(addr)", ntopField},
-      {"ksym", BuiltinFn::Ksym, 1, 1, checkAddress, "ksym(addr)", shown<FieldKind::Symbol>},
-      {"usym", BuiltinFn::Usym, 1, 1, checkAddress, "usym(addr)", shown<FieldKind::UserSymbol>},
-      {"fmt", BuiltinFn::Fmt, 1, 16, checkFmt, "fmt(\"format\", x...)", shown<FieldKind::Format>},
+      {"str", BuiltinFn::Str, 1, 2, checkStr, "str(p[, n])",
+       "the string `p` points at (kernel or user memory, as `p` came), at most n bytes", strField},
+      {"hex", BuiltinFn::Hex, 1, 1, checkInteger, "hex(x)", "`x` printed in hexadecimal",
+       shown<FieldKind::Hex>},
+      {"errno", BuiltinFn::Errno, 1, 1, checkInteger, "errno(x)",
+       "a negative errno printed by name (`-ENOENT`)", shown<FieldKind::Errno>},
+      {"ntop", BuiltinFn::Ntop, 1, 1, checkNtop, "ntop(addr)",
+       "an IPv4 or IPv6 address printed as text", ntopField},
+      {"ksym", BuiltinFn::Ksym, 1, 1, checkAddress, "ksym(addr)",
+       "a kernel address printed as its symbol", shown<FieldKind::Symbol>},
+      {"usym", BuiltinFn::Usym, 1, 1, checkAddress, "usym(addr)",
+       "an address in the event's process printed as its symbol", shown<FieldKind::UserSymbol>},
+      {"kaddr", BuiltinFn::Kaddr, 1, 1, checkKaddr, "kaddr(\"symbol\")",
+       "the address of a kernel symbol (a function or data), found when the query is compiled",
+       shown<FieldKind::Hex>},
+      {"fmt", BuiltinFn::Fmt, 1, 16, checkFmt, "fmt(\"format\", x...)",
+       "its arguments formatted as printf formats them, when the event prints",
+       shown<FieldKind::Format>},
   });
 }
 

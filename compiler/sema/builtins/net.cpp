@@ -14,10 +14,10 @@ const Type* checkSwap(BuiltinCall& c) {
 
 void addNetFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"ntohs", BuiltinFn::Ntohs, 1, 1, checkSwap<2>, "ntohs(x)"},
-      {"htons", BuiltinFn::Htons, 1, 1, checkSwap<2>, "htons(x)"},
-      {"ntohl", BuiltinFn::Ntohl, 1, 1, checkSwap<4>, "ntohl(x)"},
-      {"htonl", BuiltinFn::Htonl, 1, 1, checkSwap<4>, "htonl(x)"},
+      {"ntohs", BuiltinFn::Ntohs, 1, 1, checkSwap<2>, "ntohs(x)", "16 bits from network order"},
+      {"htons", BuiltinFn::Htons, 1, 1, checkSwap<2>, "htons(x)", "16 bits to network order"},
+      {"ntohl", BuiltinFn::Ntohl, 1, 1, checkSwap<4>, "ntohl(x)", "32 bits from network order"},
+      {"htonl", BuiltinFn::Htonl, 1, 1, checkSwap<4>, "htonl(x)", "32 bits to network order"},
   });
 }
 

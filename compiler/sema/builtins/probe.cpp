@@ -18,8 +18,9 @@ const Type* checkEntry(BuiltinCall& c) {
 }  // namespace
 
 void addProbeFunctions(std::vector<BuiltinFunction>& out) {
-  out.push_back({"entry", BuiltinFn::Entry, 1, 1, checkEntry, "entry(x)", nullptr, std::nullopt,
-                 Needs::Exit});
+  out.push_back({"entry", BuiltinFn::Entry, 1, 1, checkEntry, "entry(x)",
+                 "at a function's exit, `x` as it was when the function was entered", nullptr,
+                 std::nullopt, Needs::Exit});
 }
 
 }  // namespace kq::sema

@@ -16,13 +16,19 @@ constexpr int kGetCurrentCgroupId = 80;
 ValueRecipe helper(int id, uint8_t shift = 0, uint64_t mask = ~0ull) { return {id, shift, mask, {}}; }
 ValueRecipe task(std::vector<std::string> path) { return {0, 0, ~0ull, std::move(path)}; }
 
+/// `struct task_struct *`, from the kernel's BTF.
+const Type* taskPointer(TypeTable& types, const btf::Btf& btf) {
+  std::optional<btf::BtfType> task = btf.findStruct("task_struct");
+  return task ? types.pointerTo(types.fromBtf(*task)) : types.error();
+}
+
 }  // namespace
 
 void addProcessVariables(std::vector<BuiltinVariable>& out) {
   using runtime::FieldKind;
-  auto u32 = [](TypeTable& t) { return t.u32(); };
-  auto u64 = [](TypeTable& t) { return t.u64(); };
-  auto text = [](TypeTable& t) { return t.string(); };
+  auto u32 = [](TypeTable& t, const btf::Btf&) { return t.u32(); };
+  auto u64 = [](TypeTable& t, const btf::Btf&) { return t.u64(); };
+  auto text = [](TypeTable& t, const btf::Btf&) { return t.string(); };
   constexpr uint32_t kStackBytes = 8 * 32;  // 32 return addresses
   constexpr uint64_t kLow32 = 0xffffffff;
   const auto computed = BuiltinVar::Computed;
@@ -55,6 +61,8 @@ void addProcessVariables(std::vector<BuiltinVariable>& out) {
        FieldShape{FieldKind::UserStack, kStackBytes}},
       {"duration", BuiltinVar::Duration, u64, Needs::Exit,
        "nanoseconds from entry to return of this call"},
+      {"task", BuiltinVar::Task, taskPointer, Needs::Nothing,
+       "the current task, a `struct task_struct *` (bpftrace's `curtask`)"},
   });
 }
 

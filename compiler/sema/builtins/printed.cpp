@@ -1,0 +1,151 @@
+// Builtin functions whose value is text made when an event prints, as bpftrace's: `cat`
+// (a file's contents, read then), `join` (a NULL-terminated array of strings, read in the
+// kernel), `buf` (raw bytes), `strftime` (a time as wall-clock text). They are whole columns
+// (their Placement): nothing computes with their text in the kernel.
+#include "compiler/sema/builtins/builtins.h"
+
+#include <fmt/format.h>
+
+namespace kq::sema {
+namespace {
+
+using runtime::FieldKind;
+
+/// The most bytes `buf(p, n)` keeps.
+constexpr uint64_t kMaxBufBytes = 1024;
+
+const Type* checkCat(BuiltinCall& c) {
+  if (!c.args[0]->isError() && c.args[0]->kind != TypeKind::String) {
+    return c.badArgument(0, "a file's path");
+  }
+  const ast::StringLiteral* path = c.literalString(0, "the file's path", "cat(\"/proc/loadavg\")");
+  if (!path) return c.types.error();
+  if (path->value.empty()) {
+    c.diags.report(DiagKind::ValueOutOfRange, c.call.args[0]->range, "`cat` needs a file's path, not \"\"");
+    return c.types.error();
+  }
+  return c.types.string();
+}
+
+/// What `join` reads: an array of string pointers, where it is (a pointer to it, an array
+/// member) or as a plain address (uprobe arguments).
+bool isStringArray(const Type* t) {
+  if (t->isError() || t->kind == TypeKind::Int) return true;
+  if (t->isPointer() || t->kind == TypeKind::Array) {
+    const Type* element = t->element;
+    return element && (element->isPointer() || element->kind == TypeKind::Void);
+  }
+  return false;
+}
+
+const Type* checkJoin(BuiltinCall& c) {
+  if (!isStringArray(c.args[0])) {
+    return c.badArgument(0, "a NULL-terminated array of strings (`char **`, as `argv`)");
+  }
+  if (c.args.size() == 2) {
+    if (!c.args[1]->isError() && c.args[1]->kind != TypeKind::String) {
+      return c.badArgument(1, "a separator");
+    }
+    if (!c.literalString(1, "its separator", "join(argv, \",\")")) return c.types.error();
+  }
+  return c.types.string();
+}
+
+/// Bytes a value holds in place (an array, a struct), which `buf` reads whole by default.
+std::optional<uint64_t> bytesInPlace(const Type* t) {
+  if (t->kind == TypeKind::Array || t->isRecord()) return t->size;
+  return std::nullopt;
+}
+
+const Type* checkBuf(BuiltinCall& c) {
+  const Type* p = c.args[0];
+  if (!(p->isError() || p->isPointer() || p->kind == TypeKind::Int || p->kind == TypeKind::String ||
+        p->kind == TypeKind::Array || p->isRecord())) {
+    return c.badArgument(0, "a pointer, an array or a struct");
+  }
+  if (p->isError()) return c.types.error();
+  std::optional<uint64_t> whole = bytesInPlace(p);
+  uint64_t bytes = 0;
+  SourceRange at = c.call.range;
+  if (c.args.size() == 2) {
+    if (!(c.args[1]->isInteger() || c.args[1]->isError())) return c.badArgument(1, "a length");
+    const ast::Expr& n = *c.call.args[1];
+    if (n.kind != ast::ExprKind::Integer) {
+      c.diags.report(DiagKind::TypeMismatch, n.range,
+                     "`buf` needs its length as an integer literal, as in `buf(p, 16)`");
+      return c.types.error();
+    }
+    bytes = ast::as<ast::IntegerLiteral>(n).value;
+    at = n.range;
+  } else if (whole) {
+    bytes = *whole;
+  } else {
+    c.diags.report(DiagKind::WrongArgumentCount, c.call.range,
+                   fmt::format("`buf` needs how many bytes to read from a `{}`, as in `buf(p, 16)`",
+                               p->spelling))
+        .note("only an array or a struct has a length of its own");
+    return c.types.error();
+  }
+  if (bytes < 1 || bytes > kMaxBufBytes) {
+    c.diags.report(DiagKind::ValueOutOfRange, at,
+                   fmt::format("`buf` reads from 1 to {} bytes, not {}", kMaxBufBytes, bytes));
+    return c.types.error();
+  }
+  if (whole && bytes > *whole) {
+    c.diags.report(DiagKind::ValueOutOfRange, at,
+                   fmt::format("a `{}` has {} bytes; `buf` cannot read {} of it", p->spelling, *whole,
+                               bytes));
+    return c.types.error();
+  }
+  c.operands.push_back(static_cast<int64_t>(bytes));
+  return c.types.string();
+}
+
+const Type* checkStrftime(BuiltinCall& c) {
+  if (!c.args[0]->isError() && c.args[0]->kind != TypeKind::String) {
+    return c.badArgument(0, "a format string");
+  }
+  if (!(c.args[1]->isInteger() || c.args[1]->isError())) {
+    return c.badArgument(1, "a time in nanoseconds (such as `time`)");
+  }
+  if (!c.literalString(0, "its format", "strftime(\"%H:%M:%S\", time)")) return c.types.error();
+  return c.types.string();
+}
+
+template <FieldKind Kind, uint32_t Bytes>
+FieldShape shown(const std::vector<const Type*>&, const std::vector<int64_t>&) {
+  return {Kind, Bytes};
+}
+
+FieldShape bufField(const std::vector<const Type*>&, const std::vector<int64_t>& operands) {
+  return {FieldKind::Buffer, operands.empty() ? 1u : static_cast<uint32_t>(operands[0])};
+}
+
+BuiltinFunction placed(BuiltinFunction f, Placement placement) {
+  f.placement = placement;
+  return f;
+}
+
+}  // namespace
+
+void addPrintedFunctions(std::vector<BuiltinFunction>& out) {
+  out.insert(out.end(), {
+      placed({"cat", BuiltinFn::Cat, 1, 1, checkCat, "cat(\"path\")",
+              "the contents of a file, read when the event prints (without its last newline)",
+              shown<FieldKind::File, 0>},
+             Placement::Printed),
+      placed({"join", BuiltinFn::Join, 1, 2, checkJoin, "join(argv[, \"separator\"])",
+              "a NULL-terminated array of strings, joined by spaces or the separator",
+              shown<FieldKind::StringList, runtime::kJoinBytes>},
+             Placement::Column),
+      placed({"buf", BuiltinFn::Buf, 1, 2, checkBuf, "buf(p[, n])",
+              "n bytes from p, printable ASCII as is and others as `\\xNN`", bufField},
+             Placement::Column),
+      placed({"strftime", BuiltinFn::Strftime, 2, 2, checkStrftime, "strftime(\"format\", ns)",
+              "a time such as `time` as local wall-clock text, by C's strftime (`%f`: microseconds)",
+              shown<FieldKind::WallTime, 8>},
+             Placement::Column),
+  });
+}
+
+}  // namespace kq::sema

@@ -1,0 +1,111 @@
+#include "runtime/printed.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "runtime/formatter.h"
+
+namespace kq::runtime {
+
+std::string fileText(const std::string& path) {
+  // Non-blocking: a FIFO without a writer must not stop the output.
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return fmt::format("<cannot read {}: {}>", path, std::strerror(errno));
+  std::string bytes(kCatBytes + 1, '\0');
+  size_t have = 0;
+  int error = 0;
+  while (have < bytes.size()) {
+    ssize_t n = read(fd, bytes.data() + have, bytes.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = errno;
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+  }
+  close(fd);
+  // EAGAIN: a FIFO or a device with nothing to read now, shown as what was read.
+  if (error && error != EAGAIN) return fmt::format("<cannot read {}: {}>", path, std::strerror(error));
+  bool cut = have > kCatBytes;
+  bytes.resize(std::min<size_t>(have, kCatBytes));
+  if (!cut && !bytes.empty() && bytes.back() == '\n') bytes.pop_back();
+  std::string out;
+  for (char c : bytes) {
+    auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  if (cut) out += "…";
+  return out;
+}
+
+std::string stringListText(const uint8_t* p, uint32_t size, const std::string& separator) {
+  if (size < 8) return "";
+  uint64_t count = readU64(p);
+  uint64_t room = (size - 8) / kJoinArgBytes;
+  uint64_t shown = std::min<uint64_t>({count, kJoinArgs, room});
+  std::string out;
+  for (uint64_t i = 0; i < shown; ++i) {
+    if (i) out += separator;
+    out += stringText(p + 8 + i * kJoinArgBytes, kJoinArgBytes, /*mark_cut=*/true);
+  }
+  if (count > shown) out += separator + "…";
+  return out;
+}
+
+std::string bufferText(const uint8_t* p, uint32_t size) {
+  std::string out;
+  for (uint32_t i = 0; i < size; ++i) {
+    if (p[i] >= 32 && p[i] <= 126) {
+      out += static_cast<char>(p[i]);
+    } else {
+      out += fmt::format("\\x{:02x}", p[i]);
+    }
+  }
+  return out;
+}
+
+std::string wallTimeText(const std::string& format, int64_t wall_ns) {
+  int64_t seconds = wall_ns / 1'000'000'000;
+  int64_t frac = wall_ns % 1'000'000'000;
+  if (frac < 0) {
+    seconds -= 1;
+    frac += 1'000'000'000;
+  }
+  // `%f` first (strftime has none); `%%f` stays a percent sign and an `f`.
+  std::string spec;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '%' && i + 1 < format.size()) {
+      if (format[i + 1] == 'f') {
+        spec += fmt::format("{:06}", frac / 1000);
+      } else {
+        spec += format.substr(i, 2);
+      }
+      ++i;
+      continue;
+    }
+    spec += format[i];
+  }
+  if (spec.empty()) return "";
+  time_t t = static_cast<time_t>(seconds);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  // strftime returns 0 when the text does not fit (or is empty): try larger buffers.
+  for (size_t room = 128; room <= 65536; room *= 4) {
+    std::vector<char> text(room);
+    size_t n = strftime(text.data(), text.size(), spec.c_str(), &tm);
+    if (n > 0) return std::string(text.data(), n);
+  }
+  return "";
+}
+
+}  // namespace kq::runtime

@@ -1,0 +1,29 @@
+// Text made when an event prints, for the builtins that are only text (bpftrace's): `cat`'s
+// file, `join`'s strings, `buf`'s bytes and `strftime`'s wall-clock time. The formatter shows
+// each the same in text and JSON (a string).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/event_layout.h"
+
+namespace kq::runtime {
+
+/// The contents of the file at `path` (at most kCatBytes; a longer file ends in `…`)
+/// without its last newline; control characters but newlines and tabs as `\xNN`. A file
+/// that cannot be read shows why: `<cannot read /x: No such file or directory>`.
+std::string fileText(const std::string& path);
+
+/// A StringList field's strings, each cut one marked `…`, joined by `separator`; a list
+/// that went on past the strings kept ends in `separator…`.
+std::string stringListText(const uint8_t* p, uint32_t size, const std::string& separator);
+
+/// `size` bytes as bpftrace's `buf` shows them: printable ASCII as is, others as `\xNN`.
+std::string bufferText(const uint8_t* p, uint32_t size);
+
+/// The local time of `wall_ns` (nanoseconds since the epoch) by C's strftime, with `%f` as
+/// the microseconds (six digits), as bpftrace has it.
+std::string wallTimeText(const std::string& format, int64_t wall_ns);
+
+}  // namespace kq::runtime
