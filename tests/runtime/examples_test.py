@@ -362,18 +362,20 @@ class timespec(ctypes.Structure):
     _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
 libc.syscall(SYS["nanosleep"], ctypes.byref(timespec(0, 123000000)), None)
 libc.syscall(SYS["clock_nanosleep"], 1, 0, ctypes.byref(timespec(1, 45000000)), None)
-report(ppid=os.getppid())
+with open(f"/proc/{os.getppid()}/comm") as f:
+    report(ppid=os.getppid(), pcomm=f.read().strip())
 """)
         bt = self.bpftrace("naptime")
         events = traced("naptime", path)
-        ppid = facts(path)["ppid"]
-        mine = [(e["probe"], e["ppid"], e["seconds"]) for e in events if e["comm"] == "kqex-naptime"]
-        self.assertEqual(mine, [("syscall:nanosleep", ppid, "0.123"), ("syscall:clock_nanosleep", ppid, "1.045")])
+        ppid, pcomm = facts(path)["ppid"], facts(path)["pcomm"]
+        mine = [(e["probe"], e["ppid"], e["pcomm"], e["seconds"]) for e in events if e["comm"] == "kqex-naptime"]
+        self.assertEqual(mine, [("syscall:nanosleep", ppid, pcomm, "0.123"),
+                                ("syscall:clock_nanosleep", ppid, pcomm, "1.045")])
 
         def check(output):
             # bpftrace's tool sees only nanosleep.
-            rows = bpftrace_rows(output, r"\S+\s+(\d+)\s+\S+\s+\d+\s+kqex-naptime\s+(\S+)$")
-            self.assertEqual(rows, [(str(ppid), "0.123")], output[-3000:])
+            rows = bpftrace_rows(output, r"\S+\s+(\d+)\s+(\S+)\s+\d+\s+kqex-naptime\s+(\S+)$")
+            self.assertEqual(rows, [(str(ppid), pcomm, "0.123")], output[-3000:])
         self.compare(bt, check)
 
     def test_bitesize(self):
@@ -718,6 +720,150 @@ libc.syncfs(fd)
             rows = bpftrace_rows(output, r"\S+\s+(\S+)\s+\d+\s+(\S+)\s+\d+\.\d+$")
             self.assertIn((device, "sync"), set(rows), output[-3000:])
         self.compare(bt, check)
+    def test_execsnoop(self):
+        path = workload("kqex-execsnoop", """
+subprocess.run(["/bin/echo", "kqex-exec", "two words"], stdout=subprocess.DEVNULL, check=True)
+""")
+        bt = self.bpftrace("execsnoop")
+        events = traced("execsnoop", path)
+        mine = [(e["pid"], e["args"]) for e in events if e["comm"] == "kqex-execsnoop"]
+        self.assertEqual([args for _, args in mine], ["/bin/echo kqex-exec two words"])
+
+        def check(output):
+            rows = bpftrace_rows(output, r"\d+\s+(\d+)\s+(/bin/echo kqex-exec.*)$")
+            self.assertEqual([(int(pid), args) for pid, args in rows], mine, output[-3000:])
+        self.compare(bt, check)
+
+    def test_runqlen(self):
+        # Three processes spinning for a second on one CPU: whichever runs has two waiting.
+        path = workload("kqex-runqlen", """
+cpu = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})
+spinners = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    spinners.append(pid)
+for pid in spinners:
+    os.waitpid(pid, 0)
+""")
+        (table,) = traced("runqlen", path)
+        samples = {b["lo"]: b["count"] for b in table["rows"][0]["runqlen"] if b["count"]}
+        # About 99 samples of the CPU, nearly all while a spinner ran.
+        self.assertGreaterEqual(samples.get(2, 0), 50, samples)
+        self.assertGreaterEqual(samples.get(2, 0), 0.8 * sum(samples.values()), samples)
+        self.not_comparable("runqlen", "it samples every CPU of the machine in one histogram")
+
+    def memory_cgroup(self, name, limit):
+        """A memory cgroup of this process's own (cgroup v1 or v2) that holds `limit` bytes
+        and may not swap, removed when the test ends; its `cgroup.procs` file."""
+        with open("/proc/self/cgroup") as f:
+            lines = [l.strip().split(":", 2) for l in f]
+        v1 = next((p for _, controllers, p in lines if "memory" in controllers.split(",")), None)
+        v2 = next((p for h, controllers, p in lines if h == "0" and controllers == ""), None)
+        if v1 is not None and os.path.isdir("/sys/fs/cgroup/memory"):
+            parent, settings = "/sys/fs/cgroup/memory" + v1, {"memory.limit_in_bytes": limit, "memory.swappiness": 0}
+        elif v2 is not None and os.path.exists(f"/sys/fs/cgroup{v2}/cgroup.subtree_control") and \
+                "memory" in open(f"/sys/fs/cgroup{v2}/cgroup.subtree_control").read().split():
+            parent, settings = "/sys/fs/cgroup" + v2, {"memory.max": limit, "memory.swap.max": 0}
+        else:
+            self.skipTest("no memory cgroup to limit a workload in (cgroup v1 memory controller, or v2 "
+                          "with memory in this cgroup's subtree_control)")
+        group = os.path.join(parent, name)
+        try:
+            os.mkdir(group)
+            for setting, value in settings.items():
+                with open(os.path.join(group, setting), "w") as f:
+                    f.write(str(value))
+        except OSError as e:
+            self.skipTest(f"cannot make a memory cgroup to run out of memory in: {e}")
+        self.addCleanup(os.rmdir, group)
+        return os.path.join(group, "cgroup.procs")
+
+    def test_oomkill(self):
+        procs = self.memory_cgroup("kqex-oomkill", 32 << 20)
+        path = workload("kqex-oomkill", f"""
+report(pid=os.getpid())
+with open({procs!r}, "w") as f:
+    f.write(str(os.getpid()))
+memory = bytearray(200 << 20)  # over the cgroup's 32 MiB: killed
+""")
+        bt = self.bpftrace("oomkill")
+        kq = self.kq_session("oomkill")
+        killed = subprocess.run([PYTHON, path], timeout=60)
+        self.assertEqual(killed.returncode, -9)
+        pid = facts(path)["pid"]
+        (event,) = [e for e in kq.events() if e["victim_comm"] == "kqex-oomkill"]
+        # The workload set it off, and was the victim.
+        self.assertEqual((event["pid"], event["comm"], event["victim_pid"]), (pid, "kqex-oomkill", pid))
+        self.assertGreater(event["total_vm"], 0)
+        self.assertRegex(event["loadavg"], r"^\d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+$")
+
+        def check(output):
+            rows = bpftrace_rows(output, r'.*Triggered by PID (\d+) \("kqex-oomkill"\), OOM kill of PID (\d+) ')
+            self.assertEqual(rows, [(str(pid), str(pid))], output[-3000:])
+        self.compare(bt, check)
+
+    def connections(self, comm):
+        """A workload that connects twice to a listener on loopback, accepts both, then once
+        more after the listener closed (refused); and connects a UDP socket, which is no TCP
+        connection. Reports the ports."""
+        return workload(comm, """
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(8)
+port = listener.getsockname()[1]
+first = socket.create_connection(("127.0.0.1", port))
+second = socket.create_connection(("127.0.0.1", port))
+accepted = [listener.accept()[0] for _ in range(2)]
+listener.close()
+refused = socket.socket()
+try:
+    refused.connect(("127.0.0.1", port))
+except ConnectionRefusedError:
+    pass
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).connect(("127.0.0.1", 9))
+report(server=port, clients=[first.getsockname()[1], second.getsockname()[1], refused.getsockname()[1]])
+""")
+
+    def test_tcpconnect(self):
+        path = self.connections("kqex-tcpconnect")
+        bt = self.bpftrace("tcpconnect")
+        events = traced("tcpconnect", path)
+        f = facts(path)
+        server = f"::ffff:127.0.0.1:{f['server']}"
+        mine = [(e["saddr_sport"], e["daddr_dport"], e["result"]) for e in events if e["comm"] == "kqex-tcpconnect"]
+        self.assertEqual(mine, [(f"::ffff:127.0.0.1:{f['clients'][0]}", server, 0),
+                                (f"::ffff:127.0.0.1:{f['clients'][1]}", server, 0),
+                                (f"::ffff:127.0.0.1:{f['clients'][2]}", server, -111)])  # ECONNREFUSED
+
+        def check(output):
+            rows = bpftrace_rows(output, r"\S+\s+\d+\s+kqex-tcpconnect\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)$")
+            self.assertEqual([(int(sport), int(dport)) for _, sport, _, dport in rows],
+                             [(client, f["server"]) for client in f["clients"]], output[-3000:])
+        self.compare(bt, check)
+
+    def test_tcpaccept(self):
+        path = self.connections("kqex-tcpaccept")
+        bt = self.bpftrace("tcpaccept")
+        events = traced("tcpaccept", path)
+        f = facts(path)
+        server = f"::ffff:127.0.0.1:{f['server']}"
+        mine = [(e["raddr_rport"], e["laddr_lport"], e["backlog"]) for e in events if e["comm"] == "kqex-tcpaccept"]
+        # The first accept leaves the second connection waiting; the second leaves none.
+        self.assertEqual(mine, [(f"::ffff:127.0.0.1:{f['clients'][0]}", server, "1/8"),
+                                (f"::ffff:127.0.0.1:{f['clients'][1]}", server, "0/8")])
+
+        def check(output):
+            rows = bpftrace_rows(output, r"\S+\s+\d+\s+kqex-tcpaccept\s+\S+\s+(\d+)\s+\S+\s+(\d+)\s+\S+$")
+            self.assertEqual([tuple(map(int, r)) for r in rows],
+                             [(client, f["server"]) for client in f["clients"][:2]], output[-3000:])
+        self.compare(bt, check)
+
 
 if __name__ == "__main__":
     if SYSCALLS is None:
