@@ -72,6 +72,8 @@ LPAREN : '(' ;
 RPAREN : ')' ;
 LBRACKET : '[' ;
 RBRACKET : ']' ;
+LBRACE : '{' ;
+RBRACE : '}' ;
 COMMA : ',' ;
 COLON : ':' ;
 SEMI : ';' ;

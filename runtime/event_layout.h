@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ enum class FieldKind : uint8_t {
   KernelStack,  // return addresses, shown as symbols
   UserStack,    // return addresses, shown in hex
   Format,       // fmt("...", args): `format` filled in with the fields in `args`; no bytes
+  Table,        // a signed integer shown as its name in `names` (`caps[cap]`), else itself
 };
 
 struct FieldLayout {
@@ -58,6 +60,8 @@ struct FieldLayout {
   /// Format: the format string and the indexes of the fields that fill it.
   std::string format;
   std::vector<int32_t> args;
+  /// Table: the name of each number (a table literal's, or enumerators `enum_name` chose).
+  std::map<int64_t, std::string> names;
 };
 
 struct ProbeLayout {

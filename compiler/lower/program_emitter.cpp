@@ -319,6 +319,9 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
   }
   switch (f.layout.kind) {
     case FieldKind::Format: return;  // no bytes: its arguments are fields
+    case FieldKind::Table:  // the key; the name is found when printing
+      b.CreateStore(lower.lookupKey(*f.expr).v, dst);
+      return;
     case FieldKind::String:
       if (f.expr) return lower.storeString(*f.expr, dst, f.layout.size);
       return lower.storeArgString(f.arg, f.type, dst, f.layout.size);

@@ -68,7 +68,8 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
     return info;
   }
   if (auto it = ctx_.decls.lets.find(name); it != ctx_.decls.lets.end()) {
-    info = ctx_.decls.let_info.count(it->second) ? ctx_.decls.let_info.at(it->second) : ExprInfo{};
+    checkLet(ctx_, *it->second);  // on its first use, when declared after it
+    info = ctx_.decls.let_info.at(it->second);
     info.ref = Ref::Let;
     info.let = it->second;
     if (!info.type) info.type = error();  // its own error was reported
@@ -281,7 +282,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     bool inner_entry = scope_.in_entry;
     scope_.aggregates_allowed = false;  // no aggregates inside aggregates
     scope_.in_entry = inner_entry || f.id == BuiltinFn::Entry;
-    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags};
+    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags, ctx_.btf};
     for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
     scope_.aggregates_allowed = inner_allowed;
     scope_.in_entry = inner_entry;
@@ -294,6 +295,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     }
     info.type = f.check(bc);
     info.operands = std::move(bc.operands);
+    info.table = std::move(bc.table);
     return info;
   }
   const ast::FnDecl* fn = nullptr;
@@ -440,6 +442,9 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
   info.body = std::make_shared<ExprTable>();
   ExprChecker body(ctx_, std::move(inner), *info.body);
   info.type = body.check(*fn.body);
+  // A function that looks a name up (`fn signame(s) = signals[s]`) prints like the lookup.
+  const ExprInfo& result = info.body->at(fn.body.get());
+  if (result.type->kind == TypeKind::String) info.table = result.table;
   return info;
 }
 

@@ -25,6 +25,7 @@ const std::vector<BuiltinFunction>& builtinFunctions() {
   static const std::vector<BuiltinFunction> table = [] {
     std::vector<BuiltinFunction> out;
     addFormatFunctions(out);
+    addNameFunctions(out);
     addNetFunctions(out);
     addProbeFunctions(out);
     addAggregateFunctions(out);

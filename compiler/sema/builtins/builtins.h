@@ -1,20 +1,24 @@
 // kq's builtin names and functions, as tables of descriptors, one file per family:
 // variables.cpp (pid, comm, ...), functions.cpp (str, hex, fmt, ...), net.cpp (byte
-// order), aggregates.cpp (count, sum, hist, ...). A descriptor is everything kq knows about
-// a builtin: its name and arity, `check` (its type, and its literal operands evaluated),
-// the record field that holds its value (`field`), the aggregate it keeps, and its id, on
-// which lowering (compiler/lower/builtin_lowering.cpp) switches: a new id that lowering
-// does not handle fails to compile there. Nothing else in kq looks at a builtin's name.
+// order), names.cpp (enum_name), aggregates.cpp (count, sum, hist, ...). A descriptor is
+// everything kq knows about a builtin: its name and arity, `check` (its type, and its
+// literal operands evaluated), the record field that holds its value (`field`), the
+// aggregate it keeps, and its id, on which lowering (compiler/lower/builtin_lowering.cpp)
+// switches: a new id that lowering does not handle fails to compile there. Nothing else in
+// kq looks at a builtin's name.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compiler/ast/ast.h"
+#include "compiler/btf/btf.h"
 #include "compiler/diag/diagnostic.h"
+#include "compiler/sema/lookup_table.h"
 #include "compiler/sema/types.h"
 #include "runtime/event_layout.h"
 
@@ -64,7 +68,7 @@ struct BuiltinVariable {
 
 /// Builtin functions and aggregates by what they are.
 enum class BuiltinFn : uint8_t {
-  Str, Hex, Errno, Ntop, Ksym, Usym, Fmt,
+  Str, Hex, Errno, Ntop, Ksym, Usym, Fmt, EnumName,
   Ntohs, Htons, Ntohl, Htonl,
   Entry,
   Count, Sum, Avg, Min, Max, Hist, Lhist, Top,
@@ -72,13 +76,16 @@ enum class BuiltinFn : uint8_t {
 
 /// A call being checked: its arguments' types are known; `check` returns the call's type,
 /// or reports a diagnostic and returns the error type. Operands that must be literals
-/// (`lhist` bounds, `top`'s n, `str`'s length) are evaluated into `operands`.
+/// (`lhist` bounds, `top`'s n, `str`'s length) are evaluated into `operands`; a call that
+/// names numbers (`enum_name`) builds its `table` from the kernel's types (`btf`).
 struct BuiltinCall {
   const ast::Call& call;
   std::vector<const Type*> args;
   TypeTable& types;
   Diagnostics& diags;
+  const btf::Btf& btf;
   std::vector<int64_t> operands = {};
+  std::shared_ptr<const LookupTable> table = nullptr;
 
   /// Reports that argument `i` has the wrong type; `wanted` says what it should be.
   const Type* badArgument(size_t i, std::string_view wanted);
@@ -106,6 +113,7 @@ const std::vector<BuiltinFunction>& builtinFunctions();
 /// Tables of each family, gathered by the two functions above.
 void addProcessVariables(std::vector<BuiltinVariable>& out);
 void addFormatFunctions(std::vector<BuiltinFunction>& out);
+void addNameFunctions(std::vector<BuiltinFunction>& out);
 void addNetFunctions(std::vector<BuiltinFunction>& out);
 void addProbeFunctions(std::vector<BuiltinFunction>& out);
 void addAggregateFunctions(std::vector<BuiltinFunction>& out);
