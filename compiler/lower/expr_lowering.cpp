@@ -129,7 +129,9 @@ Val ExprLowering::value(const ast::Expr& e) {
       return call(ast::as<ast::Call>(e));
     case ast::ExprKind::Index:
       // A lookup: a number for a name, folded by sema; or a name, as a string.
-      if (ei.table && ei.table->stringKeys()) return Val{b_.getInt64(static_cast<uint64_t>(ei.value)), ei.type};
+      if (ei.table && ei.table->stringKeys()) {
+        return Val{b_.getInt64(static_cast<uint64_t>(ei.value)), ei.type};
+      }
       if (isNameLookup(ei)) return string(e, string_bytes_);
       [[fallthrough]];
     case ast::ExprKind::Member:

@@ -12,7 +12,8 @@ Val ExprLowering::lookupKey(const ast::Expr& e) {
   const sema::ExprInfo& ei = info(e);
   current_ = e.range;
   if (e.kind == ast::ExprKind::Index) return value(*ast::as<ast::Index>(e).index);
-  if (ei.ref == sema::Ref::BuiltinFunction) return value(*ast::as<ast::Call>(e).args[0]);  // enum_name
+  // enum_name(x, "PREFIX")
+  if (ei.ref == sema::Ref::BuiltinFunction) return value(*ast::as<ast::Call>(e).args[0]);
   if ((ei.ref == sema::Ref::Fn || ei.ref == sema::Ref::Property) && ei.fn) {
     enterBody(e);
     Val key = lookupKey(*ei.fn->body);
@@ -35,7 +36,9 @@ Val ExprLowering::compareKeys(const ast::Binary& bin, const std::vector<int64_t>
   Val key = lookupKey(left ? *bin.lhs : *bin.rhs);
   at(bin);
   llvm::Value* named = b_.getFalse();
-  for (int64_t k : keys) named = b_.CreateOr(named, b_.CreateICmpEQ(key.v, b_.getInt64(static_cast<uint64_t>(k))));
+  for (int64_t k : keys) {
+    named = b_.CreateOr(named, b_.CreateICmpEQ(key.v, b_.getInt64(static_cast<uint64_t>(k))));
+  }
   if (bin.op == ast::BinaryOp::Ne) named = b_.CreateNot(named);
   return Val{b_.CreateZExt(named, b_.getInt64Ty()), info(bin).type};
 }
@@ -48,7 +51,8 @@ void ExprLowering::storeLookup(const ast::Expr& e, llvm::Value* dst, uint32_t si
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   auto* done = llvm::BasicBlock::Create(ctx, "named", fn);
   auto* unnamed = llvm::BasicBlock::Create(ctx, "unnamed", fn);
-  llvm::SwitchInst* choose = b_.CreateSwitch(key.v, unnamed, static_cast<unsigned>(table.names.size()));
+  auto cases = static_cast<unsigned>(table.names.size());
+  llvm::SwitchInst* choose = b_.CreateSwitch(key.v, unnamed, cases);
   for (const auto& [k, name] : table.names) {
     auto* block = llvm::BasicBlock::Create(ctx, "name", fn, unnamed);
     choose->addCase(b_.getInt64(static_cast<uint64_t>(k)), block);
@@ -80,9 +84,11 @@ void ExprLowering::storeDecimal(llvm::Value* v, llvm::Value* dst, uint32_t size)
     llvm::Value* has_digit = b_.CreateICmpNE(power, b_.getInt64(0));
     llvm::Value* divisor = b_.CreateSelect(has_digit, power, b_.getInt64(1));
     llvm::Value* digit = b_.CreateURem(b_.CreateUDiv(magnitude, divisor), b_.getInt64(10));
-    llvm::Value* c = b_.CreateSelect(has_digit, b_.CreateAdd(digit, b_.getInt64('0')), b_.getInt64(0));
+    llvm::Value* c =
+        b_.CreateSelect(has_digit, b_.CreateAdd(digit, b_.getInt64('0')), b_.getInt64(0));
     if (j == 0) c = b_.CreateSelect(negative, b_.getInt64('-'), c);
-    b_.CreateStore(b_.CreateTrunc(c, b_.getInt8Ty()), b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(j)));
+    llvm::Value* at = b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(j));
+    b_.CreateStore(b_.CreateTrunc(c, b_.getInt8Ty()), at);
     llvm::Value* next = b_.CreateUDiv(power, b_.getInt64(10));
     power = j == 0 ? b_.CreateSelect(negative, power, next) : next;
   }

@@ -341,7 +341,8 @@ class Builder {
   ExprPtr table(P::TableLiteralContext* ctx, SourceRange at) {
     std::vector<TableEntry> entries;
     for (P::TableEntryContext* entry : ctx->tableEntry()) {
-      entries.push_back({tableConstant(entry->tableConstant(0)), tableConstant(entry->tableConstant(1))});
+      entries.push_back(
+          {tableConstant(entry->tableConstant(0)), tableConstant(entry->tableConstant(1))});
     }
     return std::make_unique<TableLiteral>(at, std::move(entries));
   }

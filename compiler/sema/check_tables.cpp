@@ -58,8 +58,8 @@ ExprInfo ExprChecker::tableLiteral(const ast::TableLiteral& t) {
   std::map<std::string, SourceRange> seen;  // each key as written, and where
   bool failed = false;
   for (const ast::TableEntry& entry : t.entries) {
-    for (auto [constant, model, what] :
-         {std::tuple{&entry.key, &first.key, "key"}, std::tuple{&entry.value, &first.value, "value"}}) {
+    for (auto [constant, model, what] : {std::tuple{&entry.key, &first.key, "key"},
+                                         std::tuple{&entry.value, &first.value, "value"}}) {
       if (constant->is_string == model->is_string) continue;
       report(DiagKind::TypeMismatch, constant->range,
              fmt::format("this table's {}s are {}s, and `{}` is a{} {}", what, kindName(*model),
@@ -73,7 +73,8 @@ ExprInfo ExprChecker::tableLiteral(const ast::TableLiteral& t) {
     auto [previous, added] = seen.emplace(key, entry.key.range);
     if (!added) {
       report(DiagKind::DuplicateKey, entry.key.range,
-             fmt::format("`{}` is a key of this table twice", sourceText(ctx_.sources, entry.key.range)))
+             fmt::format("`{}` is a key of this table twice",
+                         sourceText(ctx_.sources, entry.key.range)))
           .note(previous->second, "its first entry is here");
       failed = true;
       continue;
@@ -96,8 +97,9 @@ void ExprChecker::tableNotIndexed(const ast::Expr& e, const ExprInfo& info) {
   std::string name = e.kind == ast::ExprKind::Identifier ? quoteText(e) : "{...}";
   report(DiagKind::TableNotIndexed, e.range,
          fmt::format("{} is a lookup table, not a value", quote(e)))
-      .note(numbers ? fmt::format("index it with a name: `{}[\"...\"]` is the number of that name", name)
-                    : fmt::format("index it with a number: `{}[x]` is the name of `x`", name));
+      .note(numbers
+                ? fmt::format("index it with a name: `{}[\"...\"]` is the number of that name", name)
+                : fmt::format("index it with a number: `{}[x]` is the name of `x`", name));
 }
 
 ExprInfo ExprChecker::lookup(const ast::Index& ix, const ExprInfo& table_info) {
@@ -143,7 +145,9 @@ ExprInfo ExprChecker::lookup(const ast::Index& ix, const ExprInfo& table_info) {
   if (it == table.numbers.end()) {
     Diagnostic& diag = report(DiagKind::NotInTable, ix.index->range,
                               fmt::format("{} has no entry `{}`", quote(*ix.base), name));
-    if (auto close = closestName(name, table.allNames())) diag.note(fmt::format("did you mean `{}`?", *close));
+    if (auto close = closestName(name, table.allNames())) {
+      diag.note(fmt::format("did you mean `{}`?", *close));
+    }
     return info;
   }
   info.type = ctx_.types.s64();
@@ -159,7 +163,9 @@ std::optional<ExprInfo> ExprChecker::foldLookupComparison(const ast::Binary& b) 
   const ast::Expr* other = b.rhs.get();
   if (!isNameLookup(info(*lookup))) std::swap(lookup, other);
   // `~` matches its left side against the glob on its right.
-  if (!isNameLookup(info(*lookup)) || (b.op == Op::Match && lookup != b.lhs.get())) return std::nullopt;
+  if (!isNameLookup(info(*lookup)) || (b.op == Op::Match && lookup != b.lhs.get())) {
+    return std::nullopt;
+  }
   // The name: a string literal, or a `let` of one.
   const ast::Expr* literal = other;
   const ExprInfo& other_info = info(*other);
@@ -178,7 +184,9 @@ std::optional<ExprInfo> ExprChecker::foldLookupComparison(const ast::Binary& b) 
                                   quote(*other))
                     : fmt::format("{} is never {}: its table has no such name", quote(*lookup),
                                   quote(*other)));
-    if (auto close = closestName(name, table.allNames())) diag.note(fmt::format("did you mean `{}`?", *close));
+    if (auto close = closestName(name, table.allNames())) {
+      diag.note(fmt::format("did you mean `{}`?", *close));
+    }
     return out;
   }
   out.type = ctx_.types.boolType();

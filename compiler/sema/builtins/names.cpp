@@ -112,7 +112,8 @@ const Type* checkEnumName(BuiltinCall& c) {
 }  // namespace
 
 void addNameFunctions(std::vector<BuiltinFunction>& out) {
-  out.push_back({"enum_name", BuiltinFn::EnumName, 2, 2, checkEnumName, "enum_name(x, \"PREFIX\")"});
+  out.push_back(
+      {"enum_name", BuiltinFn::EnumName, 2, 2, checkEnumName, "enum_name(x, \"PREFIX\")"});
 }
 
 }  // namespace kq::sema
