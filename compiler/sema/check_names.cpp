@@ -221,6 +221,17 @@ void ExprChecker::unknownName(const ast::Identifier& id) {
     }
   }
   Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
+  // A constant of a module the script does not `use` (`signals` of `names`).
+  for (const auto& module : ctx_.modules) {
+    for (const ast::Item& item : module->items) {
+      const auto* let = std::get_if<ast::LetDecl>(&item);
+      if (!let || let->name != id.name) continue;
+      const std::string& file = ctx_.sources.file(module->file).name();
+      std::string name = file.substr(7, file.size() - 10);  // stdlib/<name>.kq
+      diag.note(fmt::format("`{}` is in the stdlib module `{}`: add `use {}`", id.name, name, name));
+      return;
+    }
+  }
   if (auto close = closestName(id.name, candidates)) {
     diag.note(fmt::format("did you mean `{}`?", *close));
     return;
