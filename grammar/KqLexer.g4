@@ -75,6 +75,8 @@ LPAREN : '(' ;
 RPAREN : ')' ;
 LBRACKET : '[' ;
 RBRACKET : ']' ;
+LBRACE : '{' ;
+RBRACE : '}' ;
 COMMA : ',' ;
 COLON : ':' ;
 SEMI : ';' ;

@@ -149,6 +149,18 @@ primary
   | name '(' (expr (',' expr)*)? ')'        # call
   | name                                    # identifier
   | '(' expr ')'                            # parenthesized
+  | '{' (tableEntry (',' tableEntry)* ','?)? '}'   # tableLiteral
+  ;
+
+// A lookup table: `{0: "CAP_CHOWN", 1: "CAP_DAC_OVERRIDE"}` names numbers, `{"read": 0}`
+// numbers names. Keys and values are literals; sema checks that their kinds agree.
+tableEntry
+  : tableConstant ':' tableConstant
+  ;
+
+tableConstant
+  : '-'? NUMBER
+  | STRING
   ;
 
 // A cast's type: `struct sock *`, `unsigned long`, `u32`, `enum skb_drop_reason`. Other

@@ -248,8 +248,10 @@ void printJson(const std::vector<Row>& rows, size_t left_out, const AggregateLay
       if (is_key) {
         const FieldLayout& k = layout.keys[i];
         std::string text = fieldText(k, layout.keys, row.key.data(), types);
-        if (k.kind == FieldKind::Signed) j[k.name] = readSigned(row.key.data() + k.offset);
-        else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(readSigned(row.key.data() + k.offset));
+        const uint8_t* at = row.key.data() + k.offset;
+        if (k.kind == FieldKind::Signed) j[k.name] = readSigned(at);
+        else if (k.kind == FieldKind::Unsigned) j[k.name] = static_cast<uint64_t>(readSigned(at));
+        else if (k.kind == FieldKind::Table && !tableName(k, at)) j[k.name] = readSigned(at);
         else j[k.name] = text;
         continue;
       }

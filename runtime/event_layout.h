@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ enum class FieldKind : uint8_t {
   StringList,   // join(argv): a u64 count, then kJoinArgs strings of kJoinArgBytes each
   Buffer,       // buf(p, n): `size` raw bytes, printable ASCII as is, others as `\xNN`
   WallTime,     // strftime(fmt, ns): a bpf_ktime_get_ns() time shown with `format` (strftime's)
+  Table,        // a signed integer shown as its name in `names` (`caps[cap]`), else itself
 };
 
 /// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included). A
@@ -76,6 +78,8 @@ struct FieldLayout {
   std::string path;
   /// StringList: what is printed between the strings.
   std::string separator;
+  /// Table: the name of each number (a table literal's, or enumerators `enum_name` chose).
+  std::map<int64_t, std::string> names;
 };
 
 struct ProbeLayout {

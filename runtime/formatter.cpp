@@ -63,6 +63,11 @@ std::string stringText(const uint8_t* p, size_t size, bool mark_cut) {
   return out;
 }
 
+const std::string* tableName(const FieldLayout& f, const uint8_t* p) {
+  auto it = f.names.find(readSigned(p));
+  return it == f.names.end() ? nullptr : &it->second;
+}
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -132,6 +137,10 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types
     case FieldKind::StringList: return stringListText(p, f.size, f.separator);
     case FieldKind::Buffer: return bufferText(p, f.size);
     case FieldKind::WallTime: return wallTimeText(f.format, static_cast<int64_t>(readU64(p)) + bootOffset());
+    case FieldKind::Table: {
+      const std::string* name = tableName(f, p);
+      return name ? *name : std::to_string(readSigned(p));
+    }
     case FieldKind::Record:
     case FieldKind::Format: break;
   }
@@ -169,9 +178,10 @@ uint64_t unsignedAtWidth(const FieldLayout& f, const uint8_t* p) {
 std::string convert(std::string spec, char conversion, const FieldLayout& arg, const uint8_t* p,
                     TypeDumper& types) {
   spec.erase(std::remove(spec.begin(), spec.end(), 'l'), spec.end());  // fmt sizes by type
+  // A lookup's number with `%d`, its name with `%s`.
   bool integer = arg.kind == FieldKind::Signed || arg.kind == FieldKind::Unsigned ||
                  arg.kind == FieldKind::Hex || arg.kind == FieldKind::Bool ||
-                 arg.kind == FieldKind::Pointer;
+                 arg.kind == FieldKind::Pointer || arg.kind == FieldKind::Table;
   try {
     if (integer && (conversion == 'd' || conversion == 'i')) return fmt::sprintf(spec, signedAtWidth(arg, p));
     if (integer && std::strchr("uxXo", conversion)) return fmt::sprintf(spec, unsignedAtWidth(arg, p));
@@ -347,6 +357,10 @@ class JsonFormatter : public Formatter {
       case FieldKind::Signed: return readSigned(p);
       case FieldKind::Unsigned: return readU64(p);
       case FieldKind::Bool: return readU64(p) != 0;
+      case FieldKind::Table: {
+        const std::string* name = tableName(f, p);
+        return name ? Json(*name) : Json(readSigned(p));
+      }
       case FieldKind::Record: {
         Json value = types_.recordJson(f, p);
         if (value.is_object() && f.address_field >= 0) {

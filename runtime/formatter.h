@@ -46,6 +46,10 @@ enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
 /// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.
 std::string clockText(int64_t wall_ns, ClockPrecision precision);
 
+/// A Table field's name for the number at `p`; null when its table has none (the number
+/// itself then prints).
+const std::string* tableName(const FieldLayout& f, const uint8_t* p);
+
 /// A field's value as text; `fields` and `record` are the whole record (or key), which a
 /// `fmt` draws its arguments from.
 std::string fieldText(const FieldLayout& f, const std::vector<FieldLayout>& fields,

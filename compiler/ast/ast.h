@@ -30,6 +30,7 @@ enum class ExprKind : uint8_t {
   Binary,
   Conditional,
   Cast,
+  Table,
 };
 
 struct Expr {
@@ -173,6 +174,27 @@ struct Cast : Expr {
       : Expr(ExprKind::Cast, range), type(std::move(type)), operand(std::move(operand)) {}
   TypeName type;
   ExprPtr operand;
+};
+
+/// A key or value of a table literal: an integer (`21`, `-1`, `0x10`) or a string.
+struct TableConstant {
+  bool is_string = false;
+  int64_t integer = 0;
+  std::string string;  // escapes decoded
+  SourceRange range;
+};
+
+struct TableEntry {
+  TableConstant key;
+  TableConstant value;
+};
+
+/// `{0: "CAP_CHOWN", 1: "CAP_DAC_OVERRIDE"}`: names for numbers (or numbers for names),
+/// used by indexing it (`caps[cap]`).
+struct TableLiteral : Expr {
+  TableLiteral(SourceRange range, std::vector<TableEntry> entries)
+      : Expr(ExprKind::Table, range), entries(std::move(entries)) {}
+  std::vector<TableEntry> entries;
 };
 
 /// Downcast with a kind check (the caller has checked `expr.kind`).

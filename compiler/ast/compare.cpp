@@ -7,6 +7,21 @@ bool sameType(const TypeName& a, const TypeName& b) {
   return a.tag == b.tag && a.name == b.name && a.pointer_depth == b.pointer_depth;
 }
 
+bool sameConstant(const TableConstant& a, const TableConstant& b) {
+  return a.is_string == b.is_string && a.integer == b.integer && a.string == b.string;
+}
+
+bool sameTable(const TableLiteral& a, const TableLiteral& b) {
+  if (a.entries.size() != b.entries.size()) return false;
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    if (!sameConstant(a.entries[i].key, b.entries[i].key) ||
+        !sameConstant(a.entries[i].value, b.entries[i].value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool sameCall(const Call& a, const Call& b) {
   if (a.callee != b.callee || a.args.size() != b.args.size()) return false;
   for (size_t i = 0; i < a.args.size(); ++i) {
@@ -57,6 +72,7 @@ bool sameExpr(const Expr& a, const Expr& b) {
       const auto& y = as<Cast>(b);
       return sameType(x.type, y.type) && sameExpr(*x.operand, *y.operand);
     }
+    case ExprKind::Table: return sameTable(as<TableLiteral>(a), as<TableLiteral>(b));
   }
   return false;
 }

@@ -117,6 +117,16 @@ class Dumper : public ExprVisitor<Dumper> {
   }
   void visitConditional(const Conditional& cond) { nested("conditional", cond); }
   void visitCast(const Cast& cast) { nested("cast (" + spell(cast.type) + ")", cast); }
+  void visitTable(const TableLiteral& table) {
+    line("table");
+    Nest nest(*this);
+    auto text = [](const TableConstant& c) {
+      return c.is_string ? quoted(c.string) : std::to_string(c.integer);
+    };
+    for (const TableEntry& entry : table.entries) {
+      line(fmt::format("entry {}: {}", text(entry.key), text(entry.value)));
+    }
+  }
 
  private:
   struct Nest {

@@ -29,6 +29,7 @@ class ExprVisitor {
       case ExprKind::Binary: return self.visitBinary(as<Binary>(expr));
       case ExprKind::Conditional: return self.visitConditional(as<Conditional>(expr));
       case ExprKind::Cast: return self.visitCast(as<Cast>(expr));
+      case ExprKind::Table: return self.visitTable(as<TableLiteral>(expr));
     }
   }
 
@@ -44,6 +45,7 @@ class ExprVisitor {
   void visitBinary(const Binary& binary) { visitChildren(binary); }
   void visitConditional(const Conditional& cond) { visitChildren(cond); }
   void visitCast(const Cast& cast) { visitChildren(cast); }
+  void visitTable(const TableLiteral&) {}  // its keys and values are constants, not expressions
 
  protected:
   void visitChildren(const Call& call) {

@@ -389,6 +389,52 @@ std::optional<Enumerator> Btf::findEnumerator(std::string_view name) const {
   return Enumerator{type, std::string(name), value};
 }
 
+namespace {
+
+/// The enums of `file` (its own types, not its base's) with enumerators named `prefix...`.
+void collectEnumerators(const BtfFile& file, std::string_view prefix,
+                        std::vector<EnumeratorGroup>& out) {
+  const ::btf* base = btf__base_btf(file.btf);
+  TypeId first = base ? btf__type_cnt(base) : 1;
+  TypeId count = btf__type_cnt(file.btf);
+  for (TypeId id = first; id < count; ++id) {
+    const ::btf_type* t = btf__type_by_id(file.btf, id);
+    if (!btf_is_enum(t) && !btf_is_enum64(t)) continue;
+    EnumeratorGroup group{BtfType{&file, id}, {}};
+    bool is64 = btf_is_enum64(t);
+    for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+      std::string_view name =
+          btf__name_by_offset(file.btf, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+      if (name.substr(0, prefix.size()) != prefix) continue;
+      // An unsigned enum's values (BTF's kind flag clear) as the kernel's u32 holds them.
+      int64_t value = is64           ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i]))
+                      : btf_kflag(t) ? btf_enum(t)[i].val
+                                     : static_cast<uint32_t>(btf_enum(t)[i].val);
+      group.enumerators.push_back({group.enum_type, std::string(name), value});
+    }
+    if (!group.enumerators.empty()) out.push_back(std::move(group));
+  }
+}
+
+}  // namespace
+
+std::vector<EnumeratorGroup> Btf::enumeratorsWithPrefix(std::string_view prefix) const {
+  std::vector<EnumeratorGroup> out;
+  collectEnumerators(files_.front(), prefix, out);
+  if (!out.empty()) return out;
+  loadModules();
+  for (size_t i = 1; i < files_.size(); ++i) collectEnumerators(files_[i], prefix, out);
+  return out;
+}
+
+std::vector<std::string_view> Btf::enumeratorNames() const {
+  index(kEnumerators);
+  std::vector<std::string_view> names;
+  for (const auto& [name, entry] : index_->enumerators) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::vector<std::string_view> Btf::structNames() const {
   index(kTypes);
   std::vector<std::string_view> names;

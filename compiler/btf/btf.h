@@ -72,6 +72,12 @@ struct Enumerator {
   int64_t value;
 };
 
+/// The enumerators of one enum whose names share a prefix (`enum_name(x, "TCP_")`).
+struct EnumeratorGroup {
+  BtfType enum_type;
+  std::vector<Enumerator> enumerators;  // in declaration order
+};
+
 /// The kernel's BTF with indexes by name.
 class Btf {
  public:
@@ -109,6 +115,11 @@ class Btf {
   std::optional<BtfType> findEnum(std::string_view name) const;
   std::optional<BtfType> findTypedef(std::string_view name) const;
   std::optional<Enumerator> findEnumerator(std::string_view name) const;
+  /// Every enum, anonymous ones included, with enumerators named `prefix...`, in BTF order:
+  /// vmlinux's, or the modules' when vmlinux has none.
+  std::vector<EnumeratorGroup> enumeratorsWithPrefix(std::string_view prefix) const;
+  /// Every enumerator's name (for did-you-mean hints).
+  std::vector<std::string_view> enumeratorNames() const;
   /// Names of all structs (for did-you-mean hints).
   std::vector<std::string_view> structNames() const;
 

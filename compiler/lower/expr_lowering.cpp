@@ -12,6 +12,10 @@ using sema::TypeKind;
 
 bool isSigned(const sema::Type* t) { return t->kind == TypeKind::Int && t->is_signed; }
 
+bool isNameLookup(const sema::ExprInfo& ei) {
+  return ei.table && ei.type->kind == TypeKind::String;
+}
+
 }  // namespace
 
 ExprLowering::ExprLowering(BpfModule& module, CoreTypes& core, const sema::TypeTable& types,
@@ -130,8 +134,14 @@ Val ExprLowering::value(const ast::Expr& e) {
       return returnValue(ei.type);
     case ast::ExprKind::Call:
       return call(ast::as<ast::Call>(e));
-    case ast::ExprKind::Member:
     case ast::ExprKind::Index:
+      // A lookup: a number for a name, folded by sema; or a name, as a string.
+      if (ei.table && ei.table->stringKeys()) {
+        return Val{b_.getInt64(static_cast<uint64_t>(ei.value)), ei.type};
+      }
+      if (isNameLookup(ei)) return string(e, string_bytes_);
+      [[fallthrough]];
+    case ast::ExprKind::Member:
       if (ei.type->isStringLike() && ei.type->kind == TypeKind::Array) return string(e, string_bytes_);
       return load(place(e));
     case ast::ExprKind::Unary: {
@@ -163,6 +173,8 @@ Val ExprLowering::value(const ast::Expr& e) {
     }
     case ast::ExprKind::Cast:
       return cast(ast::as<ast::Cast>(e));
+    case ast::ExprKind::Table:
+      return problem("a table has no value; its lookups have", ei.type);
   }
   return Val{b_.getInt64(0), ei.type};
 }
@@ -251,6 +263,7 @@ Val ExprLowering::binary(const ast::Binary& bin) {
     phi->addIncoming(rhs, rhs_end);
     return Val{b_.CreateZExt(phi, b_.getInt64Ty()), type};
   }
+  if (const auto& keys = info(bin).keys) return compareKeys(bin, *keys);
   const sema::Type* lt = info(*bin.lhs).type;
   const sema::Type* rt = info(*bin.rhs).type;
   if (bin.op == Op::Match || (lt->isStringLike() && rt->isStringLike() &&

@@ -116,6 +116,9 @@ class ExprLowering {
   void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// The integer a lookup of a name (`caps[cap]`, `enum_name(s, "TCP_")`, a `fn` or `let`
+  /// that is one) names: what its record field keeps, printed as the name.
+  Val lookupKey(const ast::Expr& e);
 
   const sema::ExprInfo& info(const ast::Expr& e) const;
   /// Until `leaveBody`, lowers expressions of the body of the `fn` (or property) that `use`
@@ -169,6 +172,12 @@ class ExprLowering {
   Val call(const ast::Call& c);
   Val binary(const ast::Binary& b);
   Val compareStrings(const ast::Binary& b);
+  /// A folded comparison of a lookup with a name: the key against the keys of that name.
+  Val compareKeys(const ast::Binary& b, const std::vector<int64_t>& keys);
+  /// A lookup's name as a string: a chain of its table's constants, else the number.
+  void storeLookup(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// The signed decimal text of `v` (`-12`), cut to fit `size` bytes with a NUL.
+  void storeDecimal(llvm::Value* v, llvm::Value* dst, uint32_t size);
   /// Whether the strings in two buffers of `n` bytes are equal (up to the first NUL), as i1.
   llvm::Value* compareBuffers(llvm::Value* a, llvm::Value* c, uint32_t n);
   Val cast(const ast::Cast& c);

@@ -341,6 +341,9 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
       return lower.storeStringList(*ast::as<ast::Call>(*f.expr).args[0], dst);
     case FieldKind::Buffer:
       return lower.storeBytes(*ast::as<ast::Call>(*f.expr).args[0], dst, f.layout.size);
+    case FieldKind::Table:  // the key; the name is found when printing
+      b.CreateStore(lower.lookupKey(*f.expr).v, dst);
+      return;
     case FieldKind::String:
       if (f.expr) return lower.storeString(*f.expr, dst, f.layout.size);
       return lower.storeArgString(f.arg, f.type, dst, f.layout.size);

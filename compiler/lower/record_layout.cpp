@@ -92,7 +92,13 @@ FieldLayout fieldFor(const sema::ExprTable& exprs, const ast::Expr* e, const sem
     f.name = std::move(name);
     return f;
   }
-  if (it != exprs.end()) {
+  if (it != exprs.end() && it->second.table && it->second.type->kind == TypeKind::String) {
+    // A lookup (`caps[cap]`): the record keeps the key; its name is found when printing.
+    f = FieldLayout{};
+    f.kind = FieldKind::Table;
+    f.size = 8;
+    f.names = it->second.table->names;
+  } else if (it != exprs.end()) {
     const sema::ExprInfo& info = it->second;
     std::optional<sema::FieldShape> shape;
     if (info.function && info.function->field) {

@@ -34,6 +34,10 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
     constant(ast::as<ast::StringLiteral>(e).value);
     return;
   }
+  if (ei.table && ei.type->kind == TypeKind::String) {
+    storeLookup(e, dst, size);  // `caps[cap]`: the name, chosen in the kernel
+    return;
+  }
   if (e.kind == ast::ExprKind::Conditional) {
     // Each side straight into `dst`: no buffer per alternative.
     const auto& c = ast::as<ast::Conditional>(e);

@@ -324,6 +324,7 @@ class Builder {
   }
 
   // primary : NUMBER | STRING | TRUE | FALSE | RETURN | name '(' args ')' | name | '(' expr ')'
+  //         | '{' (tableEntry (',' tableEntry)* ','?)? '}'
   ExprPtr primary(P::PrimaryContext* ctx) {
     SourceRange at = range(ctx);
     if (auto* p = dynamic_cast<P::NumberLiteralContext*>(ctx)) {
@@ -346,10 +347,46 @@ class Builder {
     if (auto* p = dynamic_cast<P::IdentifierContext*>(ctx)) {
       return std::make_unique<Identifier>(at, text(p->name()));
     }
+    if (auto* p = dynamic_cast<P::TableLiteralContext*>(ctx)) return table(p, at);
     auto* p = dynamic_cast<P::ParenthesizedContext*>(ctx);
     ExprPtr inner = expr(p->expr());
     inner->range = at;  // `(a + b)` spans its parentheses, so a caret covers them too
     return inner;
+  }
+
+  // tableEntry : tableConstant ':' tableConstant
+  ExprPtr table(P::TableLiteralContext* ctx, SourceRange at) {
+    std::vector<TableEntry> entries;
+    for (P::TableEntryContext* entry : ctx->tableEntry()) {
+      entries.push_back(
+          {tableConstant(entry->tableConstant(0)), tableConstant(entry->tableConstant(1))});
+    }
+    return std::make_unique<TableLiteral>(at, std::move(entries));
+  }
+
+  // tableConstant : '-'? NUMBER | STRING
+  TableConstant tableConstant(P::TableConstantContext* ctx) {
+    TableConstant out;
+    out.range = range(ctx);
+    if (ctx->STRING()) {
+      out.is_string = true;
+      out.string = decodeString(text(ctx->STRING())).value;
+      return out;
+    }
+    DecodedNumber n = std::get<DecodedNumber>(decodeNumber(text(ctx->NUMBER())));
+    if (n.unit != NumberUnit::None) {
+      diags_.report(DiagKind::WrongUnit, range(ctx->NUMBER()),
+                    fmt::format("a table's keys and values are plain integers, not `{}`",
+                                text(ctx->NUMBER())));
+    }
+    bool negative = ctx->MINUS() != nullptr;
+    if (negative && n.value > uint64_t{1} << 63) {
+      diags_.report(DiagKind::ValueOutOfRange, out.range,
+                    fmt::format("`{}` is below the smallest 64-bit integer", text(ctx)));
+    }
+    // Above 2^63 - 1, a key is the 64-bit pattern an unsigned value of the kernel has.
+    out.integer = static_cast<int64_t>(negative ? 0 - n.value : n.value);
+    return out;
   }
 
   static UnaryOp unaryOp(size_t token) {

@@ -139,6 +139,11 @@ Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token*
   if (has(expected, P::WHERE) && has(expected, P::SELECT)) {
     return {DiagKind::UnexpectedToken, "a clause", kClauseHint};
   }
+  // Inside a table literal: what could start an expression but a name.
+  if (has(expected, P::STRING) && has(expected, P::NUMBER) && !has(expected, P::IDENT)) {
+    return {DiagKind::ExpectedToken, "an integer or a string",
+            "a table's keys and values are literals, as in `{0: \"CAP_CHOWN\"}`"};
+  }
   return {DiagKind::ExpectedToken, listTokens(parser->getVocabulary(), expected), ""};
 }
 
@@ -197,13 +202,15 @@ void SyntaxErrorStrategy::reportExpected(antlr4::Parser* parser, Token* offendin
   if (!expectation.hint.empty()) diag.note(expectation.hint);
 
   size_t type = offending->getType();
-  if ((type == P::RPAREN || type == P::RBRACKET) &&
-      !unclosedOpener(tokens, offending->getTokenIndex(), type == P::RPAREN ? P::LPAREN : P::LBRACKET,
-                      type)) {
-    diag.note(fmt::format("nothing before it opens a `{}`", type == P::RPAREN ? "(" : "["));
+  constexpr std::pair<size_t, size_t> kBrackets[] = {
+      {P::LPAREN, P::RPAREN}, {P::LBRACKET, P::RBRACKET}, {P::LBRACE, P::RBRACE}};
+  for (auto [open, close] : kBrackets) {
+    if (type == close && !unclosedOpener(tokens, offending->getTokenIndex(), open, close)) {
+      diag.note(fmt::format("nothing before it opens a {}",
+                            quoteTokenType(parser->getVocabulary(), open)));
+    }
   }
-  for (auto [open, close] : {std::pair<size_t, size_t>{P::LPAREN, P::RPAREN},
-                             std::pair<size_t, size_t>{P::LBRACKET, P::RBRACKET}}) {
+  for (auto [open, close] : kBrackets) {
     if (!has(expected, close)) continue;
     if (Token* opener = unclosedOpener(tokens, offending->getTokenIndex(), open, close)) {
       diag.note(source_.range(opener), fmt::format("to match this {}", source_.display(opener)));

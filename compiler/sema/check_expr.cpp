@@ -3,6 +3,7 @@
 // This file holds the dispatch on expression kinds and the passes' entry points; names and
 // calls are in check_names.cpp, members and operators in check_operators.cpp.
 #include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -15,7 +16,13 @@ namespace kq::sema {
 ExprChecker::ExprChecker(Context& ctx, Scope scope, ExprTable& out)
     : ctx_(ctx), scope_(std::move(scope)), out_(out) {}
 
+const Type* ExprChecker::checkTable(const ast::Expr& e) {
+  table_allowed_ = true;
+  return check(e);
+}
+
 const Type* ExprChecker::check(const ast::Expr& e) {
+  bool table_allowed = std::exchange(table_allowed_, false);
   if (std::optional<uint32_t> j = joinedOnly(e)) {
     if (const Type* type = joined(e, *j)) return type;
   }
@@ -52,7 +59,7 @@ const Type* ExprChecker::check(const ast::Expr& e) {
       info = member(ast::as<ast::Member>(e));
       break;
     case ast::ExprKind::Index:
-      info.type = index(ast::as<ast::Index>(e));
+      info = index(ast::as<ast::Index>(e));
       break;
     case ast::ExprKind::Unary:
       info = unary(ast::as<ast::Unary>(e));
@@ -66,8 +73,15 @@ const Type* ExprChecker::check(const ast::Expr& e) {
     case ast::ExprKind::Cast:
       info.type = cast(ast::as<ast::Cast>(e));
       break;
+    case ast::ExprKind::Table:
+      info = tableLiteral(ast::as<ast::TableLiteral>(e));
+      break;
   }
   if (!info.type) info.type = ctx_.types.error();
+  if (info.type->kind == TypeKind::Table && !table_allowed) {
+    tableNotIndexed(e, info);
+    info.type = ctx_.types.error();
+  }
   const Type* type = info.type;
   out_[&e] = std::move(info);
   return type;
@@ -83,21 +97,34 @@ std::string ExprChecker::quote(const ast::Expr& e) const { return sema::quote(ct
 
 const Type* ExprChecker::error() const { return ctx_.types.error(); }
 
+void checkLet(Context& ctx, const ast::LetDecl& let) {
+  if (ctx.decls.let_info.count(&let)) return;
+  if (!ctx.decls.lets_in_progress.insert(&let).second) {
+    ctx.diags.report(DiagKind::RecursiveFunction, let.name_range,
+                     fmt::format("`{}` is defined in terms of itself", let.name))
+        .note("a `let` is a constant: its value cannot use its own name");
+    ExprInfo info;
+    info.type = ctx.types.error();
+    ctx.decls.let_info[&let] = info;
+    return;
+  }
+  ExprTable table;
+  ExprChecker checker(ctx, Scope{}, table);
+  checker.checkTable(*let.value);
+  ExprInfo info = table.at(let.value.get());
+  info.body = std::make_shared<ExprTable>(std::move(table));  // for code generation
+  if (!info.constant && !info.type->isError()) {
+    ctx.diags.report(DiagKind::NotAvailableHere, let.value->range,
+                     fmt::format("`let {}` must be a constant", let.name))
+        .note("use `fn` for values computed from a probe's arguments");
+  }
+  ctx.decls.lets_in_progress.erase(&let);
+  ctx.decls.let_info.emplace(&let, std::move(info));  // kept if a cycle already put one
+}
+
 void checkDeclarations(Context& ctx) {
   // Every constant, the script's and its modules'.
-  for (const auto& [name, let] : ctx.decls.lets) {
-    ExprTable table;
-    ExprChecker checker(ctx, Scope{}, table);
-    checker.check(*let->value);
-    ExprInfo info = table.at(let->value.get());
-    info.body = std::make_shared<ExprTable>(std::move(table));  // for code generation
-    if (!info.constant && !info.type->isError()) {
-      ctx.diags.report(DiagKind::NotAvailableHere, let->value->range,
-                       fmt::format("`let {}` must be a constant", let->name))
-          .note("use `fn` for values computed from a probe's arguments");
-    }
-    ctx.decls.let_info[let] = info;
-  }
+  for (const auto& [name, let] : ctx.decls.lets) checkLet(ctx, *let);
   // The script's functions whose parameters all have types are checked here, even if
   // unused; others (and the stdlib's) where they are called, with the arguments' types.
   for (const auto& [name, fn] : ctx.decls.fns) {

@@ -50,6 +50,7 @@ int sideOf(const Context& ctx, const std::vector<ResolvedJoin>& joins, const ast
     case ast::ExprKind::Integer:
     case ast::ExprKind::String:
     case ast::ExprKind::Bool:
+    case ast::ExprKind::Table:
       return kNoSide;
     case ast::ExprKind::Identifier: {
       // A `let` constant reads nothing; every other name is the query's (its arguments,

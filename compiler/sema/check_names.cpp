@@ -74,7 +74,8 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
     return info;
   }
   if (auto it = ctx_.decls.lets.find(name); it != ctx_.decls.lets.end()) {
-    info = ctx_.decls.let_info.count(it->second) ? ctx_.decls.let_info.at(it->second) : ExprInfo{};
+    checkLet(ctx_, *it->second);  // on its first use, when declared after it
+    info = ctx_.decls.let_info.at(it->second);
     info.ref = Ref::Let;
     info.let = it->second;
     if (!info.type) info.type = error();  // its own error was reported
@@ -226,6 +227,17 @@ void ExprChecker::unknownName(const ast::Identifier& id) {
     }
   }
   Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
+  // A constant of a module the script does not `use` (`signals` of `names`).
+  for (const auto& module : ctx_.modules) {
+    for (const ast::Item& item : module->items) {
+      const auto* let = std::get_if<ast::LetDecl>(&item);
+      if (!let || let->name != id.name) continue;
+      const std::string& file = ctx_.sources.file(module->file).name();
+      std::string name = file.substr(7, file.size() - 10);  // stdlib/<name>.kq
+      diag.note(fmt::format("`{}` is in the stdlib module `{}`: add `use {}`", id.name, name, name));
+      return;
+    }
+  }
   if (auto close = closestName(id.name, candidates)) {
     diag.note(fmt::format("did you mean `{}`?", *close));
     return;
@@ -287,7 +299,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     bool inner_entry = scope_.in_entry;
     scope_.aggregates_allowed = false;  // no aggregates inside aggregates
     scope_.in_entry = inner_entry || f.id == BuiltinFn::Entry;
-    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags, ctx_.kernel};
+    BuiltinCall bc{c, {}, ctx_.types, ctx_.diags, ctx_.kernel, ctx_.btf};
     for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
     scope_.aggregates_allowed = inner_allowed;
     scope_.in_entry = inner_entry;
@@ -300,6 +312,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     }
     info.type = f.check(bc);
     info.operands = std::move(bc.operands);
+    info.table = std::move(bc.table);
     return info;
   }
   const ast::FnDecl* fn = nullptr;
@@ -448,6 +461,9 @@ ExprInfo ExprChecker::expandFn(const ast::FnDecl& fn, const ast::Expr& use,
   info.body = std::make_shared<ExprTable>();
   ExprChecker body(ctx_, std::move(inner), *info.body);
   info.type = body.check(*fn.body);
+  // A function that looks a name up (`fn signame(s) = signals[s]`) prints like the lookup.
+  const ExprInfo& result = info.body->at(fn.body.get());
+  if (result.type->kind == TypeKind::String) info.table = result.table;
   return info;
 }
 

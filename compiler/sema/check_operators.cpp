@@ -82,21 +82,25 @@ std::string ExprChecker::quoteText(const ast::Expr& e) const {
   return q.substr(1, q.size() - 2);
 }
 
-const Type* ExprChecker::index(const ast::Index& ix) {
-  const Type* base = check(*ix.base);
+ExprInfo ExprChecker::index(const ast::Index& ix) {
+  ExprInfo info;
+  info.type = error();
+  const Type* base = checkTable(*ix.base);
+  if (base->kind == TypeKind::Table) return lookup(ix, out_.at(ix.base.get()));
   const Type* i = check(*ix.index);
   if (!i->isError() && !i->isInteger()) {
     report(DiagKind::TypeMismatch, ix.index->range,
            fmt::format("an index must be an integer, not `{}`", i->spelling));
-    return error();
+    return info;
   }
-  if (base->isError()) return error();
+  if (base->isError()) return info;
   if (base->kind == TypeKind::Array || (base->isPointer() && base->element->kind != TypeKind::Void)) {
-    return base->element;
+    info.type = base->element;
+    return info;
   }
   report(DiagKind::TypeMismatch, ix.base->range,
          fmt::format("{} is `{}`, which cannot be indexed", quote(*ix.base), base->spelling));
-  return error();
+  return info;
 }
 
 // ---- operators ---------------------------------------------------------------------
@@ -168,6 +172,7 @@ ExprInfo ExprChecker::binary(const ast::Binary& b) {
                       : check(*b.rhs);
   if (l->isError() || r->isError()) return info;
   info.constant = info_constant(*b.lhs) && info_constant(*b.rhs);
+  if (auto folded = foldLookupComparison(b)) return *folded;
 
   if (b.op == Op::Match) {
     if (!l->isStringLike() || !r->isStringLike()) {

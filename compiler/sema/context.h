@@ -21,8 +21,11 @@ namespace kq::sema {
 struct Declarations {
   std::map<std::string, const ast::LetDecl*, std::less<>> lets;
   std::map<std::string, const ast::FnDecl*, std::less<>> fns;
-  /// Types of `let` constants, filled in as they are checked.
+  /// Types of `let` constants, filled in as they are checked (in name order, and each
+  /// earlier where another's value uses it).
   std::map<const ast::LetDecl*, ExprInfo> let_info;
+  /// The `let`s being checked, to catch one whose value uses itself.
+  std::set<const ast::LetDecl*> lets_in_progress;
   /// Which module declared each fn or let ("" for the script).
   std::map<const void*, std::string> origin;
 };
@@ -82,6 +85,9 @@ void checkExtensions(Context& ctx, Program& program);
 
 /// Type-checks `let` values and functions whose parameters all have types.
 void checkDeclarations(Context& ctx);
+
+/// Type-checks one `let`'s value, once, into `ctx.decls.let_info`.
+void checkLet(Context& ctx, const ast::LetDecl& let);
 
 /// Rules about a query as a whole: aggregates and `group by`, `every`.
 void checkQueryShape(Context& ctx, ResolvedQuery& query);

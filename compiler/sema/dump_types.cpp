@@ -34,6 +34,23 @@ std::string refText(const ExprInfo& info, const SourceManager& sources) {
   return "";
 }
 
+/// What a lookup or a folded comparison means: where its names come from, which keys.
+std::string tableText(const ExprInfo& info, bool alone) {
+  std::string out;
+  if (info.keys) {
+    std::string keys;
+    for (int64_t k : *info.keys) keys += fmt::format("{}{}", keys.empty() ? "" : ", ", k);
+    out = fmt::format("compares the key with {}", keys);
+  } else if (info.table && info.type->kind != TypeKind::Table) {
+    out = info.table->stringKeys() ? fmt::format("the number {}, from its table", info.value)
+          : info.table->origin.empty()
+              ? fmt::format("a name from a table of {} entries", info.table->names.size())
+              : fmt::format("a name from {}", info.table->origin);
+  }
+  if (out.empty()) return "";
+  return alone ? out : ", " + out;
+}
+
 class TypeDumper : public ast::ExprVisitor<TypeDumper> {
  public:
   TypeDumper(const ExprTable& table, const SourceManager& sources, std::ostream& out, int depth)
@@ -46,6 +63,7 @@ class TypeDumper : public ast::ExprVisitor<TypeDumper> {
     auto it = table_.find(&e);
     std::string type = it == table_.end() ? "?" : it->second.type->spelling;
     std::string ref = it == table_.end() ? "" : refText(it->second, sources_);
+    if (it != table_.end()) ref += tableText(it->second, ref.empty());
     out_ << std::string(depth_ * 2, ' ') << source << " : " << type;
     if (!ref.empty()) out_ << "  (" << ref << ")";
     out_ << "\n";
@@ -76,6 +94,7 @@ class TypeDumper : public ast::ExprVisitor<TypeDumper> {
   KQ_DUMP_NODE(visitBinary, Binary)
   KQ_DUMP_NODE(visitConditional, Conditional)
   KQ_DUMP_NODE(visitCast, Cast)
+  KQ_DUMP_LEAF(visitTable, TableLiteral)
 #undef KQ_DUMP_LEAF
 #undef KQ_DUMP_NODE
 

@@ -71,6 +71,8 @@ class ExprChecker {
   ExprChecker(Context& ctx, Scope scope, ExprTable& out);
 
   const Type* check(const ast::Expr& e);
+  /// `check`, where a table may be the value: a `let`'s, or what is indexed.
+  const Type* checkTable(const ast::Expr& e);
 
   const ExprInfo& info(const ast::Expr& e) const;
 
@@ -121,7 +123,18 @@ class ExprChecker {
 
   ExprInfo member(const ast::Member& m);
   std::string quoteText(const ast::Expr& e) const;
-  const Type* index(const ast::Index& ix);
+  ExprInfo index(const ast::Index& ix);
+
+  // ---- lookup tables (check_tables.cpp) ------------------------------------------------
+
+  ExprInfo tableLiteral(const ast::TableLiteral& t);
+  /// `caps[cap]`: a name (printed from the key), or `perms["read"]`: a number, folded.
+  ExprInfo lookup(const ast::Index& ix, const ExprInfo& table);
+  /// `caps[cap] == "CAP_CHOWN"` (or `!=`, `~ "CAP_NET_*"`) as a comparison of the key with
+  /// the keys of that name; nothing when neither side is such a lookup against a literal.
+  std::optional<ExprInfo> foldLookupComparison(const ast::Binary& b);
+  /// Reports a table used other than by indexing it.
+  void tableNotIndexed(const ast::Expr& e, const ExprInfo& info);
 
   // ---- operators (check_operators.cpp) -------------------------------------------------
 
@@ -146,6 +159,8 @@ class ExprChecker {
   Context& ctx_;
   Scope scope_;
   ExprTable& out_;
+  /// Set by checkTable for the expression it checks (not for those inside it).
+  bool table_allowed_ = false;
 };
 
 }  // namespace kq::sema

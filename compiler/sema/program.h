@@ -11,6 +11,7 @@
 #include "compiler/ast/ast.h"
 #include "compiler/btf/btf.h"
 #include "compiler/kernel/kernel_info.h"
+#include "compiler/sema/lookup_table.h"
 #include "compiler/sema/types.h"
 #include "runtime/program_plan.h"
 
@@ -93,6 +94,15 @@ struct ExprInfo {
   bool constant = false;  // folds to a compile-time value
   /// Fn and Property: the body's expressions, typed for this use.
   std::shared_ptr<ExprTable> body;
+  /// A table (its type's kind is Table), or the table a lookup names its value from:
+  /// `caps[cap]`, `enum_name(state, "TCP_")`, a `fn` or `let` that is such a lookup. A lookup
+  /// of a name is a string (printed from the integer kept, in the kernel a chain of
+  /// constants); of a number (`{"read": 0}["read"]`), the constant in `value`.
+  std::shared_ptr<const LookupTable> table;
+  /// A comparison of a lookup of a name with a string literal (`caps[cap] ==
+  /// "CAP_SYS_ADMIN"`, `~ "CAP_NET_*"`), folded: the keys whose names it holds for. The
+  /// kernel compares the key with them, never a string.
+  std::optional<std::vector<int64_t>> keys;
 };
 
 /// A `select` item or `group by` key that prints through `fmt`: the `fmt` call, the table

@@ -27,6 +27,8 @@ TypeTable::TypeTable() {
   s64_ = integer(8, true);
   u32_ = integer(4, false);
   s32_ = integer(4, true);
+  names_table_ = add({TypeKind::Table, "{integer: string}"});
+  numbers_table_ = add({TypeKind::Table, "{string: integer}"});
 }
 
 const Type* TypeTable::add(Type type) {

@@ -27,6 +27,7 @@ enum class TypeKind : uint8_t {
   Array,
   String,   // kq strings: literals, str(), comm
   Function, // a function pointer's target
+  Table,    // a lookup table (`{0: "CAP_CHOWN"}`), usable only by indexing it
 };
 
 struct Type {
@@ -79,6 +80,8 @@ class TypeTable {
   const Type* s64() const { return s64_; }
   const Type* u32() const { return u32_; }
   const Type* s32() const { return s32_; }
+  /// A lookup table: `{integer: string}` names numbers, `{string: integer}` numbers names.
+  const Type* table(bool string_keys) const { return string_keys ? numbers_table_ : names_table_; }
   /// An integer of `size` bytes; spelled like the kernel's u8..s64 unless `spelling` says.
   const Type* integer(uint32_t size, bool is_signed, std::string spelling = "");
   const Type* pointerTo(const Type* pointee);
@@ -106,6 +109,8 @@ class TypeTable {
   const Type* s64_;
   const Type* u32_;
   const Type* s32_;
+  const Type* names_table_;
+  const Type* numbers_table_;
 };
 
 /// Edit distance between two names, for `did you mean` hints.

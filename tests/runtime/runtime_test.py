@@ -66,6 +66,16 @@ for mark, size in [(0xdeadbeef, 200), (0, 300), (0xdeadbeef, 50), (0xdeadbeef, 4
     s.sendto(b"x" * size, ("127.0.0.1", 9))
 """)
 
+# Sends itself SIGUSR1 twice, SIGUSR2 once, then signal 0 (a check that it exists, which
+# has no name) with kill(2).
+SIGNALLER = write_script("signal_self.py", """
+import os, signal
+for s in (signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(s, lambda *args: None)
+for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGUSR1, 0):
+    os.kill(os.getpid(), s)
+""")
+
 
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
 class Runtime(unittest.TestCase):
@@ -215,6 +225,83 @@ for nocheck in (0, 1):
         self.assertEqual(status, 0, err)
         reasons = [json.loads(line)["reason"] for line in out.splitlines()]
         self.assertEqual(reasons, ["SKB_DROP_REASON_NO_SOCKET"] * 5, out)
+
+    def test_enum_values_name_groups(self):
+        # A value typed by a named enum is its enumerator as a table's key too.
+        status, out, err = kq("trace tracepoint:skb:kfree_skb where reason == SKB_DROP_REASON_NO_SOCKET "
+                              "group by reason select reason, count()", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.splitlines()[:2], ["reason                     count()",
+                                                "SKB_DROP_REASON_NO_SOCKET        5"], out)
+        status, out, err = kq("-o", "json", "trace tracepoint:skb:kfree_skb where reason == SKB_DROP_REASON_NO_SOCKET "
+                              "group by reason select reason, count()", "-c", f"{sys.executable} {SENDER}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out.splitlines()[-1])["rows"],
+                         [{"reason": "SKB_DROP_REASON_NO_SOCKET", "count()": 5}], out)
+
+    def test_signal_names_from_a_table(self):
+        # `signals` (stdlib `names`) names each signal when it prints; 0 has no name. The
+        # kill(2)s kept are those a process sends itself (`pid` is the syscall's argument
+        # here; a function's body sees the builtin).
+        query = "use names fn sender() = pid trace syscall:kill(pid, sig) where pid == sender() select signals[sig]"
+        status, out, err = kq(query, "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual([line.split()[-1] for line in out.splitlines()[1:]],
+                         ["SIGUSR1", "SIGUSR2", "SIGUSR1", "0"], out)
+        status, out, err = kq("-o", "json", query, "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual([json.loads(line)["signals[sig]"] for line in out.splitlines()],
+                         ["SIGUSR1", "SIGUSR2", "SIGUSR1", 0], out)
+
+    def test_a_table_in_where_and_in_the_kernel(self):
+        # `where` compares the signal with the keys of the name; a name chosen in the kernel
+        # (a branch of `?:`) is the table's constant, or the number when it has none.
+        status, out, err = kq("-o", "json", "use names trace syscall:kill(arg0, sig) "
+                              "where signals[sig] == \"SIGUSR2\" or signals[sig] ~ \"SIG*1\" "
+                              "select signals[sig] as name, sig != 12 ? signals[sig] : \"two\" as chosen, "
+                              "fmt(\"%s=%d\", signals[sig], sig) as both",
+                              "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        rows = [(e["name"], e["chosen"], e["both"]) for e in map(json.loads, out.splitlines())]
+        self.assertEqual(rows, [("SIGUSR1", "SIGUSR1", "SIGUSR1=10"), ("SIGUSR2", "two", "SIGUSR2=12"),
+                                ("SIGUSR1", "SIGUSR1", "SIGUSR1=10")], out)
+        status, out, err = kq("-o", "json", "let some = {10: \"usr1\"} trace syscall:kill(arg0, sig) "
+                              "where sig != 0 select sig > 0 ? some[sig] : \"none\" as chosen",
+                              "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual([json.loads(line)["chosen"] for line in out.splitlines()], ["usr1", "12", "usr1"], out)
+
+    def test_a_table_lookup_as_a_group_key(self):
+        query = "use names trace syscall:kill(arg0, sig) group by signals[sig] select signals[sig] as signal, count()"
+        status, out, err = kq(query, "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        lines = out.splitlines()
+        # The busiest group first; groups of one count in no particular order.
+        self.assertEqual(lines[:2], ["signal   count()", "SIGUSR1        2"], out)
+        self.assertEqual(sorted(lines[2:4]), ["0              1", "SIGUSR2        1"], out)
+        status, out, err = kq("-o", "json", query, "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertEqual(sorted((r["signal"], r["count()"]) for r in rows if r["signal"] != 0),
+                         [("SIGUSR1", 2), ("SIGUSR2", 1)], out)
+        self.assertIn({"signal": 0, "count()": 1}, rows, out)
+
+    def test_enum_name_of_tcp_states(self):
+        # The TCP states' enum is anonymous: `enum_name` finds it by its enumerators' prefix.
+        send = f"{sys.executable} {SUPPORT}/send_tcp.py"
+        query = ("trace tracepoint:sock:inet_sock_set_state "
+                 "select enum_name(oldstate, \"TCP_\") as old, enum_name(newstate, \"TCP_\") as new")
+        status, out, err = kq(query, "-c", send)
+        self.assertEqual(status, 0, err)
+        changes = [tuple(line.split()[-2:]) for line in out.splitlines()[1:]]
+        for change in [("TCP_CLOSE", "TCP_SYN_SENT"), ("TCP_SYN_SENT", "TCP_ESTABLISHED"),
+                       ("TCP_ESTABLISHED", "TCP_FIN_WAIT1")]:
+            self.assertIn(change, changes, out)
+        status, out, err = kq("-o", "json", "trace tracepoint:sock:inet_sock_set_state "
+                              "where enum_name(newstate, \"TCP_\") == \"TCP_SYN_SENT\" "
+                              "select enum_name(newstate, \"TCP_\") as new", "-c", send)
+        self.assertEqual(status, 0, err)
+        self.assertEqual([json.loads(line)["new"] for line in out.splitlines()], ["TCP_SYN_SENT"], out)
 
     def test_uprobe_on_a_test_binary(self):
         source = write_script("target.c", """

@@ -199,6 +199,8 @@ class Builder {
                  {"SKB_DROP_REASON_TCP_CSUM", 5}});
   b.enumeration("sock_type", 4, {{"SOCK_STREAM", 1}, {"SOCK_DGRAM", 2}});
   b.enumeration("", 4, {{"TCP_ESTABLISHED", 1}, {"TCP_SYN_SENT", 2}});
+  // More enumerators start with `TCP_` here, but they all start with `TCP_NLA_`.
+  b.enumeration("", 4, {{"TCP_NLA_PAD", 0}, {"TCP_NLA_BUSY", 1}, {"TCP_NLA_RWND_LIMITED", 2}});
 
   int skb = b.ptr("struct sk_buff");
   int sk = b.ptr("struct sock");
@@ -216,6 +218,8 @@ class Builder {
   b.function("ssize_t", "vfs_read", {{"file", b.ptr("struct file")}, {"buf", b.ptr("char")},
                                      {"count", b.type("size_t")}, {"pos", b.ptr("loff_t")}});
   b.function("void", "inlined_helper", {{"skb", skb}});
+  b.function("int", "cap_capable", {{"cred", b.ptr("void")}, {"targ_ns", b.ptr("void")},
+                                    {"cap", b.type("int")}, {"opts", b.type("unsigned int")}});
   // More parameters than registers: x86-64 passes `rtp` and `flags` on the stack.
   b.function("int", "ip_append_data",
              {{"sk", sk}, {"fl4", b.ptr("void")}, {"getfrag", b.ptr("void")}, {"from", b.ptr("void")},
@@ -253,6 +257,9 @@ class Builder {
   btf__add_func_param(b.take(), nullptr, b.ptr("void"));
   btf__add_func_param(b.take(), nullptr, b.type("int"));
   btf__add_typedef(b.take(), "btf_trace_sched_untemplated", btf__add_ptr(b.take(), pair_proto));
+  b.function("void", "__bpf_trace_inet_sock_set_state",
+             {{"__data", b.ptr("void")}, {"sk", sk}, {"oldstate", b.type("int")},
+              {"newstate", b.type("int")}});
   b.function("void", "__bpf_trace_sched_process_exec",
              {{"__data", b.ptr("void")}, {"p", b.ptr("struct task_struct")}, {"old_pid", b.type("pid_t")}});
   return b.take();
@@ -349,8 +356,17 @@ class FakeKernelInfo : public kernel::KernelInfo {
         {"sched_switch",
          format(301, "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
                      "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n")}}},
+      {"sock",
+       {{"inet_sock_set_state",
+         format(1400, "\tfield:const void * skaddr;\toffset:8;\tsize:8;\tsigned:0;\n"
+                      "\tfield:int oldstate;\toffset:16;\tsize:4;\tsigned:1;\n"
+                      "\tfield:int newstate;\toffset:20;\tsize:4;\tsigned:1;\n")}}},
       {"syscalls",
-       {{"sys_enter_openat",
+       {{"sys_enter_kill",
+         format(704, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
+                     "\tfield:pid_t pid;\toffset:16;\tsize:8;\tsigned:0;\n"
+                     "\tfield:int sig;\toffset:24;\tsize:8;\tsigned:0;\n")},
+        {"sys_enter_openat",
          format(700, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
                      "\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n"
                      "\tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n"

@@ -129,6 +129,22 @@ class KernelFunctions(unittest.TestCase):
                 self.assertEqual([(e["tgid"] == e["pid"], e["parent"], e["c"]) for e in events],
                                  [(True, proc.pid, "python3")], out)
 
+    def test_join_of_kernel_functions_through_fentry_and_kprobes(self):
+        # A kernel function on each side of a join: tcp_sendmsg's size kept at its entry and
+        # read at the return of its callee's caller, inet_sendmsg, on the same thread.
+        query = ("trace inet_sendmsg(sock, msg, size, return) where comm == \"python3\" "
+                 "join tcp_sendmsg(sk, size) as t on tid "
+                 "select t.size, return, t.func")
+        for method in ["fentry", "kprobe"]:
+            with self.subTest(method=method):
+                status, out, err = kq("--attach", method, "-o", "json", query, "-c", SEND_TCP)
+                self.assertEqual(status, 0, err)
+                events = [json.loads(line) for line in out.splitlines()]
+                self.assertEqual([(e["t.size"], e["return"], e["t.func"]) for e in events],
+                                 [(1000, 1000, "tcp_sendmsg")], out)
+                join = json.loads(err.strip().splitlines()[-1])["summary"]["joins"][0]
+                self.assertEqual((join["name"], join["matched"], join["unmatched"]), ("t", 1, 0), err)
+
     def test_glob(self):
         status, out, err = kq("-o", "json", "trace udp_send* where comm == \"python3\" select func",
                               "-c", SEND_UDP)

@@ -38,6 +38,7 @@ const std::vector<BuiltinFunction>& builtinFunctions() {
     std::vector<BuiltinFunction> out;
     addFormatFunctions(out);
     addPrintedFunctions(out);
+    addNameFunctions(out);
     addNetFunctions(out);
     addProbeFunctions(out);
     addAggregateFunctions(out);

@@ -1,13 +1,15 @@
 // kq's builtin names and functions, as tables of descriptors, one file per family:
 // variables.cpp (pid, comm, task, ...), functions.cpp (str, hex, fmt, kaddr, ...), printed.cpp
-// (cat, join, buf, strftime), net.cpp (byte order), aggregates.cpp (count, sum, hist, ...). A descriptor is everything kq knows about
-// a builtin: its name and arity, `check` (its type, and its literal operands evaluated),
-// the record field that holds its value (`field`), the aggregate it keeps, and its id, on
-// which lowering (compiler/lower/builtin_lowering.cpp) switches: a new id that lowering
-// does not handle fails to compile there. Nothing else in kq looks at a builtin's name.
+// (cat, join, buf, strftime), net.cpp (byte order), names.cpp (enum_name), aggregates.cpp
+// (count, sum, hist, ...). A descriptor is everything kq knows about a builtin: its name and
+// arity, `check` (its type, and its literal operands evaluated), the record field that holds
+// its value (`field`), the aggregate it keeps, and its id, on which lowering
+// (compiler/lower/builtin_lowering.cpp) switches: a new id that lowering does not handle
+// fails to compile there. Nothing else in kq looks at a builtin's name.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,7 @@
 #include "compiler/btf/btf.h"
 #include "compiler/diag/diagnostic.h"
 #include "compiler/kernel/kernel_info.h"
+#include "compiler/sema/lookup_table.h"
 #include "compiler/sema/types.h"
 #include "runtime/event_layout.h"
 
@@ -67,7 +70,7 @@ struct BuiltinVariable {
 
 /// Builtin functions and aggregates by what they are.
 enum class BuiltinFn : uint8_t {
-  Str, Hex, Errno, Ntop, Ksym, Usym, Kaddr, Fmt,
+  Str, Hex, Errno, Ntop, Ksym, Usym, Kaddr, Fmt, EnumName,
   Cat, Join, Buf, Strftime,
   Ntohs, Htons, Ntohl, Htonl,
   Entry,
@@ -86,14 +89,17 @@ enum class Placement : uint8_t {
 /// A call being checked: its arguments' types are known; `check` returns the call's type,
 /// or reports a diagnostic and returns the error type. Operands that must be literals
 /// (`lhist` bounds, `top`'s n, `str`'s length, `kaddr`'s address) are evaluated into
-/// `operands`.
+/// `operands`; a call that names numbers (`enum_name`) builds its `table` from the kernel's
+/// types (`btf`).
 struct BuiltinCall {
   const ast::Call& call;
   std::vector<const Type*> args;
   TypeTable& types;
   Diagnostics& diags;
   kernel::KernelInfo& kernel;
+  const btf::Btf& btf;
   std::vector<int64_t> operands = {};
+  std::shared_ptr<const LookupTable> table = nullptr;
 
   /// Reports that argument `i` has the wrong type; `wanted` says what it should be.
   const Type* badArgument(size_t i, std::string_view wanted);
@@ -127,6 +133,7 @@ const std::vector<BuiltinFunction>& builtinFunctions();
 void addProcessVariables(std::vector<BuiltinVariable>& out);
 void addFormatFunctions(std::vector<BuiltinFunction>& out);
 void addPrintedFunctions(std::vector<BuiltinFunction>& out);
+void addNameFunctions(std::vector<BuiltinFunction>& out);
 void addNetFunctions(std::vector<BuiltinFunction>& out);
 void addProbeFunctions(std::vector<BuiltinFunction>& out);
 void addAggregateFunctions(std::vector<BuiltinFunction>& out);
