@@ -237,6 +237,18 @@ class Examples(harness.KqTestCase):
             except AssertionError as e:
                 raise AssertionError(f"{e}\nbpftrace exited with {bpftrace.proc.returncode}: {err[-1000:]}") from None
 
+    def test_every_example_of_a_bpftrace_tool_is_tested(self):
+        # Here, or (kernel functions) in the VM tier.
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vm", "vm_test.py")) as f:
+            vm_tests = f.read()
+        for name in sorted(os.listdir(EXAMPLES)):
+            with open(os.path.join(EXAMPLES, name)) as f:
+                if not name.endswith(".kq") or f"bpftrace's {name[:-3]}.bt" not in f.read():
+                    continue
+            tool = name[:-3]
+            self.assertTrue(hasattr(self, f"test_{tool}") or f"def test_{tool}(" in vm_tests,
+                            f"examples/{name} has no test_{tool}")
+
     def test_syscount(self):
         calls = 50000
         path = workload("kqex-syscount", f"for _ in range({calls}): os.getppid()\n")
@@ -348,12 +360,14 @@ report(child=child.pid)
         events = traced("killsnoop", path)
         child = facts(path)["child"]
         mine = [(e["sig"], e["tpid"], e["result"]) for e in events if e["comm"] == "kqex-killsnoop"]
-        # SIGTERM to the child, delivered; SIGUSR1 to no process: -ESRCH.
-        self.assertEqual(mine, [(15, child, 0), (10, 2**31 - 1, -3)])
+        # SIGTERM to the child, delivered; SIGUSR1 to no process: ESRCH.
+        self.assertEqual(mine, [("SIGTERM", child, "0"), ("SIGUSR1", 2**31 - 1, "-ESRCH")])
 
         def check(output):
+            # bpftrace prints numbers: 15 and 10, 0 and -3.
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+kqex-killsnoop\s+(\d+)\s+(\d+)\s+(-?\d+)$")
-            self.assertEqual([tuple(map(int, r)) for r in rows], mine, output[-3000:])
+            self.assertEqual([tuple(map(int, r)) for r in rows], [(15, child, 0), (10, 2**31 - 1, -3)],
+                             output[-3000:])
         self.compare(bt, check)
 
     def test_naptime(self):
@@ -471,7 +485,7 @@ report(port=client.getsockname()[1])
         port = self.syn_dropped(kq)
         events = [e for e in kq.events() if e["raddr_rport"] == "::ffff:127.0.0.1:4242"]
         self.assertEqual([(e["laddr_lport"], e["state"]) for e in events],
-                         [(f"::ffff:127.0.0.1:{port}", 2)], events)  # SYN_SENT
+                         [(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT")], events)
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+(\S+):(\d+)\s+(\S+):4242\s+(\S+)$")
@@ -485,7 +499,7 @@ report(port=client.getsockname()[1])
         events = [e for e in kq.events() if e["daddr_dport"] == "::ffff:127.0.0.1:4242"]
         # The SYN, dropped as connect() sent it, then its retransmission, from the timer.
         self.assertEqual([(e["saddr_sport"], e["state"], e["reason"]) for e in events],
-                         [(f"::ffff:127.0.0.1:{port}", 2, "SKB_DROP_REASON_QDISC_DROP")] * 2, events)
+                         [(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT", "SKB_DROP_REASON_QDISC_DROP")] * 2, events)
         self.assertEqual(events[0]["comm"], "kqex-tcpdrop")
         self.assertIn("tcp_connect", " ".join(events[0]["kstack"]))
         self.assertIn("tcp_retransmit_skb", " ".join(events[1]["kstack"]))
@@ -569,6 +583,8 @@ os.waitpid(child, 0)
         # mapping a fork or an mmap accounts (cap_vm_enough_memory).
         mine = [(e["uid"], e["cap"], e["ret"]) for e in events if e["comm"] == "kqex-capable" and e["cap"] != 21]
         self.assertEqual(mine, [(0, 0, 0), (0, 0, 0), (0, 23, 0), (0, 7, 0), (65534, 0, -1)])
+        names = {e["cap"]: e["name"] for e in events}
+        self.assertEqual([names[c] for c in [0, 7, 23]], ["CAP_CHOWN", "CAP_SETUID", "CAP_SYS_NICE"])
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+(\d+)\s+\d+\s+kqex-capable\s+(\d+)\s+\S+\s+\d+$")
