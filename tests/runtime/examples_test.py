@@ -453,11 +453,11 @@ libc.syscall(SYS["setuid"], 0)     # back to the real uid
             self.assertEqual([(f"syscall:{s}", int(u), a) for u, s, a in rows], mine, output[-3000:])
         self.compare(bt, check)
 
-    def syn_dropped(self, tracer):
-        """Runs `tracer` (a KqSession, or a Bpftrace) while a connect in a network namespace of
-        its own, whose loopback drops every packet (a token bucket smaller than a packet),
-        sends its SYN (dropped), retransmits it once after a second (dropped too) and gives
-        up at 1.25 s, before the next retry. Returns the connection's local port."""
+    def syn_dropped(self):
+        """A connect in a network namespace of its own, whose loopback drops every packet (a
+        token bucket smaller than a packet): it sends its SYN (dropped), retransmits it after
+        a second (dropped too: a local drop is retried every 0.5 s) and gives up at 1.25 s,
+        before the next retry. Returns the connection's local port."""
         for tool in ["unshare", "ip", "tc"]:
             if shutil.which(tool) is None:
                 self.skipTest(f"`{tool}` is not installed; the workload drops packets in a network namespace")
@@ -482,31 +482,35 @@ report(port=client.getsockname()[1])
     def test_tcpretrans(self):
         bt = self.bpftrace("tcpretrans")
         kq = self.kq_session("tcpretrans")
-        port = self.syn_dropped(kq)
+        port = self.syn_dropped()
         events = [e for e in kq.events() if e["raddr_rport"] == "::ffff:127.0.0.1:4242"]
-        self.assertEqual([(e["laddr_lport"], e["state"]) for e in events],
-                         [(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT")], events)
+        # Once, at one second (a second retry, 0.5 s later, only if the workload was late).
+        self.assertIn(len(events), [1, 2], events)
+        self.assertEqual({(e["laddr_lport"], e["state"]) for e in events},
+                         {(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT")}, events)
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+(\S+):(\d+)\s+(\S+):4242\s+(\S+)$")
-            self.assertEqual(rows, [("127.0.0.1", str(port), "127.0.0.1", "SYN_SENT")], output[-3000:])
+            self.assertEqual(rows, [("127.0.0.1", str(port), "127.0.0.1", "SYN_SENT")] * len(events), output[-3000:])
         self.compare(bt, check)
 
     def test_tcpdrop(self):
         bt = self.bpftrace("tcpdrop")
         kq = self.kq_session("tcpdrop")
-        port = self.syn_dropped(kq)
+        port = self.syn_dropped()
         events = [e for e in kq.events() if e["daddr_dport"] == "::ffff:127.0.0.1:4242"]
-        # The SYN, dropped as connect() sent it, then its retransmission, from the timer.
-        self.assertEqual([(e["saddr_sport"], e["state"], e["reason"]) for e in events],
-                         [(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT", "SKB_DROP_REASON_QDISC_DROP")] * 2, events)
+        # The SYN, dropped as connect() sent it, then its retransmission from the timer (and
+        # a second retry, 0.5 s later, only if the workload was late).
+        self.assertIn(len(events), [2, 3], events)
+        self.assertEqual({(e["saddr_sport"], e["state"], e["reason"]) for e in events},
+                         {(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT", "SKB_DROP_REASON_QDISC_DROP")}, events)
         self.assertEqual(events[0]["comm"], "kqex-tcpdrop")
         self.assertIn("tcp_connect", " ".join(events[0]["kstack"]))
-        self.assertIn("tcp_retransmit_skb", " ".join(events[1]["kstack"]))
+        self.assertTrue(all("tcp_retransmit_skb" in " ".join(e["kstack"]) for e in events[1:]), events)
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+\S+\s+(\S+):(\d+)\s+(\S+):4242\s+(\S+)\s*$")
-            self.assertEqual(rows, [("127.0.0.1", str(port), "127.0.0.1", "SYN_SENT")] * 2, output[-3000:])
+            self.assertEqual(rows, [("127.0.0.1", str(port), "127.0.0.1", "SYN_SENT")] * len(events), output[-3000:])
         self.compare(bt, check)
 
     def test_gethostlatency(self):
@@ -656,7 +660,8 @@ if sleeper == 0:
     time.sleep(0.05)
     os._exit(0)
 os.read(r, 1)
-time.sleep(0.01)  # the sleeper goes to sleep
+while open(f"/proc/{sleeper}/stat").read().rsplit(")", 1)[1].split()[0] != "S":
+    time.sleep(0.001)  # until the sleeper sleeps
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
 spin(0.25)
 os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
@@ -751,7 +756,8 @@ subprocess.run(["/bin/echo", "kqex-exec", "two words"], stdout=subprocess.DEVNUL
         self.compare(bt, check)
 
     def test_runqlen(self):
-        # Three processes spinning for a second on one CPU: whichever runs has two waiting.
+        # Three processes spinning for a second on one CPU: whichever runs has (at least) two
+        # waiting.
         path = workload("kqex-runqlen", """
 cpu = max(os.sched_getaffinity(0))
 os.sched_setaffinity(0, {cpu})
@@ -769,9 +775,11 @@ for pid in spinners:
 """)
         (table,) = traced("runqlen", path)
         samples = {b["lo"]: b["count"] for b in table["rows"][0]["runqlen"] if b["count"]}
-        # About 99 samples of the CPU, nearly all while a spinner ran.
-        self.assertGreaterEqual(samples.get(2, 0), 50, samples)
-        self.assertGreaterEqual(samples.get(2, 0), 0.8 * sum(samples.values()), samples)
+        # About 99 samples of the CPU (fewer when others share it), nearly all while a spinner
+        # ran with the two others waiting (more, when others share the CPU).
+        behind_two = sum(n for waiting, n in samples.items() if waiting >= 2)
+        self.assertGreaterEqual(sum(samples.values()), 30, samples)
+        self.assertGreaterEqual(behind_two, 0.8 * sum(samples.values()), samples)
         self.not_comparable("runqlen", "it samples every CPU of the machine in one histogram")
 
     def memory_cgroup(self, name, limit):
