@@ -29,10 +29,7 @@ SO_MARK = 36
 
 
 def write_script(name, body):
-    path = os.path.join(WORKDIR, name)
-    with open(path, "w") as f:
-        f.write(body)
-    return path
+    return harness.write_file(WORKDIR, name, body)
 
 
 SENDER = write_script("send_udp.py", """
