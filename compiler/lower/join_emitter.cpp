@@ -16,8 +16,12 @@ namespace {
 /// least recently kept make room: counted as evicted.
 constexpr uint32_t kJoinEntries = 16384;
 
-/// BPF_ANY: add or replace.
+/// BPF_ANY: add or replace; BPF_NOEXIST: add only.
 constexpr uint64_t kUpdateAny = 0;
+constexpr uint64_t kUpdateNew = 1;
+/// Kept values this size or smaller are copied out of the map with loads and stores;
+/// larger ones with one bpf_probe_read_kernel.
+constexpr uint32_t kCopyInlineBytes = 128;
 
 /// Adds one to a join counter (a per-CPU array entry, so a plain add) and goes on.
 void count(ProgramEmitter& emitter, Program& program, const JoinTable& table,
@@ -86,21 +90,22 @@ void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower
     emitter.writeKeyField(program, lower, value, f, table.value.fields);
   }
   // A key already waiting is an earlier event of the same thing (a request issued again):
-  // the newer one replaces it.
-  llvm::Value* waiting = emitter.mapLookup(program, table.map, key);
-  auto* replaced = llvm::BasicBlock::Create(b.getContext(), "join_replaced", program.fn);
+  // the newer one replaces it. Added only if new first, so the common case is one update.
+  llvm::Value* added = module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
+                                         {table.map, key, value, b.getInt64(kUpdateNew)});
   auto* fresh = llvm::BasicBlock::Create(b.getContext(), "join_fresh", program.fn);
-  auto* update = llvm::BasicBlock::Create(b.getContext(), "join_update", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(waiting), replaced, fresh);
-  b.SetInsertPoint(replaced);
-  count(emitter, program, table, runtime::JoinCount::Replaced);
-  b.CreateBr(update);
+  auto* replaced = llvm::BasicBlock::Create(b.getContext(), "join_replaced", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "join_kept", program.fn);
+  b.CreateCondBr(b.CreateICmpEQ(added, b.getInt64(0)), fresh, replaced);
   b.SetInsertPoint(fresh);
   count(emitter, program, table, runtime::JoinCount::Kept);
-  b.CreateBr(update);
-  b.SetInsertPoint(update);
+  b.CreateBr(done);
+  b.SetInsertPoint(replaced);
   module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
                     {table.map, key, value, b.getInt64(kUpdateAny)});
+  count(emitter, program, table, runtime::JoinCount::Replaced);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
 }
 
 void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
@@ -121,7 +126,14 @@ void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lo
     b.SetInsertPoint(found);
     // A copy: once the entry is deleted, another CPU may reuse its memory.
     llvm::Value* copy = program.frame.allocate(table.value.bytes);
-    lower.probeRead(copy, table.value.bytes, entry, false, false);
+    if (table.value.bytes <= kCopyInlineBytes) {
+      for (uint32_t i = 0; i < table.value.bytes; i += 8) {
+        llvm::Value* word = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), entry, b.getInt64(i)));
+        b.CreateStore(word, b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(i)));
+      }
+    } else {
+      lower.probeRead(copy, table.value.bytes, entry, false, false);
+    }
     module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {table.map, key});
     if (table.value.time_field >= 0) {
       uint32_t offset = table.value.fields[table.value.time_field].layout.offset;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/ast/compare.h"
+#include "compiler/ast/visitor.h"
 #include "compiler/sema/builtins/builtins.h"
 #include "compiler/sema/context.h"
 #include "compiler/sema/expr_checker.h"
@@ -113,35 +114,22 @@ bool sameKeyType(const Type* a, const Type* b) {
   return x->spelling == y->spelling;
 }
 
-/// Whether `e` reads from the join named `name` anywhere.
-bool mentions(const ast::Expr& e, const std::string& name) {
-  if (const ast::Identifier* base = joinBase(e)) {
-    if (base->name == name) return true;
+/// Whether an expression reads from the join named `name` anywhere.
+struct Mentions : ast::ExprVisitor<Mentions> {
+  explicit Mentions(const std::string& name) : name(name) {}
+  void visitMember(const ast::Member& m) {
+    const ast::Identifier* base = joinBase(m);
+    found = found || (base && base->name == name);
+    visitChildren(m);
   }
+  const std::string& name;
   bool found = false;
-  switch (e.kind) {
-    case ast::ExprKind::Call:
-      for (const ast::ExprPtr& a : ast::as<ast::Call>(e).args) found = found || mentions(*a, name);
-      return found;
-    case ast::ExprKind::Member:
-      return mentions(*ast::as<ast::Member>(e).base, name);
-    case ast::ExprKind::Index:
-      return mentions(*ast::as<ast::Index>(e).base, name) ||
-             mentions(*ast::as<ast::Index>(e).index, name);
-    case ast::ExprKind::Unary:
-      return mentions(*ast::as<ast::Unary>(e).operand, name);
-    case ast::ExprKind::Binary:
-      return mentions(*ast::as<ast::Binary>(e).lhs, name) ||
-             mentions(*ast::as<ast::Binary>(e).rhs, name);
-    case ast::ExprKind::Conditional: {
-      const auto& c = ast::as<ast::Conditional>(e);
-      return mentions(*c.cond, name) || mentions(*c.then, name) || mentions(*c.otherwise, name);
-    }
-    case ast::ExprKind::Cast:
-      return mentions(*ast::as<ast::Cast>(e).operand, name);
-    default:
-      return false;
-  }
+};
+
+bool mentions(const ast::Expr& e, const std::string& name) {
+  Mentions m(name);
+  m.visit(e);
+  return m.found;
 }
 
 Scope joinScope(ResolvedJoin& join) {

@@ -22,7 +22,8 @@ namespace kq::sema {
 ExprInfo ExprChecker::member(const ast::Member& m) {
   if (!scope_.join_name.empty() && !m.arrow && m.base->kind == ast::ExprKind::Identifier &&
       ast::as<ast::Identifier>(*m.base).name == scope_.join_name) {
-    // `issue.rq` in the joined event's own scope: its `rq`.
+    // `issue.rq` in the joined event's own scope: its `rq` (`o.return`: its return value).
+    if (m.member == "return") return returnValue(m);
     return identifier(ast::Identifier(m.member_range, m.member));
   }
   ExprInfo info;

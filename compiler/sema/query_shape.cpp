@@ -128,11 +128,15 @@ void checkPlacements(Context& ctx, const ast::Clauses& clauses, const ResolvedPr
   if (captures && *captures) {
     for (const ast::Capture& c : (*captures)->items) columns.insert(c.expr.get());
   }
-  for (const auto& [item, use] : probe.formats) {
-    for (size_t i = 1; i < use.call->args.size(); ++i) columns.insert(use.call->args[i].get());
+  std::vector<BuiltinUse> calls = builtinCalls(probe);
+  // Arguments of every `fmt` (one that is itself misplaced is reported on its own).
+  for (const BuiltinUse& use : calls) {
+    if (use.function->id != BuiltinFn::Fmt) continue;
+    const auto& fmt_call = ast::as<ast::Call>(*use.expr);
+    for (size_t i = 1; i < fmt_call.args.size(); ++i) columns.insert(fmt_call.args[i].get());
   }
   for (const ast::ExprPtr& key : clauses.group_by) keys.insert(key.get());
-  for (const auto& [expr, function, in_body] : builtinCalls(probe)) {
+  for (const auto& [expr, function, in_body] : calls) {
     if (function->placement == Placement::Anywhere || columns.count(expr)) continue;
     std::string name = fmt::format("`{}`", sourceText(ctx.sources, *expr));
     if (in_body) {

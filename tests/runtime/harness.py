@@ -27,6 +27,14 @@ def loaded_kq_programs():
     return [p.get("name", "") for p in json.loads(out.stdout or b"[]") if p.get("name", "").startswith("kq_")]
 
 
+def write_file(directory, name, body):
+    """Writes `body` to `directory/name` (a workload script); returns its path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(body)
+    return path
+
+
 def skip_reason():
     if os.geteuid() != 0:
         return "runtime tests load BPF programs and need root"

@@ -19,10 +19,7 @@ WORKDIR = tempfile.mkdtemp(prefix="kq-join-", dir="/var/tmp")  # on a disk, not 
 
 
 def script(name, body):
-    path = os.path.join(WORKDIR, name)
-    with open(path, "w") as f:
-        f.write(body)
-    return path
+    return harness.write_file(WORKDIR, name, body)
 
 
 # Names itself (comm) and sleeps 5 x 20 ms.

@@ -20,42 +20,16 @@ import threading
 import time
 import unittest
 
-KQ = None
+import harness
+from harness import kq, loaded_kq_programs, skip_reason
+
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 WORKDIR = tempfile.mkdtemp(prefix="kq-runtime-")
 SO_MARK = 36
 
 
-def kq(*args, timeout=60):
-    proc = subprocess.run([KQ, *args], capture_output=True, timeout=timeout)
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-
-
-def loaded_kq_programs():
-    """Names of kq's BPF programs loaded in the kernel right now. With
-    KQ_TEST_SKIP_LEAK_CHECK=1 (several people testing on one machine at once, whose kq
-    programs would be counted as leaks) the check is skipped: None."""
-    if os.environ.get("KQ_TEST_SKIP_LEAK_CHECK") == "1":
-        return None
-    out = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, timeout=30)
-    if out.returncode != 0:
-        return None
-    return [p.get("name", "") for p in json.loads(out.stdout or b"[]") if p.get("name", "").startswith("kq_")]
-
-
-def skip_reason():
-    if os.geteuid() != 0:
-        return "runtime tests load BPF programs and need root"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "this kernel has no BTF (/sys/kernel/btf/vmlinux)"
-    return None
-
-
 def write_script(name, body):
-    path = os.path.join(WORKDIR, name)
-    with open(path, "w") as f:
-        f.write(body)
-    return path
+    return harness.write_file(WORKDIR, name, body)
 
 
 SENDER = write_script("send_udp.py", """
@@ -78,23 +52,7 @@ for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGUSR1, 0):
 
 
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
-class Runtime(unittest.TestCase):
-    def setUp(self):
-        self.before = loaded_kq_programs()
-        if self.before:
-            time.sleep(1)  # a previous kq's programs, still being freed
-
-    def tearDown(self):
-        # Nothing of kq's stays loaded, whatever the test did. The kernel frees programs a
-        # moment after their last reference goes (RCU), so give it a few seconds.
-        if self.before is None:
-            return
-        deadline = time.monotonic() + 5
-        after = loaded_kq_programs()
-        while after and time.monotonic() < deadline:
-            time.sleep(0.1)
-            after = loaded_kq_programs()
-        self.assertEqual(after, [], "kq left BPF programs loaded")
+class Runtime(harness.KqTestCase):
 
     def test_opensnoop_with_a_command(self):
         status, out, err = kq("trace syscall:openat select comm, str(filename)", "-c", "cat /etc/hostname >/dev/null")
@@ -428,7 +386,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
     def test_a_verifier_rejection_points_at_the_kq_expression(self):
         # The test hook makes the verifier refuse the program at `where`: the diagnostic names
         # the kq expression and quotes the verifier.
-        proc = subprocess.run([KQ, 'trace tracepoint:net:net_dev_xmit where comm == "x" select comm'],
+        proc = subprocess.run([harness.KQ, 'trace tracepoint:net:net_dev_xmit where comm == "x" select comm'],
                               capture_output=True, timeout=60, env=dict(os.environ, KQ_TEST_VERIFIER_REJECT="1"))
         err = proc.stderr.decode()
         self.assertEqual(proc.returncode, 1, err)
@@ -508,11 +466,11 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
                                         "exits_without_entry"})
 
     def check_signal(self, sig):
-        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+        proc = subprocess.Popen([harness.KQ, "trace tracepoint:sched:sched_switch select cpu"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         header = proc.stdout.readline()  # printed once attached
         self.assertTrue(header.startswith(b"TIME"), header)
-        if os.environ.get("KQ_TEST_SKIP_LEAK_CHECK") != "1":
+        if loaded_kq_programs() is not None:  # None: the leak check is off
             self.assertTrue(loaded_kq_programs(), "nothing was loaded while kq ran")
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
@@ -530,7 +488,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         the traced tracepoint; kq's output is read and thrown away as fast as it comes."""
         flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000",
                                   "status=none"])
-        proc = subprocess.Popen([KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([harness.KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             header = proc.stdout.readline()  # printed once attached
             if not header:
@@ -576,7 +534,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.check_signal(signal.SIGQUIT)
 
     def test_ctrl_c_works_when_started_with_it_ignored(self):
-        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+        proc = subprocess.Popen([harness.KQ, "trace tracepoint:sched:sched_switch select cpu"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
         self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
@@ -587,7 +545,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
 
     def test_ctrl_c_during_start_up_ends_the_session_at_once(self):
         for delay in (0.05, 0.2, 0.4):
-            proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu", "-c", "sleep 30"],
+            proc = subprocess.Popen([harness.KQ, "trace tracepoint:sched:sched_switch select cpu", "-c", "sleep 30"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
@@ -597,7 +555,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
 
     def test_sigterm_ends_kq_whose_output_nobody_reads(self):
         flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000", "status=none"])
-        proc = subprocess.Popen([KQ, "trace tracepoint:raw_syscalls:sys_enter select id"],
+        proc = subprocess.Popen([harness.KQ, "trace tracepoint:raw_syscalls:sys_enter select id"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
@@ -618,7 +576,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
             proc.stderr.close()
 
     def test_a_closed_pipe_ends_the_session_with_its_summary(self):
-        proc = subprocess.Popen([KQ, "trace tracepoint:sched:sched_switch select cpu"],
+        proc = subprocess.Popen([harness.KQ, "trace tracepoint:sched:sched_switch select cpu"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
         proc.stdout.close()  # like `kq ... | head -1`
@@ -631,7 +589,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
 
     def test_write_errors_are_reported(self):
         with open("/dev/full", "w") as full:
-            proc = subprocess.run([KQ, "trace syscall:openat select comm, str(filename)", "-c", "cat /etc/hostname"],
+            proc = subprocess.run([harness.KQ, "trace syscall:openat select comm, str(filename)", "-c", "cat /etc/hostname"],
                                   stdout=full, stderr=subprocess.PIPE, timeout=60)
         err = proc.stderr.decode()
         self.assertEqual(proc.returncode, 1, err)
@@ -712,7 +670,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         try:
             os.chmod(public, 0o755)
             binary = os.path.join(public, "kq")
-            shutil.copy(KQ, binary)
+            shutil.copy(harness.KQ, binary)
             as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
             caps = ["--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon"]
             query = ["trace tracepoint:sched:sched_switch select cpu", "-d", "1s"]
@@ -913,7 +871,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
     def test_repl_runs_queries(self):
         cat = os.path.join(WORKDIR, "kqreplcat")
         shutil.copy("/bin/cat", cat)
-        proc = subprocess.Popen([KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([harness.KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         proc.stdin.write(b'let name = "kqreplcat"\n'
                          b'trace syscall:openat where comm == name select str(filename) limit 1\n')
@@ -926,7 +884,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertIn("kq: 1 event", err.decode())
 
     def test_repl_goes_on_after_ctrl_c(self):
-        proc = subprocess.Popen([KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([harness.KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         proc.stdin.write(b"trace tracepoint:sched:sched_switch select cpu\n")
         proc.stdin.flush()
@@ -1043,7 +1001,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         script = write_script("task.kq",
                               f"trace tracepoint:syscalls:sys_enter_openat where comm == \"kqtasktrue\" {select}\n"
                               f"trace tracepoint:sched:sched_process_exec where comm == \"kqtasktrue\" {select}\n")
-        proc = subprocess.Popen([KQ, "-v", "-o", "json", script, "-c", f"exec {true}"],
+        proc = subprocess.Popen([harness.KQ, "-v", "-o", "json", script, "-c", f"exec {true}"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = (b.decode() for b in proc.communicate(timeout=60))
         self.assertEqual(proc.returncode, 0, err)
@@ -1118,11 +1076,7 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
 
 
 if __name__ == "__main__":
-    KQ = sys.argv[1]
-    reason = skip_reason()
-    if reason:
-        print(f"SKIPPED: {reason}")
     try:
-        unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+        harness.main(sys.argv)
     finally:
         shutil.rmtree(WORKDIR, ignore_errors=True)

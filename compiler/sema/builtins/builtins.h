@@ -126,6 +126,12 @@ struct BuiltinFunction {
   Placement placement = Placement::Anywhere;
 };
 
+/// `f`, standing only where `placement` says (for the tables' brace initializers).
+inline BuiltinFunction placed(BuiltinFunction f, Placement placement) {
+  f.placement = placement;
+  return f;
+}
+
 const std::vector<BuiltinVariable>& builtinVariables();
 const std::vector<BuiltinFunction>& builtinFunctions();
 

@@ -121,11 +121,6 @@ FieldShape bufField(const std::vector<const Type*>&, const std::vector<int64_t>&
   return {FieldKind::Buffer, operands.empty() ? 1u : static_cast<uint32_t>(operands[0])};
 }
 
-BuiltinFunction placed(BuiltinFunction f, Placement placement) {
-  f.placement = placement;
-  return f;
-}
-
 }  // namespace
 
 void addPrintedFunctions(std::vector<BuiltinFunction>& out) {
