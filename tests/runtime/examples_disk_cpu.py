@@ -1,0 +1,155 @@
+"""The examples of disks and CPUs: block requests, writeback, run queues."""
+import os
+import re
+import subprocess
+import time
+
+from examples_support import (PYTHON, WORKDIR, ExampleTestCase, bpftrace_histograms, bpftrace_rows, traced,
+                              workload)
+
+
+class DiskAndCpuExamples(ExampleTestCase):
+    """bitesize, biosnoop, biolatency, writeback, runqlat, runqlen."""
+
+    def direct_writes(self, comm):
+        """A workload that names itself `comm` and writes a file with O_DIRECT, to blocks it
+        already has: one block request per write, of the write's size: 8 of 4 KiB, 3 of 64 KiB."""
+        target = os.path.join(WORKDIR, comm + ".data")
+        with open(target, "wb") as f:
+            f.write(b"y" * (1 << 20))
+            os.fsync(f.fileno())
+        return workload(comm, f"""
+import mmap
+buf = mmap.mmap(-1, 1 << 20)
+buf.write(b"x" * (1 << 20))
+fd = os.open({target!r}, os.O_RDWR | os.O_DIRECT)
+for i in range(8):
+    os.pwrite(fd, memoryview(buf)[:4096], i * 4096)
+for i in range(3):
+    os.pwrite(fd, memoryview(buf)[:65536], 65536 * (i + 1))
+os.close(fd)
+""")
+
+    def test_bitesize(self):
+        path = self.direct_writes("kqex-bitesize")
+        bt = self.bpftrace("bitesize")
+        (table,) = traced("bitesize", path)
+        rows = {r["comm"]: {b["lo"]: b["count"] for b in r["bytes"] if b["count"]} for r in table["rows"]}
+        self.assertEqual(rows.get("kqex-bitesize"), {4096: 8, 65536: 3}, table)
+
+        def check(output):
+            self.assertEqual(bpftrace_histograms(output).get("kqex-bitesize"), rows["kqex-bitesize"], output)
+        self.compare(bt, check)
+
+    def test_biosnoop(self):
+        path = self.direct_writes("kqex-biosnoop")
+        kq = self.kq_session("biosnoop")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)  # the last completions
+        mine = [e for e in kq.events() if e.get("issuer") == "kqex-biosnoop"]
+        disk = os.path.basename(os.path.realpath(f"/sys/dev/block/{os.major(os.stat(WORKDIR).st_dev)}:"
+                                                  f"{os.minor(os.stat(WORKDIR).st_dev)}"))
+        self.assertEqual(len(mine), 11, mine)
+        self.assertEqual({e["disk"] for e in mine}, {disk}, mine)
+        self.assertTrue(all(re.fullmatch(r"\d+\.\d{3}", e["lat_ms"]) for e in mine), mine)
+
+    def test_biolatency(self):
+        path = self.direct_writes("kqex-biolatency")
+        kq = self.kq_session("biolatency")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)
+        (table,) = kq.events()
+        (row,) = table["rows"]
+        # Every request of the machine is in it: at least the workload's 11.
+        self.assertGreaterEqual(sum(b["count"] for b in row["usecs"]), 11, table)
+        self.not_comparable("biolatency", "it sums every block request of the machine in one histogram")
+
+    def test_writeback(self):
+        # Dirty pages, then syncfs(): the flusher writes them back, for reason `sync`, on the
+        # device of the workload's file system.
+        target = os.path.join(WORKDIR, "dirty")
+        path = workload("kqex-writeback", f"""
+fd = os.open({target!r}, os.O_WRONLY | os.O_CREAT, 0o600)
+os.write(fd, b"x" * (1 << 20))
+libc.syncfs(fd)
+""")
+        device = f"{os.major(os.stat(WORKDIR).st_dev)}:{os.minor(os.stat(WORKDIR).st_dev)}"
+        bt = self.bpftrace("writeback")
+        kq = self.kq_session("writeback")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        time.sleep(0.2)
+        events = kq.events()
+        self.assertIn((device, "WB_REASON_SYNC"), {(e["device"], e["reason"]) for e in events}, events[-20:])
+        self.assertTrue(all(re.fullmatch(r"\d+\.\d{3}", e["ms"]) for e in events), events[-20:])
+
+        def check(output):
+            rows = bpftrace_rows(output, r"\S+\s+(\S+)\s+\d+\s+(\S+)\s+\d+\.\d+$")
+            self.assertIn((device, "sync"), set(rows), output[-3000:])
+        self.compare(bt, check)
+
+    def test_runqlat(self):
+        # Pinned to one CPU: a spinner, a sleeper, and the workload itself, which becomes a
+        # real-time task spinning 250 ms while the sleeper wakes after 50 ms (then waits about
+        # 200 ms) and the spinner, preempted, waits about 250 ms.
+        path = workload("kqex-runqlat", """
+cpu = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})
+def spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+spinner = os.fork()
+if spinner == 0:
+    spin(0.6)
+    os._exit(0)
+r, w = os.pipe()
+sleeper = os.fork()
+if sleeper == 0:
+    os.write(w, b"x")
+    time.sleep(0.05)
+    os._exit(0)
+os.read(r, 1)
+while open(f"/proc/{sleeper}/stat").read().rsplit(")", 1)[1].split()[0] != "S":
+    time.sleep(0.001)  # until the sleeper sleeps
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+spin(0.25)
+os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+os.waitpid(spinner, 0)
+os.waitpid(sleeper, 0)
+""")
+        kq = self.kq_session("runqlat")
+        subprocess.run([PYTHON, path], check=True, timeout=60)
+        tables = {t["query"]: t["rows"][0]["usecs"] for t in kq.events()}
+        woken, created, preempted = tables[1], tables[2], tables[3]
+        longest = lambda hist: max((b["lo"] or 0 for b in hist if b["count"]), default=0)
+        self.assertGreaterEqual(longest(woken), 131072, woken)       # the sleeper: ~200 ms
+        self.assertGreaterEqual(longest(preempted), 131072, preempted)  # the spinner: ~250 ms
+        self.assertGreaterEqual(sum(b["count"] for b in created), 2, created)  # two forks, at least
+        self.not_comparable("runqlat", "it sums every run queue wait of the machine in one histogram")
+
+    def test_runqlen(self):
+        # Three processes spinning for a second on one CPU: whichever runs has (at least) two
+        # waiting.
+        path = workload("kqex-runqlen", """
+cpu = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})
+spinners = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    spinners.append(pid)
+for pid in spinners:
+    os.waitpid(pid, 0)
+""")
+        (table,) = traced("runqlen", path)
+        samples = {b["lo"]: b["count"] for b in table["rows"][0]["runqlen"] if b["count"]}
+        # About 99 samples of the CPU (fewer when others share it), nearly all while a spinner
+        # ran with the two others waiting (more, when others share the CPU).
+        behind_two = sum(n for waiting, n in samples.items() if waiting >= 2)
+        self.assertGreaterEqual(sum(samples.values()), 30, samples)
+        self.assertGreaterEqual(behind_two, 0.8 * sum(samples.values()), samples)
+        self.not_comparable("runqlen", "it samples every CPU of the machine in one histogram")
