@@ -90,7 +90,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     // The time itself: its field's format makes the text when the event prints.
     return Val{value(*c.args[1]).v, ei.type};
   }
-  if (ei.function->placement != sema::Placement::Anywhere) {
+  if (id == BuiltinFn::Cat || id == BuiltinFn::Join || id == BuiltinFn::Buf) {
     // Written by their fields (program_emitter.cpp): no value here.
     return Val{b_.getInt64(0), ei.type};
   }

@@ -41,4 +41,14 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             const LowerOptions& options, Diagnostics& diags,
                                             std::string* error);
 
+/// Compiles `ext` into what ipftrace2 links with `ipft -e ext.o`
+/// (../shared/reference/ipft-extension-abi.md): a hidden `module()` in `.text` and the BTF
+/// description of its data. Reports what cannot be compiled as diagnostics; `error` says
+/// why when LLVM itself fails.
+std::optional<EmittedObject> lowerExtension(const sema::CheckedProgram& checked,
+                                            const sema::ResolvedExtension& ext,
+                                            const btf::Btf& btf, const SourceManager& sources,
+                                            FileId main_file, Diagnostics& diags,
+                                            std::string* error);
+
 }  // namespace kq::lower

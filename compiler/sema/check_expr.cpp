@@ -206,6 +206,7 @@ void checkExtensions(Context& ctx, Program& program) {
     if (!decl) continue;
     ResolvedExtension& ext = program.extensions.emplace_back();
     ext.decl = decl;
+    size_t errors = ctx.diags.errorCount();
     ext.target.description = "an ipftrace2 extension";
     if (auto skb = ctx.btf.findStruct("sk_buff")) {
       ext.target.args.push_back({"skb", ctx.types.pointerTo(ctx.types.fromBtf(*skb)), 0});
@@ -222,6 +223,8 @@ void checkExtensions(Context& ctx, Program& program) {
       }
     }
     for (const ast::SelectItem& item : clauses.select) checker.check(*item.expr);
+    // Laid out once its expressions are right (a mistake in one says enough).
+    if (ctx.diags.errorCount() == errors) layOutExtension(ctx, ext);
   }
 }
 

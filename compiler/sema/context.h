@@ -83,6 +83,10 @@ void checkQueries(Context& ctx, Program& program);
 /// Type-checks each `extension`'s clauses, with `skb` in scope.
 void checkExtensions(Context& ctx, Program& program);
 
+/// Lays an extension's `select` items out as ipftrace2's event struct, reporting values it
+/// cannot print and data over its 64 bytes (extension_layout.cpp).
+void layOutExtension(Context& ctx, ResolvedExtension& ext);
+
 /// Type-checks `let` values and functions whose parameters all have types.
 void checkDeclarations(Context& ctx);
 

@@ -191,10 +191,29 @@ struct ResolvedQuery {
 
 /// An ipftrace2 extension (`extension where ... select ...`): checked in a scope of one
 /// argument, `skb` (a `struct sk_buff *`), as ipftrace2's `module()` receives it.
+/// A `select` item of an extension as ipftrace2's event struct holds it: a member of its
+/// 64-byte `data`, printed by ipftrace2 from the member's BTF type and decl tag.
+struct ExtensionMember {
+  std::string name;  // the `as` name (or the name selected): the member's
+  const ast::Expr* expr = nullptr;  // what `module()` stores
+  uint32_t offset = 0;  // in `data`
+  uint32_t size = 0;    // 1, 2, 4 or 8
+  enum class Shape : uint8_t { Int, Char, Bool, Pointer } shape = Shape::Int;
+  bool is_signed = false;
+  /// How ipftrace2 prints it: as its type says, `ipft:fmt:hex`, `ipft:fmt:enum:<ref>`.
+  enum class Format : uint8_t { Plain, Hex, Enum } format = Format::Plain;
+  btf::BtfType enum_type;  // Enum: the kernel's enum, whose names ipftrace2 prints
+};
+
+/// ipftrace2's per-event data: `module()` fills these bytes (ipft_event::data).
+inline constexpr uint32_t kIpftDataBytes = 64;
+
 struct ResolvedExtension {
   const ast::ExtensionDecl* decl = nullptr;
   ResolvedTarget target;
   ExprTable exprs;
+  /// The `select` items, laid out in `data` (extension_layout.cpp).
+  std::vector<ExtensionMember> members;
 };
 
 struct Program {

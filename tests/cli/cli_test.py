@@ -40,6 +40,30 @@ class CommandLine(unittest.TestCase):
         self.assertIn("Examples:", out)
         self.assertIn("kq check", out)
 
+    def test_build_ipft_writes_an_object(self):
+        out_path = write_temp(b"", suffix=".o")
+        status, out, err = kq("build", "--ipft", "-e",
+                              "extension where l4proto == 6 select skb->len as len", "-o", out_path)
+        self.assertEqual(status, 0, err)
+        with open(out_path, "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF")
+        os.unlink(out_path)
+
+    def test_build_ipft_needs_one_extension(self):
+        status, _, err = kq("build", "--ipft", "-e", "trace tracepoint:net:net_dev_xmit", "-o", "/dev/null")
+        self.assertEqual(status, 1)
+        self.assertIn("--ipft builds one `extension`; the input has 0 and 1 query", err)
+
+    def test_build_needs_an_output_file(self):
+        status, _, err = kq("build", "--ipft", "-e", "extension select mark")
+        self.assertEqual(status, 2)
+        self.assertIn("--output is required", err)
+
+    def test_build_reports_an_unwritable_output(self):
+        status, _, err = kq("build", "--ipft", "-e", "extension select mark", "-o", "/nonexistent/ext.o")
+        self.assertEqual(status, 1)
+        self.assertIn("cannot write `/nonexistent/ext.o`", err)
+
     def test_no_arguments_is_a_usage_error(self):
         status, _, err = kq()
         self.assertEqual(status, 2)

@@ -36,6 +36,8 @@ constexpr const char* kExamples = R"(Examples:
                                   # parse and check only; exit status 1 on errors
   kq check --btf /tmp/other-vmlinux script.kq
                                   # check against another kernel's BTF
+  kq build --ipft -e 'extension where l4proto == 6 select skb->len as len' -o ext.o
+                                  # an extension for ipftrace2: ipft -m 1 -e ext.o
   kq info ip_send_skb             # prototype, and how it can be traced here
   kq info 'struct sk_buff'        # members with offsets and sizes
   kq list 'tcp_v4_*'              # matching functions; also 'tracepoint:net:*', packet
@@ -148,6 +150,16 @@ int run(const std::vector<std::string>& args, Io& io) {
   check->footer("Exit status: 0 when the input is correct, 1 when it has errors.");
   addInputOptions(*check, request);
 
+  CLI::App* build = app.add_subcommand(
+      "build", "compile a script into a BPF object for `kq run`, or an extension for ipftrace2");
+  addInputOptions(*build, request);
+  build->add_option("-o,--output", request.object_path, "the object file to write")
+      ->required()
+      ->type_name("FILE");
+  build->add_flag("--ipft", request.ipft,
+                  "compile the script's `extension` into what `ipft -e FILE` links");
+  build->footer("--btf FILE compiles against another kernel's BTF.");
+
   CLI::App* info = app.add_subcommand("info", "describe a kernel function, type or tracepoint");
   info->add_option("what", request.what,
                    "ip_send_skb, 'struct sk_buff', tracepoint:net:net_dev_xmit, syscall:openat")
@@ -197,7 +209,8 @@ int run(const std::vector<std::string>& args, Io& io) {
   }
   // A stop requested while the query compiles or loads ends the session as soon as it begins.
   std::optional<runtime::StopSignals> stop_signals;
-  if (!check->parsed()) stop_signals.emplace();
+  request.build = build->parsed();
+  if (!check->parsed() && !build->parsed()) stop_signals.emplace();
   return compile(request, /*run_after=*/!check->parsed(), io);
 }
 

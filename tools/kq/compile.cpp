@@ -7,6 +7,7 @@
 #include "compiler/diag/render.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/sema.h"
+#include "tools/kq/build.h"
 #include "tools/kq/run.h"
 
 namespace kq::cli {
@@ -56,6 +57,9 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
     return 0;
   }
   if (!run_after) return 0;
+  if (request.build) {
+    return buildObject(request, *checked, sources, file, *env, diags, render.color, io);
+  }
   return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
 }
 

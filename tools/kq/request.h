@@ -23,6 +23,10 @@ struct Request {
   uint32_t buffer_kib = 4096;   // --buffer-size
   std::string attach;           // --attach fentry|kprobe
   bool repl = false;            // --repl
+  // Building (`kq build`)
+  bool build = false;
+  std::string object_path;  // -o FILE
+  bool ipft = false;        // --ipft: an ipftrace2 extension
 };
 
 }  // namespace kq::cli

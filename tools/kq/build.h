@@ -1,0 +1,16 @@
+// `kq build`: a checked program compiled into an object file instead of run.
+#pragma once
+
+#include "compiler/sema/sema.h"
+#include "tools/kq/cli.h"
+#include "tools/kq/request.h"
+
+namespace kq::cli {
+
+/// Writes the object `request.object_path` names: with `--ipft`, the script's one
+/// extension for ipftrace2. Returns the exit status.
+int buildObject(const Request& request, const sema::CheckedProgram& checked,
+                const SourceManager& sources, FileId file, const KernelEnvironment& env,
+                Diagnostics& diags, bool color, Io& io);
+
+}  // namespace kq::cli
