@@ -105,13 +105,20 @@ class Background:
         """Whether it became ready (and is still running)."""
         return self.ready.wait(timeout) and self.proc.poll() is None
 
+    # Whether a SIGINT is sent again while it goes on running (bpftrace 0.17 sometimes misses
+    # one that comes just after its BEGIN probe ran).
+    resend_sigint = False
+
     def stop(self):
         """SIGINT, then what it printed: (stdout, stderr). Stopping again changes nothing."""
-        if self.proc.poll() is None:
+        deadline = time.monotonic() + 60
+        while self.proc.poll() is None and time.monotonic() < deadline:
             self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+            try:
+                self.proc.wait(timeout=2 if self.resend_sigint else 60)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
             self.lines["stderr"].append("(killed: still running 60 s after SIGINT)\n")
@@ -144,6 +151,7 @@ class KqSession(Background):
 class Bpftrace(Background):
     """bpftrace's own tool, started before kq so that both see the whole workload. `reason`
     says why it cannot run here (then there is nothing to compare)."""
+    resend_sigint = True
 
     def __init__(self, tool):
         self.tool = tool
