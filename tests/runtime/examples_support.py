@@ -207,6 +207,10 @@ class ExampleTestCase(harness.KqTestCase):
     """A test of examples: the tracers it starts stop when it ends, however it ends, and it
     compares with bpftrace where bpftrace can run here."""
 
+    def tearDown(self):
+        self.doCleanups()  # the tracers stop before the check that nothing stays loaded
+        super().tearDown()
+
     def bpftrace(self, tool):
         """bpftrace's `tool`, stopped when the test ends, however it ends."""
         bt = Bpftrace(tool)
