@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 
@@ -26,23 +25,18 @@ namespace {
 constexpr std::streamsize kMaxObjectBytes = 256 << 20;
 
 std::optional<std::vector<char>> readObject(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::vector<char> bytes(static_cast<size_t>(kMaxObjectBytes) + 1);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (in.bad()) {
-    *error = std::strerror(errno);
-    return std::nullopt;
-  }
-  if (in.gcount() > kMaxObjectBytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
+  if (size > kMaxObjectBytes) {
     *error = "it is larger than any object kq builds";
     return std::nullopt;
   }
-  bytes.resize(static_cast<size_t>(in.gcount()));
-  return bytes;
+  std::vector<char> bytes(size > 0 ? static_cast<size_t>(size) : 0);
+  if (in && in.seekg(0) && in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
+    return bytes;
+  }
+  *error = errno ? std::strerror(errno) : "it cannot be read";
+  return std::nullopt;
 }
 
 std::string runningKernel() {
