@@ -258,6 +258,21 @@ class KernelFunctions(unittest.TestCase):
         # The three marked packets (200, 50 and 400 bytes), not the others.
         self.assertEqual(sorted(e["skb->len"] for e in events if e["func"] == "ip_send_skb"), [78, 228, 428])
 
+    def test_ipft_extension_with_kprobe_and_fentry_backends(self):
+        # A `kq build --ipft` object called from an ipftrace2-style backend's kprobe and fentry
+        # programs, each passing its own ctx (pt_regs, the argument array), which module()
+        # must not read.
+        runner = os.path.join(os.path.dirname(KQ), "tests", "ipft_backend")
+        if not os.path.exists(runner):
+            self.skipTest(f"no {runner} (built with the tests)")
+        for backend in ["kprobe", "fentry"]:
+            with self.subTest(backend=backend):
+                proc = subprocess.run([sys.executable, os.path.join(HERE, "..", "ipft", "ipft_test.py"), KQ, runner],
+                                      capture_output=True, text=True, timeout=600,
+                                      env=dict(os.environ, KQ_IPFT_BACKEND=backend, KQ_TEST_SKIP_LEAK_CHECK="1"))
+                self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                self.assertRegex(proc.stderr, r"Ran 3 tests.*\n\nOK", proc.stderr)
+
     def run_with_packets(self, *args):
         """kq with `args`, started, sent the marked datagrams once attached, until it ends."""
         proc = subprocess.Popen([KQ, "-o", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
