@@ -59,6 +59,69 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("--output is required", err)
 
+    def built_object(self):
+        obj = write_temp(b"", suffix=".o")
+        status, _, err = kq("build", "-e", "trace tracepoint:sched:sched_process_exec select comm",
+                            "-o", obj)
+        self.assertEqual(status, 0, err)
+        self.addCleanup(os.unlink, obj)
+        return obj
+
+    def test_run_refuses_what_is_not_an_object(self):
+        script = write_temp(b"trace tracepoint:sched:sched_process_exec\n")
+        status, out, err = kq("run", script)
+        self.assertEqual((status, out), (1, ""))
+        self.assertIn(f"kq: error: cannot run `{script}`: it is not an ELF file", err)
+        os.unlink(script)
+        status, _, err = kq("run", "/nonexistent/x.o")
+        self.assertEqual(status, 1)
+        self.assertIn("cannot run `/nonexistent/x.o`: No such file or directory", err)
+
+    def test_run_refuses_an_object_without_a_plan(self):
+        ext = write_temp(b"", suffix=".o")
+        status, _, err = kq("build", "--ipft", "-e", "extension select mark", "-o", ext)
+        self.assertEqual(status, 0, err)
+        status, _, err = kq("run", ext)
+        os.unlink(ext)
+        self.assertEqual(status, 1)
+        self.assertIn("it has no section `.kq.plan` (it was not written by `kq build`)", err)
+        self.assertIn("note: `kq build SCRIPT -o FILE` writes objects `kq run` runs", err)
+
+    def test_run_refuses_another_plan_format(self):
+        with open(self.built_object(), "rb") as f:
+            data = f.read()
+        self.assertEqual(data.count(b'"format": 1,'), 1)
+        other = write_temp(data.replace(b'"format": 1,', b'"format": 9,'), suffix=".o")
+        status, _, err = kq("run", other)
+        os.unlink(other)
+        self.assertEqual(status, 1)
+        self.assertRegex(err, r"its plan is in format 9 \(written by kq \S+\); this kq reads "
+                              r"format 1: build it again with this kq")
+
+    def test_run_refuses_a_plan_out_of_bounds(self):
+        with open(self.built_object(), "rb") as f:
+            data = f.read()
+        broken = write_temp(data.replace(b'"size": 56', b'"size": 16', 1), suffix=".o")
+        status, _, err = kq("run", broken)
+        os.unlink(broken)
+        self.assertEqual(status, 1)
+        self.assertIn("its plan is inconsistent", err)
+
+    def test_run_dumps_the_plan_without_root(self):
+        status, out, err = kq("run", self.built_object(), "--dump", "plan")
+        self.assertEqual(status, 0, err)
+        self.assertIn("tracepoint", out)
+
+    def test_run_takes_no_compile_time_options(self):
+        obj = self.built_object()
+        for args in (("-p", "1"), ("-c", "true"), ("--btf", "/sys/kernel/btf/vmlinux")):
+            status, _, err = kq("run", obj, *args)
+            self.assertEqual(status, 2, args)
+            self.assertIn("`kq run` runs an object as it was built", err)
+        status, _, err = kq("run", obj, "--buffer-size", "64")
+        self.assertEqual(status, 2)
+        self.assertIn("give --buffer-size to `kq build`", err)
+
     def test_build_reports_an_unwritable_output(self):
         status, _, err = kq("build", "--ipft", "-e", "extension select mark", "-o", "/nonexistent/ext.o")
         self.assertEqual(status, 1)

@@ -1,9 +1,11 @@
 // A tiny ipftrace2-style backend for testing `kq build --ipft` objects without ipftrace2:
 // like ipft_body.bpf.h, it calls the extension's `module()` for every packet with the
-// wanted mark, here from tp_btf/net_dev_xmit, and sends the 64 bytes of `data` it filled
+// wanted mark, here from tp_btf/net_dev_xmit (or, with -DBACKEND_KPROBE or -DBACKEND_FENTRY,
+// from ip_output), and sends the 64 bytes of `data` it filled
 // (a ring buffer instead of ipftrace2's perf buffer). Built with clang -target bpf -g -O2.
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <asm/ptrace.h>  // struct pt_regs, for the kprobe backend
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -42,8 +44,7 @@ static void count(__u32 which) {
   if (n) __sync_fetch_and_add(n, 1);
 }
 
-SEC("tp_btf/net_dev_xmit")
-int BPF_PROG(xmit, struct sk_buff *skb, int rc, void *dev, unsigned int len) {
+static __always_inline int handle(void *ctx, struct sk_buff *skb) {
   struct ipft_event e = {};
   if (BPF_CORE_READ(skb, mark) != wanted_mark) return 0;
   count(0);
@@ -56,5 +57,19 @@ int BPF_PROG(xmit, struct sk_buff *skb, int rc, void *dev, unsigned int len) {
   bpf_ringbuf_output(&events, &e, sizeof(e), 0);
   return 0;
 }
+
+// The ctx module() gets is each ipftrace2 backend's own: pt_regs for kprobes, the argument
+// array for fentry (the VM tier tests both; this kernel has neither).
+// ip_output (called through dst_output once the IP header is complete) has the skb third.
+#if defined(BACKEND_KPROBE)
+SEC("kprobe/ip_output")
+int BPF_KPROBE(xmit, void *net, void *sk, struct sk_buff *skb) { return handle(ctx, skb); }
+#elif defined(BACKEND_FENTRY)
+SEC("fentry/ip_output")
+int BPF_PROG(xmit, void *net, void *sk, struct sk_buff *skb) { return handle(ctx, skb); }
+#else
+SEC("tp_btf/net_dev_xmit")
+int BPF_PROG(xmit, struct sk_buff *skb, int rc, void *dev, unsigned int len) { return handle(ctx, skb); }
+#endif
 
 char LICENSE[] SEC("license") = "GPL";

@@ -5,6 +5,8 @@ static linker, loaded, attached to net_dev_xmit, and the `data` module() fills f
 UDP packets is decoded through the extension's BTF description as ipftrace2 decodes it
 (ipft_backend.cpp). send_udp.py sends 0xdeadbeef-marked datagrams of 200, 50 and 400
 bytes (228, 78 and 428 bytes of IPv4 at net_dev_xmit on lo), and two not so marked.
+With KQ_IPFT_BACKEND=kprobe or fentry, the backend calls module() through
+that attach method from ip_output instead (the VM tier: this kernel has neither), with its ctx.
 Usage: ipft_test.py PATH_TO_KQ PATH_TO_IPFT_BACKEND"""
 import os
 import re
@@ -31,7 +33,11 @@ def compile_backend():
     out = os.path.join(WORKDIR, "backend.o")
     arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
     include = [f"-I/usr/include/{arch}"] if arch else []
-    proc = subprocess.run(["clang", "-target", "bpf", "-O2", "-g", *include, "-c",
+    kind = os.environ.get("KQ_IPFT_BACKEND", "tp_btf")
+    define = {"kprobe": ["-DBACKEND_KPROBE"], "fentry": ["-DBACKEND_FENTRY"]}.get(kind, [])
+    target_arch = {"x86_64": "x86", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    define.append(f"-D__TARGET_ARCH_{target_arch}")  # pt_regs' layout, for BPF_KPROBE
+    proc = subprocess.run(["clang", "-target", "bpf", "-O2", "-g", *include, *define, "-c",
                            os.path.join(HERE, "backend.bpf.c"), "-o", out],
                           capture_output=True, text=True)
     if proc.returncode != 0:

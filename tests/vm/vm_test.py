@@ -261,6 +261,50 @@ class KernelFunctions(unittest.TestCase):
         # The three marked packets (200, 50 and 400 bytes), not the others.
         self.assertEqual(sorted(e["skb->len"] for e in events if e["func"] == "ip_send_skb"), [78, 228, 428])
 
+    def test_ipft_extension_with_kprobe_and_fentry_backends(self):
+        # A `kq build --ipft` object called from an ipftrace2-style backend's kprobe and fentry
+        # programs, each passing its own ctx (pt_regs, the argument array), which module()
+        # must not read.
+        runner = os.path.join(os.path.dirname(KQ), "tests", "ipft_backend")
+        if not os.path.exists(runner):
+            self.skipTest(f"no {runner} (built with the tests)")
+        for backend in ["kprobe", "fentry"]:
+            with self.subTest(backend=backend):
+                proc = subprocess.run([sys.executable, os.path.join(HERE, "..", "ipft", "ipft_test.py"), KQ, runner],
+                                      capture_output=True, text=True, timeout=600,
+                                      env=dict(os.environ, KQ_IPFT_BACKEND=backend, KQ_TEST_SKIP_LEAK_CHECK="1"))
+                self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+                self.assertRegex(proc.stderr, r"Ran 3 tests.*\n\nOK", proc.stderr)
+
+    def run_with_packets(self, *args):
+        """kq with `args`, started, sent the marked datagrams once attached, until it ends."""
+        proc = subprocess.Popen([KQ, "-o", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not loaded_kq_programs():
+            time.sleep(0.2)
+        time.sleep(1)
+        subprocess.run(SEND_UDP.split(), check=True)
+        out, err = (b.decode() for b in proc.communicate(timeout=300))
+        self.assertEqual(proc.returncode, 0, err)
+        # What the queries selected, not when or where each event happened.
+        kept = ("probe", "len", "pkt_type", "protocol", "reason")
+        rows = [{k: v for k, v in json.loads(line).items() if k in kept} for line in out.splitlines()]
+        return sorted(json.dumps(row, sort_keys=True) for row in rows)
+
+    def test_object_built_elsewhere_reads_what_native_kq_reads(self):
+        # Built on the host's kernel (run_vm_tests.sh), run here: members, a bitfield, an
+        # enum numbered differently by each kernel.
+        obj = os.path.join(os.path.dirname(KQ), "vm-portable.o")
+        if not os.path.exists(obj):
+            self.skipTest(f"no {obj}: run_vm_tests.sh builds it on the host before the VMs boot")
+        native = self.run_with_packets(os.path.join(HERE, "portable.kq"))
+        built = self.run_with_packets("run", obj)
+        self.assertEqual(built, native)
+        lens = sorted(json.loads(e)["len"] for e in native if "pkt_type" in json.loads(e))
+        self.assertEqual(lens, [78, 228, 428], native)
+        reasons = {json.loads(e)["reason"] for e in native if "reason" in json.loads(e)}
+        self.assertEqual(reasons, {"SKB_DROP_REASON_NO_SOCKET"}, native)
+
 
 class KernelFunctionExamples(unittest.TestCase):
     """The examples that only kernel functions can express (the examples' other tests,

@@ -21,6 +21,7 @@
 #include "tools/kq/compile.h"
 #include "tools/kq/request.h"
 #include "tools/kq/run.h"
+#include "tools/kq/run_object.h"
 
 namespace kq::cli {
 namespace {
@@ -36,6 +37,9 @@ constexpr const char* kExamples = R"(Examples:
                                   # parse and check only; exit status 1 on errors
   kq check --btf /tmp/other-vmlinux script.kq
                                   # check against another kernel's BTF
+  kq build examples/opensnoop.kq -o opensnoop.o
+                                  # a BPF object with its plan inside, for kq run
+  kq run opensnoop.o -d 10s       # load, attach and print it: no compiling
   kq build --ipft -e 'extension where l4proto == 6 select skb->len as len' -o ext.o
                                   # an extension for ipftrace2: ipft -m 1 -e ext.o
   kq info ip_send_skb             # prototype, and how it can be traced here
@@ -160,6 +164,13 @@ int run(const std::vector<std::string>& args, Io& io) {
                   "compile the script's `extension` into what `ipft -e FILE` links");
   build->footer("--btf FILE compiles against another kernel's BTF.");
 
+  CLI::App* run_object = app.add_subcommand(
+      "run", "run an object written by `kq build`: load, attach and print, compiling nothing");
+  run_object->add_option("object", request.input, "the object file")
+      ->required()
+      ->type_name("FILE");
+  run_object->footer("-o, -d, -v, --attach and --dump plan|verifier work as for a script.");
+
   CLI::App* info = app.add_subcommand("info", "describe a kernel function, type or tracepoint");
   info->add_option("what", request.what,
                    "ip_send_skb, 'struct sk_buff', tracepoint:net:net_dev_xmit, syscall:openat")
@@ -209,6 +220,15 @@ int run(const std::vector<std::string>& args, Io& io) {
   }
   // A stop requested while the query compiles or loads ends the session as soon as it begins.
   std::optional<runtime::StopSignals> stop_signals;
+  if (run_object->parsed()) {
+    if (app.get_option("--buffer-size")->count() > 0) {
+      io.err << "kq: error: the ring buffer's size is built into the object: give "
+                "--buffer-size to `kq build`\n";
+      return 2;
+    }
+    stop_signals.emplace();
+    return runObject(request, io);
+  }
   request.build = build->parsed();
   if (!check->parsed() && !build->parsed()) stop_signals.emplace();
   return compile(request, /*run_after=*/!check->parsed(), io);

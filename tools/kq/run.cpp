@@ -30,17 +30,6 @@
 namespace kq::cli {
 namespace {
 
-/// Each query's `for` and `limit`, in the order of the script (the plan's query numbers).
-std::vector<runtime::QueryLimits> queryLimits(const sema::CheckedProgram& checked) {
-  std::vector<runtime::QueryLimits> out;
-  for (const sema::ResolvedQuery& q : checked.program.queries) {
-    const ast::Clauses& clauses = q.query->clauses;
-    out.push_back({clauses.for_duration ? clauses.for_duration->value : 0,
-                   clauses.limit ? clauses.limit->value : 0});
-  }
-  return out;
-}
-
 /// Why -p PID cannot be traced ("no process has PID 7"), or empty. The kernel's process id
 /// is a thread group's: the id of a thread that leads none would match nothing.
 std::string tracedProcessProblem(uint32_t pid) {
@@ -101,33 +90,47 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
 
 }  // namespace
 
+std::vector<runtime::QueryLimits> queryLimits(const sema::CheckedProgram& checked) {
+  std::vector<runtime::QueryLimits> out;
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    const ast::Clauses& clauses = q.query->clauses;
+    out.push_back({clauses.for_duration ? clauses.for_duration->value : 0,
+                   clauses.limit ? clauses.limit->value : 0});
+  }
+  return out;
+}
+
+std::optional<uint64_t> sessionDuration(const Request& request, Io& io) {
+  if (request.duration.empty()) return 0;
+  auto parsed = parse::decodeNumber(request.duration);
+  auto* n = std::get_if<parse::DecodedNumber>(&parsed);
+  if (!n || n->unit != ast::NumberUnit::Nanoseconds || n->value == 0) {
+    io.err << fmt::format("kq: error: --duration takes a duration like `10s`, not `{}`\n",
+                          request.duration);
+    return std::nullopt;
+  }
+  return n->value;
+}
+
+bool canLoadPrograms(Io& io) {
+  std::vector<std::string> missing =
+      runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
+  if (missing.empty()) return true;
+  io.err << fmt::format("kq: error: loading BPF programs needs CAP_BPF and CAP_PERFMON (or "
+                        "root); this process lacks {}; `kq check` works without\n",
+                        fmt::join(missing, " and "));
+  return false;
+}
+
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
                Diagnostics& diags, bool color, Io& io) {
   runtime::StopSignals stop_signals;  // the caller's, if it installed them first
   runtime::setLibbpfVerbose(request.verbose);
-  uint64_t duration = 0;
-  if (!request.duration.empty()) {
-    auto parsed = parse::decodeNumber(request.duration);
-    auto* n = std::get_if<parse::DecodedNumber>(&parsed);
-    if (!n || n->unit != ast::NumberUnit::Nanoseconds || n->value == 0) {
-      io.err << fmt::format("kq: error: --duration takes a duration like `10s`, not `{}`\n",
-                            request.duration);
-      return 2;
-    }
-    duration = n->value;
-  }
+  std::optional<uint64_t> duration = sessionDuration(request, io);
+  if (!duration) return 2;
   bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
-  if (!dump_only) {
-    std::vector<std::string> missing =
-        runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
-    if (!missing.empty()) {
-      io.err << fmt::format("kq: error: loading BPF programs needs CAP_BPF and CAP_PERFMON (or "
-                            "root); this process lacks {}; `kq check` works without\n",
-                            fmt::join(missing, " and "));
-      return 1;
-    }
-  }
+  if (!dump_only && !canLoadPrograms(io)) return 1;
 
   if (request.pid && !dump_only) {
     if (std::string problem = tracedProcessProblem(request.pid); !problem.empty()) {
@@ -218,7 +221,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   runtime::SessionOptions session;
   session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
   session.queries = queryLimits(checked);
-  session.duration_ns = duration;
+  session.duration_ns = *duration;
   session.child = child.get();
   session.traced = static_cast<pid_t>(request.pid);
   // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
