@@ -1,8 +1,9 @@
 // Joins across probes (kq-language §7) in the kernel. Each join has an LRU hash map keyed
 // by its `on` values. The programs of its source keep, under the event's key, what the
 // query reads through `NAME.` (laid out by record_layout's joinValue); the programs of the
-// query look their own key up, copy what was kept out of the map, take the entry out (a
-// match is used once) and go on with the values readable as the join's. Per-CPU counters
+// query look their own key up, copy what was kept out of the map, and go on with the values
+// readable as the join's; an event that passes the query's `where` takes the entry out (a
+// match makes one row). Per-CPU counters
 // say how many events were kept, matched, unmatched and too old (runtime::JoinCount); the
 // runtime works out the evicted ones from them.
 #include <fmt/format.h>
@@ -108,10 +109,11 @@ void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower
   b.SetInsertPoint(done);
 }
 
-void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
-                     ArgAccess& args, const ProbeUnit& p) {
+std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                                       ArgAccess& args, const ProbeUnit& p) {
   llvm::IRBuilder<>& b = program.b;
   BpfModule& module = emitter.object().module();
+  std::vector<JoinMatch> matches;
   args.joined.assign(p.joins.size(), {});
   for (size_t j = 0; j < p.joins.size(); ++j) {
     const JoinTable& table = *p.joins[j];
@@ -134,8 +136,8 @@ void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lo
     } else {
       lower.probeRead(copy, table.value.bytes, entry, false, false);
     }
-    module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {table.map, key});
     if (table.value.time_field >= 0) {
+      // Too old: dropped, whatever the query's `where` would say.
       uint32_t offset = table.value.fields[table.value.time_field].layout.offset;
       llvm::Value* then = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(offset)));
       llvm::Value* now = module.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {});
@@ -144,15 +146,25 @@ void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lo
       b.CreateCondBr(b.CreateICmpULE(b.CreateSub(now, then), b.getInt64(table.join->within_ns)),
                      recent, expired);
       b.SetInsertPoint(expired);
+      module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {table.map, key});
       count(emitter, program, table, runtime::JoinCount::Expired);
       b.CreateBr(program.bail);
       b.SetInsertPoint(recent);
     }
-    count(emitter, program, table, runtime::JoinCount::Matched);
     for (const Field& f : table.value.fields) {
       args.joined[j].push_back({b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(f.layout.offset)),
                                 f.layout.size});
     }
+    matches.push_back({&table, key});
+  }
+  return matches;
+}
+
+void emitJoinConsume(ProgramEmitter& emitter, Program& program, const std::vector<JoinMatch>& matches) {
+  llvm::IRBuilder<>& b = program.b;
+  for (const JoinMatch& m : matches) {
+    emitter.object().module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {m.table->map, m.key});
+    count(emitter, program, *m.table, runtime::JoinCount::Matched);
   }
 }
 

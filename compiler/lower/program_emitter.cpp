@@ -241,7 +241,8 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   contextFilter(*this, *program, p);
   if (from_stash) takeStash(*program, p, site, args);
   ExprLowering body = lowering(*program, p.probe.exprs, args);
-  if (!p.joins.empty()) emitJoinLookups(*this, *program, body, args, p);
+  std::vector<JoinMatch> matches;
+  if (!p.joins.empty()) matches = emitJoinLookups(*this, *program, body, args, p);
 
   const ast::Expr* where = p.keeps ? p.keeps->join->join->where.get() : p.query.query->clauses.where.get();
   if (where) {
@@ -253,6 +254,7 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   }
   b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
                                                       p.target.target->range.begin));
+  emitJoinConsume(*this, *program, matches);
   if (p.keeps) {
     emitJoinKeep(*this, *program, body, *p.keeps);
   } else if (p.aggregation) {

@@ -146,11 +146,19 @@ JoinTable makeJoinTable(ObjectBuilder& object, const sema::ResolvedJoin& join, u
 /// In a program of a join's source: keeps what the query reads, under the event's key.
 void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
                   const JoinTable& table);
+/// A join's waiting event an event of the query found, and the key it is kept under.
+struct JoinMatch {
+  const JoinTable* table = nullptr;
+  llvm::Value* key = nullptr;
+};
 /// In a program of a query with joins: finds each join's waiting event by this event's key
-/// (ending the program when one is missing or too old), takes it out of the map, and
-/// makes its values readable by `lower` through `args`.
-void emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
-                     ArgAccess& args, const ProbeUnit& p);
+/// (ending the program when one is missing, or too old: then it is taken out), copies what
+/// it kept and makes it readable by `lower` through `args`.
+std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                                       ArgAccess& args, const ProbeUnit& p);
+/// Once the query's `where` passed: takes the matched events out of their joins (each
+/// makes one row).
+void emitJoinConsume(ProgramEmitter& emitter, Program& program, const std::vector<JoinMatch>& matches);
 
 /// In a program of an aggregate query: computes the key, finds or adds the map entry, and
 /// updates every slot (aggregate_emitter.cpp).

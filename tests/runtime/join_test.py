@@ -38,6 +38,15 @@ for _ in range(20000):
     os.getppid()
 """)
 
+# One getpid, then close(999) and close(1000) (both fail: nothing is open there).
+CLOSER = script("closer.py", """
+import ctypes, os
+libc = ctypes.CDLL(None)
+os.getpid()
+libc.close(999)
+libc.close(1000)
+""")
+
 SLEEP_JOIN = ("trace tracepoint:syscalls:sys_exit_clock_nanosleep "
               "join tracepoint:syscalls:sys_enter_clock_nanosleep as s on tid ")
 
@@ -118,6 +127,15 @@ class Joins(harness.KqTestCase):
         self.assertGreater(counts.get("evicted", 0), 0, err)
         self.assertEqual(counts.get("evicted", 0) + counts.get("still waiting", 0), 20000, err)
         self.assertIn("more were waiting than the join holds", err)
+
+    def test_where_that_fails_leaves_the_entry_waiting(self):
+        # close(999) finds the getpid but its `where` fails: close(1000) still finds it.
+        status, out, err = kq("-o", "json", "trace syscall:close(fd) join syscall:getpid as g on tid "
+                              "where fd == 1000 select fd, g.time > 0 as found",
+                              "-c", f"python3 {CLOSER}")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([(r["fd"], r["found"]) for r in rows], [(1000, True)], out)
 
     def test_joins_chain(self):
         # Two joins on one query: each row needs both, each consumed once; both kept the same
