@@ -120,10 +120,14 @@ int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
     io.err << "kq: error: " << env.error().message << "\n";
     return 1;
   }
-  if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env->kernel, io);
-  if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env->kernel, io);
-  if (pattern == "packet") return listPacketFunctions(*env->btf, *env->kernel, io);
-  return listFunctions(pattern, *env->btf, *env->kernel, io);
+  return listMatches(pattern, *env, io);
+}
+
+int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
+  if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env.kernel, io);
+  if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
+  if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);
+  return listFunctions(pattern, *env.btf, *env.kernel, io);
 }
 
 }  // namespace kq::cli
