@@ -115,6 +115,55 @@ class NothingEndsTheSession(ReplTestCase):
         self.quit(s)
 
 
+class TabCompletion(ReplTestCase):
+    def listed(self, s, since):
+        """The words listed under the line since row `since`."""
+        return set(" ".join(s.screen.lines()[since:]).split())
+
+    def test_members_of_skb_then_of_its_device(self):
+        s = self.session()
+        line = "trace tracepoint:net:net_dev_xmit(skb) where skb->"
+        s.type(line)
+        mark = s.mark()
+        s.tab()
+        s.wait_for(r"^kq> " + line.replace("(", r"\(").replace(")", r"\)") + "$", since=mark + 1)
+        self.assertTrue({"len", "dev", "mark", "protocol"} <= self.listed(s, mark + 1), s.screen.text())
+        s.type("dev->")
+        mark = s.mark()
+        s.tab()
+        s.wait_for(r"^kq> .*skb->dev->$", since=mark + 1)
+        members = self.listed(s, mark + 1)
+        self.assertTrue({"ifindex", "mtu", "name"} <= members, s.screen.text())
+        self.assertNotIn("len", members)  # a net_device's, not an sk_buff's
+        s.type("mt")
+        s.tab()
+        self.assertEqual(s.screen.current(), "kq> " + line + "dev->mtu")
+
+    def test_tracepoint_events_of_net(self):
+        s = self.session()
+        s.type("trace tracepoint:sch")
+        s.tab()
+        self.assertEqual(s.screen.current(), "kq> trace tracepoint:sched:")
+        s.type("\x15")  # Ctrl-U: the line emptied
+        s.type("trace tracepoint:net:")
+        s.tab()  # what every event starts with
+        mark = s.mark()
+        s.tab()
+        s.wait_for(r"^kq> trace tracepoint:net:n$", since=mark + 1)
+        self.assertTrue({"net_dev_xmit", "netif_receive_skb"} <= self.listed(s, mark + 1), s.screen.text())
+
+    def test_kernel_functions(self):
+        s = self.session()
+        s.type("trace tcp_v4_")
+        mark = s.mark()
+        s.tab()
+        s.wait_for(r"^kq> trace tcp_v4_$", since=mark + 1)
+        self.assertTrue({"tcp_v4_connect", "tcp_v4_rcv"} <= self.listed(s, mark + 1), s.screen.text())
+        s.type("conne")
+        s.tab()
+        self.assertEqual(s.screen.current(), "kq> trace tcp_v4_connect")
+
+
 class ScriptOnStandardInput(harness.KqTestCase):
     def test_a_piped_script_runs(self):
         script = (f'let name = "{PROGRAM}"\n'

@@ -20,6 +20,10 @@ int runList(const std::string& pattern, const std::string& btf_path, Io& io);
 /// `list` against a kernel already loaded.
 int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io);
 
+/// Whether a kernel function can be traced: listed by ftrace, or (when that list is
+/// unreadable) at least present in kallsyms.
+bool traceable(kernel::KernelInfo& kernel, const std::string& name);
+
 /// The interactive session: queries, declarations and commands, a line at a time.
 int runRepl(const Request& request, Io& io);
 

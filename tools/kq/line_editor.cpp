@@ -16,6 +16,7 @@ namespace kq::cli {
 namespace {
 
 constexpr int kHistorySize = 1000;
+constexpr size_t kMostListed = 150;  // more candidates than this are counted, not listed
 constexpr char kEndOfFile = 0x04;  // Ctrl-D on an empty line, as libedit reports it
 
 void writeAll(int fd, std::string_view text) {
@@ -206,7 +207,12 @@ class LineEditor : public LineInput, public JobOutput {
     if (!complete_) return CC_REFRESH_BEEP;
     const LineInfo* li = el_line(el_);
     std::string before(li->buffer, static_cast<size_t>(li->cursor - li->buffer));
-    Completion c = complete_(before);
+    Completion c;
+    try {
+      c = complete_(before);
+    } catch (const std::exception&) {
+      return CC_REFRESH_BEEP;  // an exception must not cross libedit; a bug, but no answer is an answer
+    }
     if (c.candidates.empty() || c.start > before.size()) return CC_REFRESH_BEEP;
     std::string word = before.substr(c.start);
     auto replace = [&](const std::string& with) {
@@ -223,7 +229,11 @@ class LineEditor : public LineInput, public JobOutput {
     }
     // Nothing to add: show them under the line, and the line again under them.
     moveBelowLine();
-    writeAll(STDOUT_FILENO, columns(c.candidates, width()));
+    size_t more = c.candidates.size() > kMostListed ? c.candidates.size() - kMostListed : 0;
+    c.candidates.resize(c.candidates.size() - more);
+    std::string list = columns(c.candidates, width());
+    if (more) list += fmt::format("... and {} more\n", more);
+    writeAll(STDOUT_FILENO, list);
     el_set(el_, EL_REFRESH);
     return CC_NORM;
   }

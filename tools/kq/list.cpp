@@ -53,14 +53,6 @@ int listSyscalls(const std::string& pattern, kernel::KernelInfo& kernel, Io& io)
   return count ? 0 : (io.err << fmt::format("kq: error: no syscall matches `{}`\n", pattern), 1);
 }
 
-/// Whether a function can be traced: listed by ftrace, or (when that list is unreadable)
-/// at least present in kallsyms.
-bool traceable(kernel::KernelInfo& kernel, const std::string& name) {
-  Known listed = kernel.inFilterFunctions(name);
-  if (listed != Known::Unknown) return listed == Known::Yes;
-  return kernel.inKallsyms(name) != Known::No;
-}
-
 void noteTraceability(kernel::KernelInfo& kernel, Io& io) {
   if (kernel.inFilterFunctions("schedule") == Known::Unknown) {
     io.err << "note: " << kernel.filterFunctionsProblem()
@@ -113,6 +105,12 @@ int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io)
 }
 
 }  // namespace
+
+bool traceable(kernel::KernelInfo& kernel, const std::string& name) {
+  Known listed = kernel.inFilterFunctions(name);
+  if (listed != Known::Unknown) return listed == Known::Yes;
+  return kernel.inKallsyms(name) != Known::No;
+}
 
 int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
   auto env = io.load_kernel(btf_path);

@@ -68,8 +68,10 @@ std::string historyFile() {
 
 class Repl {
  public:
-  Repl(const Request& request, Io& io, KernelEnvironment& env, LineInput& input)
-      : request_(request), io_(io), env_(env), input_(input), streams_(io.out, io.err) {}
+  Repl(const Request& request, Io& io, KernelEnvironment& env, std::string& decls,
+       LineInput& input)
+      : request_(request), io_(io), env_(env), decls_(decls), input_(input),
+        streams_(io.out, io.err) {}
 
   int run();
 
@@ -83,10 +85,10 @@ class Repl {
   const Request& request_;
   Io& io_;
   KernelEnvironment& env_;
+  std::string& decls_;  // `let`, `fn` and `use` lines so far
   LineInput& input_;
   StreamOutput streams_;
   JobTable jobs_;
-  std::string decls_;  // `let`, `fn` and `use` lines so far
   bool quit_ = false;
   int status_ = 0;
 };
@@ -257,11 +259,16 @@ int runRepl(const Request& request, Io& io) {
     return 1;
   }
   bool terminal = isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1;
-  std::unique_ptr<LineInput> input =
-      terminal ? lineEditor(historyFile(), nullptr, io.err) : plainLines(STDIN_FILENO, io.out, io.err);
+  std::string decls;
+  KernelEnvironment& kernel = *env;
+  CompleteFn completer = [&kernel, &decls](const std::string& text) {
+    return complete(CompletionContext{*kernel.btf, *kernel.kernel, decls}, text);
+  };
+  std::unique_ptr<LineInput> input = terminal ? lineEditor(historyFile(), completer, io.err)
+                                              : plainLines(STDIN_FILENO, io.out, io.err);
   if (terminal) io.out << "kq - type a query, or help; Ctrl-C stops a query, Ctrl-D leaves\n";
   io.out.flush();
-  Repl repl(request, io, *env, *input);
+  Repl repl(request, io, kernel, decls, *input);
   int status = repl.run();
   if (terminal) io.out << "\n";
   return status;
