@@ -137,13 +137,13 @@ class TabCompletion(ReplTestCase):
         self.assertNotIn("len", members)  # a net_device's, not an sk_buff's
         s.type("mt")
         s.tab()
-        self.assertEqual(s.screen.current(), "kq> " + line + "dev->mtu")
+        s.wait_current("kq> " + line + "dev->mtu")
 
     def test_tracepoint_events_of_net(self):
         s = self.session()
         s.type("trace tracepoint:sch")
         s.tab()
-        self.assertEqual(s.screen.current(), "kq> trace tracepoint:sched:")
+        s.wait_current("kq> trace tracepoint:sched:")
         s.type("\x15")  # Ctrl-U: the line emptied
         s.type("trace tracepoint:net:")
         s.tab()  # what every event starts with
@@ -161,7 +161,55 @@ class TabCompletion(ReplTestCase):
         self.assertTrue({"tcp_v4_connect", "tcp_v4_rcv"} <= self.listed(s, mark + 1), s.screen.text())
         s.type("conne")
         s.tab()
-        self.assertEqual(s.screen.current(), "kq> trace tcp_v4_connect")
+        s.wait_current("kq> trace tcp_v4_connect")
+
+
+class HistoryAndLines(ReplTestCase):
+    UP = "\x1b[A"
+
+    def test_history_is_recalled_after_a_restart(self):
+        s = self.session()
+        s.enter("info syscall:kill")
+        s.wait_prompt()
+        s.enter("check trace tracepoint:net:net_dev_xmit(skb) \\")
+        s.enter("  where skb->len > 1")
+        s.wait_prompt()
+        self.quit(s)
+        with open(os.path.join(self.state, "kq", "history")) as f:
+            self.assertIn("syscall:kill", f.read())
+        s = self.session()
+        s.type(self.UP)
+        s.wait_current("kq> quit")
+        s.type(self.UP)  # the continued query, on one line
+        s.wait_current("kq> check trace tracepoint:net:net_dev_xmit(skb) where skb->len > 1")
+        s.type(self.UP)
+        s.wait_current("kq> info syscall:kill")
+        mark = s.mark()
+        s.type("\r")
+        s.wait_for(r"arguments \(tracepoint:syscalls:sys_enter_kill\)", since=mark)
+        self.quit(s)
+
+    def test_an_unfinished_query_goes_on_on_the_next_line(self):
+        s = self.session()
+        s.enter("trace tracepoint:sched:sched_process_exec where")
+        s.wait_current("..>")
+        s.enter(f'comm == "{PROGRAM}" select comm,')
+        s.enter("  pid limit 1")
+        s.wait_for(r"^TIME +CPU")
+        run_program()
+        s.wait_for(rf"sched_process_exec +{PROGRAM} +\d+$")
+        s.wait_prompt()
+        # A `\` at the end continues a line; diagnostics count the lines.
+        s.enter("check trace tracepoint:sched:sched_process_exec \\")
+        s.enter("  where nosuch > 1")
+        s.wait_for(r"<repl>:2:9: error: unknown name `nosuch`")
+        s.wait_prompt()
+        # Ctrl-C abandons the whole input.
+        s.enter("trace tracepoint:sched:sched_process_exec where")
+        s.type("comm")
+        s.ctrl_c()
+        s.wait_prompt()
+        self.quit(s)
 
 
 class ScriptOnStandardInput(harness.KqTestCase):

@@ -154,14 +154,18 @@ class Session:
             if not self.pump(0.1) and self.exited():
                 raise AssertionError(f"kq ended (status {self.status}) before {pattern!r}:\n{self.screen.text()}")
 
-    def wait_prompt(self, timeout=20):
-        """Waits for an empty prompt on the cursor's row."""
+    def wait_current(self, line, timeout=10):
+        """Waits until the cursor's row shows `line`."""
         end = time.monotonic() + timeout
-        while self.screen.current() != "kq>":
+        while self.screen.current() != line:
             if time.monotonic() > end:
-                raise AssertionError(f"no prompt after {timeout}s:\n{self.screen.text()}")
+                raise AssertionError(f"{line!r} not on the cursor's row after {timeout}s:\n{self.screen.text()}")
             if not self.pump(0.1) and self.exited():
                 raise AssertionError(f"kq ended (status {self.status}):\n{self.screen.text()}")
+
+    def wait_prompt(self, timeout=20):
+        """Waits for an empty prompt on the cursor's row."""
+        self.wait_current("kq>", timeout)
 
     def mark(self):
         """The row the cursor is on: wait_for(..., since=mark) looks only below it."""

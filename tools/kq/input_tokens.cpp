@@ -11,7 +11,48 @@ bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 /// The operators of two characters; every other character is an operator of one.
 constexpr std::string_view kPairs[] = {"->", "<=", ">=", "==", "!=", "<<", ">>", "&&", "||"};
 
+/// Words after which a query or declaration cannot end.
+constexpr std::string_view kLeadingWords[] = {
+    "trace", "where", "select", "group", "by", "every", "for", "limit", "join", "on",
+    "within", "as",    "and",    "or",    "not", "let",  "fn",  "use",   "struct", "union", "enum"};
+/// Operators after which an operand must come. Not `*` and `?` (a glob ends with them:
+/// `trace tcp_*`), not `&` (a query ending with it runs in the background).
+constexpr std::string_view kLeadingOperators[] = {
+    "+", "-", "/", "%", "==", "!=", "<", ">", "<=", ">=", "<<", ">>", "&&", "||", "|", "^",
+    "~", "!", "->", ".", ",", "=", ":"};
+/// Commands of the interactive session, which are one line.
+constexpr std::string_view kCommands[] = {"info", "list", "help", "decls", "jobs", "stop", "quit", "exit"};
+
+template <size_t N>
+bool among(std::string_view word, const std::string_view (&words)[N]) {
+  for (std::string_view w : words) {
+    if (w == word) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool unfinished(std::string_view text) {
+  std::vector<InputToken> tokens = inputTokens(text);
+  if (tokens.empty() || (tokens[0].isWord() && among(tokens[0].text, kCommands))) return false;
+  int depth = 0;
+  for (const InputToken& t : tokens) {
+    if (t.is("(") || t.is("[") || t.is("{")) ++depth;
+    if (t.is(")") || t.is("]") || t.is("}")) depth = depth > 0 ? depth - 1 : 0;
+  }
+  if (depth > 0) return true;
+  if (tokens[0].is("let") || tokens[0].is("fn")) {
+    bool has_value = false;
+    for (const InputToken& t : tokens) has_value = has_value || t.is("=");
+    if (!has_value) return true;
+  }
+  const InputToken& last = tokens.back();
+  if (last.kind == InputToken::Kind::Operator) return among(last.text, kLeadingOperators);
+  // After `->` or `.` every word is a member's name.
+  bool member = tokens.size() >= 2 && (tokens[tokens.size() - 2].is("->") || tokens[tokens.size() - 2].is("."));
+  return last.isWord() && !member && among(last.text, kLeadingWords);
+}
 
 std::vector<InputToken> inputTokens(std::string_view text) {
   std::vector<InputToken> out;

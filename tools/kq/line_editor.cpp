@@ -99,8 +99,9 @@ class LineEditor : public LineInput, public JobOutput {
   int fd() const override { return STDIN_FILENO; }
   JobOutput& output() override { return *this; }
 
-  void start(const std::string& prompt) override {
+  void start(const std::string& prompt, const std::string& earlier) override {
     prompt_ = prompt;
+    earlier_ = earlier.empty() ? "" : earlier + "\n";
     el_set(el_, EL_UNBUFFERED, 1);  // raw mode, an empty line, the prompt drawn
   }
 
@@ -209,12 +210,13 @@ class LineEditor : public LineInput, public JobOutput {
     std::string before(li->buffer, static_cast<size_t>(li->cursor - li->buffer));
     Completion c;
     try {
-      c = complete_(before);
+      c = complete_(earlier_ + before);
     } catch (const std::exception&) {
       return CC_REFRESH_BEEP;  // an exception must not cross libedit; a bug, but no answer is an answer
     }
-    if (c.candidates.empty() || c.start > before.size()) return CC_REFRESH_BEEP;
-    std::string word = before.substr(c.start);
+    // A word that began on an earlier line cannot be edited here.
+    if (c.candidates.empty() || c.start < earlier_.size()) return CC_REFRESH_BEEP;
+    std::string word = before.substr(c.start - earlier_.size());
     auto replace = [&](const std::string& with) {
       el_deletestr(el_, static_cast<int>(word.size()));
       el_insertstr(el_, with.c_str());
@@ -242,6 +244,7 @@ class LineEditor : public LineInput, public JobOutput {
   History* history_ = nullptr;
   HistEvent event_{};
   std::string prompt_;
+  std::string earlier_;  // the input's earlier lines, each ending with '\n'
   std::string history_file_;
   CompleteFn complete_;
   std::ostream& err_;

@@ -12,7 +12,7 @@ class PlainLines : public LineInput {
   PlainLines(int fd, std::ostream& out, std::ostream& err) : fd_(fd), output_(out, err) {}
 
   int fd() const override { return fd_; }
-  void start(const std::string&) override {}
+  void start(const std::string&, const std::string&) override {}
   bool hasLine() const override {
     return pending_.find('\n') != std::string::npos || (ended_ && !pending_.empty());
   }

@@ -17,8 +17,9 @@ class LineInput {
   virtual ~LineInput() = default;
   /// The descriptor to poll.
   virtual int fd() const = 0;
-  /// Starts reading a line: shows `prompt` (a terminal only).
-  virtual void start(const std::string& prompt) = 0;
+  /// Starts reading a line: shows `prompt` (a terminal only). `earlier` is the input's lines
+  /// so far, when this line continues it (what completion looks at besides the line).
+  virtual void start(const std::string& prompt, const std::string& earlier) = 0;
   /// Reads what is waiting; a whole line (without its newline) into `line`, or the end.
   virtual Read read(std::string& line) = 0;
   /// Whether a whole line is already read and waiting (poll would not say so).

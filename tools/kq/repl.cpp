@@ -15,6 +15,7 @@
 
 #include "tools/kq/commands.h"
 #include "tools/kq/compile.h"
+#include "tools/kq/input_tokens.h"
 #include "tools/kq/job_table.h"
 #include "tools/kq/line_editor.h"
 #include "tools/kq/session_signals.h"
@@ -77,7 +78,7 @@ class Repl {
 
  private:
   void readInput(bool& reading);
-  void handle(const std::string& line);
+  void handle(const std::string& input);
   void handleCommand(const std::string& line);
   void runText(std::string text, bool background);
   void onSignal(int sig, bool& reading);
@@ -89,6 +90,8 @@ class Repl {
   LineInput& input_;
   StreamOutput streams_;
   JobTable jobs_;
+  std::string pending_;      // an unfinished input's lines so far
+  std::string remembered_;   // the same on one line, as the history keeps it
   bool quit_ = false;
   int status_ = 0;
 };
@@ -105,7 +108,7 @@ int Repl::run() {
     if (ending && jobs_.empty()) break;
     bool waiting = jobs_.hasForeground() || jobs_.hasStarting();
     if (!reading && !waiting && !ending) {
-      input_.start("kq> ");
+      input_.start(pending_.empty() ? "kq> " : "..> ", pending_);
       reading = true;
     }
     if (reading && input_.hasLine()) {
@@ -136,6 +139,8 @@ void Repl::onSignal(int sig, bool& reading) {
       } else if (reading) {
         input_.interrupt();
         reading = false;
+        pending_.clear();
+        remembered_.clear();
       }
       break;
     case SIGTERM:
@@ -160,13 +165,30 @@ void Repl::readInput(bool& reading) {
     case LineInput::Read::End:
       reading = false;
       quit_ = true;
-      return;
+      if (pending_.empty()) return;
+      line.clear();  // an unfinished input at the end: checked as it is
+      break;
     case LineInput::Read::Line:
       reading = false;
       break;
   }
+  // A line ending with `\` or inside an unfinished query continues on the next one.
+  size_t last = line.find_last_not_of(" \t");
+  bool continued = last != std::string::npos && line[last] == '\\';
+  if (continued) line.erase(last);
+  if (pending_.empty() && line.find_first_not_of(" \t") == std::string::npos) return;
+  pending_ += (pending_.empty() ? "" : "\n") + line;
+  if (size_t first = line.find_first_not_of(" \t"); first != std::string::npos) {
+    size_t end = line.find_last_not_of(" \t");
+    remembered_ += (remembered_.empty() ? "" : " ") + line.substr(first, end - first + 1);
+  }
+  if (!quit_ && (continued || unfinished(pending_))) return;
+  std::string input = std::move(pending_);
+  pending_.clear();
+  if (!remembered_.empty()) input_.remember(remembered_);
+  remembered_.clear();
   try {
-    handle(line);
+    handle(input);
   } catch (const std::exception& e) {
     // A bug in kq, not a mistake of the user's: say so, and go on.
     io_.out.flush();
@@ -178,13 +200,11 @@ void Repl::readInput(bool& reading) {
   io_.err.flush();
 }
 
-void Repl::handle(const std::string& raw) {
-  size_t first = raw.find_first_not_of(" \t");
-  if (first == std::string::npos || raw[first] == '#') return;
-  size_t last = raw.find_last_not_of(" \t");
-  std::string line = raw.substr(first, last - first + 1);
-  input_.remember(line);
-  handleCommand(line);
+void Repl::handle(const std::string& input) {
+  size_t first = input.find_first_not_of(" \t\n");
+  if (first == std::string::npos || input[first] == '#') return;
+  size_t last = input.find_last_not_of(" \t\n");
+  handleCommand(input.substr(first, last - first + 1));
 }
 
 void Repl::handleCommand(const std::string& line) {
