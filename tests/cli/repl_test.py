@@ -212,6 +212,103 @@ class HistoryAndLines(ReplTestCase):
         self.quit(s)
 
 
+def session_processes(state):
+    """The pids of processes started with XDG_STATE_HOME=`state`: a session and its queries."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"XDG_STATE_HOME={state}".encode() in f.read().split(b"\0"):
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+class BackgroundJobs(ReplTestCase):
+    def start_job(self, s, number=1, name=PROGRAM):
+        s.enter(exec_query(name, "&"))
+        s.wait_for(rf"^\[{number}\] trace tracepoint:sched:sched_process_exec")
+        s.wait_prompt()
+
+    def test_output_comes_above_the_line_being_typed(self):
+        s = self.session()
+        self.start_job(s)
+        s.type("info sysc")
+        for _ in range(3):
+            run_program()
+        s.wait_for(rf"^\[1\] \d\d:\d\d:\d\d\.\d+ .* {PROGRAM}$")
+        s.wait_for(r"^\[1\] TIME +CPU")
+        s.pump(0.5)
+        lines = s.screen.lines()
+        self.assertEqual(sum(1 for l in lines if l.startswith("[1] ") and l.endswith(PROGRAM)), 3, s.screen.text())
+        # The line being typed is whole, below the output, and goes on being typed.
+        self.assertEqual(s.screen.current(), "kq> info sysc")
+        self.assertFalse(any("info sysc" in l for l in lines[:-1] if l.startswith("[1]")), s.screen.text())
+        mark = s.mark()
+        s.enter("all:kill")
+        s.wait_for(r"^arguments \(tracepoint:syscalls:sys_enter_kill\)", since=mark)
+        # `jobs` counts its events.
+        s.wait_prompt()
+        mark = s.mark()
+        s.enter("jobs")
+        s.wait_for(r"^\[1\] 3 events  trace tracepoint:sched:sched_process_exec", since=mark)
+        # `stop 1` detaches it: its summary, then that it stopped.
+        if harness.loaded_kq_programs() is not None:
+            self.assertTrue(harness.loaded_kq_programs(), "nothing loaded while the job runs")
+        s.wait_prompt()
+        mark = s.mark()
+        s.enter("stop 1")
+        s.wait_for(r"^\[1\] kq: 3 events, 0 lost", since=mark)
+        s.wait_for(r"^\[1\] stopped  trace", since=mark)
+        s.wait_prompt()
+        mark = s.mark()
+        s.enter("jobs")
+        s.wait_prompt()
+        self.assertEqual(s.screen.lines()[mark + 1:], ["kq>"], s.screen.text())
+        s.enter("stop 1")
+        s.wait_for(r"no background query `1`")
+        self.quit(s)
+
+    def test_ctrl_c_stops_the_foreground_query_only(self):
+        s = self.session()
+        self.start_job(s)
+        s.enter(exec_query("kqreplother", ""))
+        s.wait_for(r"^TIME +CPU .*comm$")
+        run_program("kqreplother")
+        s.wait_for(r"sched_process_exec +kqreplother$")
+        s.ctrl_c()
+        s.wait_for(r"^(\^C)?kq: 1 event, 0 lost")  # the terminal echoes Ctrl-C
+        s.wait_prompt()
+        run_program()  # the background job still sees its events
+        s.wait_for(rf"^\[1\] .* {PROGRAM}$")
+        self.quit(s)
+
+    def test_quit_detaches_everything(self):
+        s = self.session()
+        self.start_job(s, 1)
+        self.start_job(s, 2, "kqreplother")
+        s.enter("quit")
+        self.assertEqual(s.wait_exit(), 0, s.screen.text())
+        s.wait_for(r"^\[1\] stopped  trace")
+        s.wait_for(r"^\[2\] stopped  trace")
+        self.assertEqual(session_processes(self.state), [])
+        # harness.KqTestCase.tearDown: no kq program is left loaded (bpftool prog list).
+
+    def test_a_killed_session_leaves_nothing_behind(self):
+        s = self.session()
+        self.start_job(s)
+        self.assertGreater(len(session_processes(self.state)), 1)
+        os.kill(s.pid, 9)
+        s.wait_exit()
+        deadline = time.monotonic() + 10
+        while session_processes(self.state) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(session_processes(self.state), [])
+
+
 class ScriptOnStandardInput(harness.KqTestCase):
     def test_a_piped_script_runs(self):
         script = (f'let name = "{PROGRAM}"\n'

@@ -22,10 +22,8 @@ class Screen:
         self.rows = [[]]
         self.row = 0
         self.col = 0
-        self.raw = b""
 
     def feed(self, data: bytes):
-        self.raw += data
         text = data.decode("utf-8", "replace")
         i = 0
         while i < len(text):

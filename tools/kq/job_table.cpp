@@ -22,7 +22,8 @@ void takeLines(std::string& pending, const std::string& prefix, bool error, bool
   size_t at = 0;
   while (at <= end) {
     size_t nl = pending.find('\n', at);
-    text += prefix;
+    // `[1] ` before a line, `[1]` alone for an empty one.
+    text.append(prefix, 0, nl == at ? prefix.size() - 1 : prefix.size());
     text.append(pending, at, nl - at + 1);
     at = nl + 1;
   }
@@ -40,12 +41,14 @@ void StreamOutput::write(const std::vector<OutputChunk>& chunks) {
   }
 }
 
-Result<int> JobTable::start(const std::string& query, const Job::Body& body, bool background) {
+Result<int> JobTable::start(const std::string& query, const Job::Body& body, bool background,
+                            bool aggregates) {
   auto job = Job::start(body);
   if (!job) return job.error();
   Entry entry;
   entry.number = background ? next_number_++ : 0;
   entry.query = query;
+  entry.aggregates = aggregates;
   entry.job = job.take();
   entries_.push_back(std::move(entry));
   return entries_.back().number;
@@ -101,7 +104,8 @@ std::optional<int> JobTable::collect(JobOutput& output) {
                                           "  please report it with the query\n",
                                           prefix, e.job->ending())});
     } else if (e.announced) {
-      chunks.push_back({false, fmt::format("[{}] done  {}\n", e.number, e.query)});
+      const char* how = e.stopped ? "stopped" : "done";
+      chunks.push_back({false, fmt::format("[{}] {}  {}\n", e.number, how, e.query)});
     }
   }
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
@@ -127,8 +131,9 @@ void JobTable::interruptForeground() {
 }
 
 bool JobTable::stop(int number) {
-  for (const Entry& e : entries_) {
+  for (Entry& e : entries_) {
     if (e.number == number && number != 0) {
+      e.stopped = true;
       e.job->signal(SIGTERM);
       return true;
     }
@@ -137,14 +142,22 @@ bool JobTable::stop(int number) {
 }
 
 void JobTable::stopAll() {
-  for (const Entry& e : entries_) e.job->signal(SIGTERM);
+  for (Entry& e : entries_) {
+    e.stopped = true;
+    e.job->signal(SIGTERM);
+  }
+}
+
+void JobTable::killAll() {
+  for (const Entry& e : entries_) e.job->signal(SIGKILL);
 }
 
 void JobTable::list(std::ostream& out) const {
   for (const Entry& e : entries_) {
     if (e.number == 0 || !e.announced) continue;
     uint64_t n = e.job->events();
-    out << fmt::format("[{}] {} event{}  {}\n", e.number, n, n == 1 ? "" : "s", e.query);
+    std::string seen = e.aggregates ? "aggregating" : fmt::format("{} event{}", n, n == 1 ? "" : "s");
+    out << fmt::format("[{}] {}  {}\n", e.number, seen, e.query);
   }
 }
 

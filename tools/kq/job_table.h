@@ -43,7 +43,9 @@ class JobTable {
  public:
   /// Starts `body` in the foreground (the prompt waits) or in the background; returns the
   /// job's number (0 for the foreground), or an error saying why it could not start.
-  Result<int> start(const std::string& query, const Job::Body& body, bool background);
+  /// `aggregates`: the query prints tables, not events (`jobs` has no events to count).
+  Result<int> start(const std::string& query, const Job::Body& body, bool background,
+                    bool aggregates);
 
   /// The descriptors to poll for the jobs' output, ends and attachments.
   std::vector<pollfd> pollFds() const;
@@ -62,6 +64,8 @@ class JobTable {
   bool stop(int number);
   /// Detaches every job (quit, a hang-up); collect() until empty() to see them end.
   void stopAll();
+  /// Ends every job at once (SIGKILL: the kernel detaches their programs as they go).
+  void killAll();
   bool empty() const { return entries_.empty(); }
   /// `jobs`: each background job with its events so far and its query.
   void list(std::ostream& out) const;
@@ -70,8 +74,10 @@ class JobTable {
   struct Entry {
     int number = 0;  // 0: the foreground
     std::string query;
+    bool aggregates = false;
     std::unique_ptr<Job> job;
     bool announced = false;  // `[N] query` printed once attached
+    bool stopped = false;    // by `stop N` or quit, not by its own `for` or `limit`
     std::string out_line, err_line;  // a background job's unfinished lines
   };
   void passOn(Entry& entry, std::string& out, std::string& err, bool flush,

@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -19,6 +21,7 @@
 #include "tools/kq/job_table.h"
 #include "tools/kq/line_editor.h"
 #include "tools/kq/session_signals.h"
+#include "tools/kq/warm_up.h"
 
 namespace kq::cli {
 namespace {
@@ -43,6 +46,9 @@ Commands:
 )";
 
 constexpr int kPollMs = 250;  // also how soon a job whose streams outlive it is seen to end
+/// How long the session waits, when it ends, for its queries to detach and say what they saw
+/// before it ends them at once.
+constexpr auto kStopGrace = std::chrono::seconds(5);
 
 bool startsWith(const std::string& line, const char* word) {
   size_t n = std::strlen(word);
@@ -93,6 +99,7 @@ class Repl {
   std::string pending_;      // an unfinished input's lines so far
   std::string remembered_;   // the same on one line, as the history keeps it
   bool quit_ = false;
+  bool hurry_ = false;
   int status_ = 0;
 };
 
@@ -100,12 +107,15 @@ int Repl::run() {
   SessionSignals signals;
   bool reading = false;
   bool ending = false;
+  std::chrono::steady_clock::time_point kill_at;
   for (;;) {
     if (quit_ && !ending) {
       jobs_.stopAll();  // each detaches and says what it saw
       ending = true;
+      kill_at = std::chrono::steady_clock::now() + kStopGrace;
     }
     if (ending && jobs_.empty()) break;
+    if (ending && (std::chrono::steady_clock::now() > kill_at || hurry_)) jobs_.killAll();
     bool waiting = jobs_.hasForeground() || jobs_.hasStarting();
     if (!reading && !waiting && !ending) {
       input_.start(pending_.empty() ? "kq> " : "..> ", pending_);
@@ -134,7 +144,9 @@ void Repl::onSignal(int sig, bool& reading) {
   switch (sig) {
     case SIGINT:
       // Ctrl-C stops the query in the foreground; at the prompt, abandons the line.
-      if (waiting) {
+      if (quit_) {
+        hurry_ = true;
+      } else if (waiting) {
         jobs_.interruptForeground();
       } else if (reading) {
         input_.interrupt();
@@ -147,6 +159,7 @@ void Repl::onSignal(int sig, bool& reading) {
     case SIGHUP:
       if (reading) input_.pause();
       reading = false;
+      hurry_ = quit_;  // a second request does not wait for the queries to say what they saw
       quit_ = true;
       break;
     case SIGWINCH:
@@ -247,6 +260,8 @@ void Repl::runText(std::string text, bool background) {
                              FileId file, Diagnostics& diags, bool color) {
     io_.out.flush();
     io_.err.flush();
+    bool aggregates = std::any_of(checked.program.queries.begin(), checked.program.queries.end(),
+                                  [](const sema::ResolvedQuery& q) { return q.aggregates; });
     auto started = jobs_.start(query, [&](const RunHooks& hooks) {
       // A test hook: the query's process crashes, as a bug in kq would make it.
       if (std::getenv("KQ_TEST_CRASH_QUERY")) std::abort();
@@ -260,7 +275,7 @@ void Repl::runText(std::string text, bool background) {
       io_.out.flush();
       io_.err.flush();
       return status;
-    }, background);
+    }, background, aggregates);
     if (!started) {
       io_.err << "kq: error: " << started.error().message << "\n";
       return 1;
@@ -286,6 +301,7 @@ int runRepl(const Request& request, Io& io) {
   };
   std::unique_ptr<LineInput> input = terminal ? lineEditor(historyFile(), completer, io.err)
                                               : plainLines(STDIN_FILENO, io.out, io.err);
+  warmUp(request, kernel);
   if (terminal) io.out << "kq - type a query, or help; Ctrl-C stops a query, Ctrl-D leaves\n";
   io.out.flush();
   Repl repl(request, io, kernel, decls, *input);
