@@ -290,12 +290,19 @@ class BackgroundJobs(ReplTestCase):
         s = self.session()
         self.start_job(s, 1)
         self.start_job(s, 2, "kqreplother")
+        loaded = harness.loaded_kq_programs()  # None with KQ_TEST_SKIP_LEAK_CHECK=1
+        if loaded is not None:
+            self.assertGreaterEqual(len(loaded), 2, "the jobs' programs are not loaded")
         s.enter("quit")
         self.assertEqual(s.wait_exit(), 0, s.screen.text())
         s.wait_for(r"^\[1\] stopped  trace")
         s.wait_for(r"^\[2\] stopped  trace")
         self.assertEqual(session_processes(self.state), [])
-        # harness.KqTestCase.tearDown: no kq program is left loaded (bpftool prog list).
+        if loaded is not None:
+            deadline = time.monotonic() + 5  # programs are freed a moment after their last fd
+            while harness.loaded_kq_programs() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(harness.loaded_kq_programs(), [], "kq left BPF programs loaded")
 
     def test_a_killed_session_leaves_nothing_behind(self):
         s = self.session()

@@ -43,6 +43,9 @@ Commands:
   jobs            the queries running in the background, with their events so far
   stop N          stop background query N
   help, quit (or Ctrl-D; queries still running are stopped)
+Tab completes functions, tracepoints, arguments and struct members (skb->dev-><Tab>);
+the up arrow recalls earlier inputs; a line ending with \ (or inside an unfinished query)
+goes on on the next.
 )";
 
 constexpr int kPollMs = 250;  // also how soon a job whose streams outlive it is seen to end
