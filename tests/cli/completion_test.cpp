@@ -167,6 +167,25 @@ TEST_F(CompletionTest, InfoAndList) {
   EXPECT_THAT(candidates("list syscall:ki"), ElementsAre("kill"));
 }
 
+TEST_F(CompletionTest, EveryPrefixOfAnInputCompletes) {
+  // Whatever is typed, completion answers (often with nothing) and never fails.
+  decls_ = "use net\nlet big = 4k\n";
+  for (const std::string text : {
+           std::string("trace tracepoint:net:net_dev_xmit(skb), ip_send_skb(net, skb) "
+                       "join tcp_v4_rcv(skb) as r where r.comm == \"x\" on r.skb->len == skb->len "
+                       "within 1s where skb->dev->mtu > big and str(skb->dev->name) ~ \"e*\" "
+                       "select ((struct sk_buff *)r.skb)->len, {1: \"a\"}[skb->len], count() "
+                       "group by comm every 1s limit 3"),
+           std::string("fn f(skb: struct sk_buff *) = skb->len + (skb)->data_len\n"
+                       "trace uprobe:/bin/sh:main(arg0) -> tcp_*(sk) where (((a[1]]))->b.c"),
+           std::string("info struct sk_buff\nlist tracepoint:*:*\ncheck trace \"\\\" ->->..((")}) {
+    for (size_t n = 0; n <= text.size(); ++n) {
+      Completion c = complete(text.substr(0, n));
+      EXPECT_LE(c.start, n) << text.substr(0, n);
+    }
+  }
+}
+
 TEST_F(CompletionTest, FilesAfterUprobe) {
   char dir[] = "/tmp/kqcompleteXXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

@@ -111,7 +111,7 @@ Completion Completer::run() {
   if (in_token && tokens_[n - 1].kind == Kind::Path) return files(tokens_[n - 1].begin, tokens_[n - 1].text);
   // The word: an identifier, or where a probe target goes, a glob (`tcp_*_rcv`).
   size_t word = in_token && (tokens_[n - 1].isWord() || tokens_[n - 1].kind == Kind::Number) ? n - 1 : n;
-  size_t glob = in_token ? n : n;
+  size_t glob = n;
   while (in_token && glob > 0 && isGlobPart(tokens_[glob - 1]) &&
          (glob == n || tokens_[glob - 1].end == tokens_[glob].begin)) {
     --glob;
