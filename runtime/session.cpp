@@ -51,6 +51,7 @@ struct Reader {
   Formatter& formatter;
   QueryEnds& ends;
   std::ostream& out;
+  std::atomic<uint64_t>* shared_events;  // may be null
   uint64_t events = 0;
   std::vector<uint32_t> reached_limit;  // queries to detach once the read is over
   int64_t read_until_ns = 0;            // this read's end (CLOCK_MONOTONIC)
@@ -73,6 +74,7 @@ int onEvent(void* ctx, void* data, size_t size) {
   if (r->ends.ended(probe.query)) return 0;
   r->formatter.event(header, probe, static_cast<const uint8_t*>(data), size);
   ++r->events;
+  if (r->shared_events) r->shared_events->store(r->events, std::memory_order_relaxed);
   if (r->ends.printed(probe.query)) r->reached_limit.push_back(probe.query);
   --r->records_left;
   // The record is consumed whatever this returns; a pause leaves the rest for the next read.
@@ -261,7 +263,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
   types.prepare(plan.layout);
   auto formatter = makeFormatter(options.format, plan.layout, types, boot_offset, out);
   QueryEnds ends(options.queries, plan.layout, nowNs(CLOCK_MONOTONIC));
-  Reader reader{plan, *formatter, ends, out};
+  Reader reader{plan, *formatter, ends, out, options.events_printed};
   Tables tables(object, plan, options, ends, types, out);
   ring_buffer* ring = ring_buffer__new(object.mapFd(plan.events_map), onEvent, &reader, nullptr);
   if (!ring) {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <ostream>
 
@@ -28,6 +29,8 @@ struct SessionOptions {
   pid_t traced = 0;          // -p: stop when it exits (not our child: watched with a pidfd)
   /// The running kernel's types, for typed dumps and enumerator names (may be null).
   KernelTypes* kernel_types = nullptr;
+  /// Counts the events printed so far, for another process to read (the REPL's `jobs`).
+  std::atomic<uint64_t>* events_printed = nullptr;
 };
 
 /// Runs under the caller's StopSignals.

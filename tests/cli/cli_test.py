@@ -132,6 +132,18 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("Usage:", err)
 
+    def test_check_reads_a_script_on_standard_input(self):
+        self.assertEqual(kq("check", input_bytes=b"let big = 100\n" + SEED.encode() + b"\n"), (0, "", ""))
+        status, _, err = kq("check", input_bytes=b"trace ip_send_skb(skb) where skb->lenn > 1\n")
+        self.assertEqual(status, 1)
+        self.assertIn("<stdin>:1:", err)
+        self.assertIn("[NoSuchMember]", err)
+
+    def test_blank_standard_input_is_a_usage_error(self):
+        status, _, err = kq(input_bytes=b"  \n\n")
+        self.assertEqual(status, 2)
+        self.assertIn("Usage:", err)
+
     def test_unknown_option_is_a_usage_error(self):
         status, _, err = kq("--frobnicate")
         self.assertEqual(status, 2)

@@ -80,9 +80,30 @@ std::optional<std::pair<std::string, std::string>> readInput(const Request& requ
   return std::pair{arg, std::move(*text)};
 }
 
-/// Reads the input, then checks it and (unless `check`) runs it.
-int compile(const Request& request, bool run_after, Io& io) {
-  auto input = readInput(request, io);
+/// Standard input, whole (up to one byte more than the parser accepts), or nullopt after
+/// saying why it cannot be read.
+std::optional<std::string> readStandardInput(Io& io) {
+  std::string text;
+  char buffer[65536];
+  while (text.size() <= parse::kMaxInputBytes) {
+    ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      io.err << "kq: error: cannot read standard input: " << std::strerror(errno) << "\n";
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  if (text.size() > parse::kMaxInputBytes) text.resize(parse::kMaxInputBytes + 1);
+  return text;
+}
+
+/// Reads the input (unless `piped` holds it already), then checks it and (unless `check`)
+/// runs it.
+int compile(const Request& request, bool run_after, Io& io,
+            std::optional<std::pair<std::string, std::string>> piped) {
+  auto input = piped ? std::move(piped) : readInput(request, io);
   if (!input) return 1;
   return checkAndRun(request, input->first, std::move(input->second), run_after, nullptr, io);
 }
@@ -192,11 +213,18 @@ int run(const std::vector<std::string>& args, Io& io) {
 
   if (info->parsed()) return runInfo(request.what, request.btf, io);
   if (list->parsed()) return runList(request.what, request.btf, io);
+  std::optional<std::pair<std::string, std::string>> piped;
   if (!request.expression && request.input.empty()) {
-    // No query: at a terminal (or with --repl), an interactive session.
+    // No query: at a terminal (or with --repl), an interactive session; otherwise a script
+    // on standard input (`echo 'trace ...' | kq`), run like a script file.
     if (request.repl || isatty(STDIN_FILENO) == 1) return runRepl(request, io);
-    io.err << app.help();
-    return 2;
+    std::optional<std::string> text = readStandardInput(io);
+    if (!text) return 1;
+    if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
+      io.err << app.help();
+      return 2;
+    }
+    piped = std::pair{std::string("<stdin>"), std::move(*text)};
   }
   if (request.expression && !request.input.empty()) {
     io.err << "kq: error: give the query either with -e or as an argument, not both\n";
@@ -231,7 +259,7 @@ int run(const std::vector<std::string>& args, Io& io) {
   }
   request.build = build->parsed();
   if (!check->parsed() && !build->parsed()) stop_signals.emplace();
-  return compile(request, /*run_after=*/!check->parsed(), io);
+  return compile(request, /*run_after=*/!check->parsed(), io, std::move(piped));
 }
 
 }  // namespace kq::cli

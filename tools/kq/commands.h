@@ -11,10 +11,18 @@ namespace kq::cli {
 /// `kq info WHAT`: a function's prototype and how it can be attached, a struct's layout,
 /// a tracepoint's arguments and fields.
 int runInfo(const std::string& what, const std::string& btf_path, Io& io);
+/// `info` against a kernel already loaded (the interactive session's).
+int describe(const std::string& what, KernelEnvironment& env, Io& io);
 
 /// `kq list PATTERN`: matching functions, tracepoints or syscalls, one per line;
 /// `kq list packet`: functions that take a `struct sk_buff *`.
 int runList(const std::string& pattern, const std::string& btf_path, Io& io);
+/// `list` against a kernel already loaded.
+int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io);
+
+/// Whether a kernel function can be traced: listed by ftrace, or (when that list is
+/// unreadable) at least present in kallsyms.
+bool traceable(kernel::KernelInfo& kernel, const std::string& name);
 
 /// The interactive session: queries, declarations and commands, a line at a time.
 int runRepl(const Request& request, Io& io);

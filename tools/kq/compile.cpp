@@ -22,7 +22,8 @@ bool wantColor(const Request& request, const Io& io) {
 
 
 int checkAndRun(const Request& request, const std::string& name, std::string text,
-                bool run_after, const KernelEnvironment* env, Io& io) {
+                bool run_after, const KernelEnvironment* env, Io& io,
+                const ProgramRunner& runner) {
   SourceManager sources;
   FileId file = sources.add(name, std::move(text));
   Diagnostics diags;
@@ -60,6 +61,7 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
   if (request.build) {
     return buildObject(request, *checked, sources, file, *env, diags, render.color, io);
   }
+  if (runner) return runner(*checked, sources, file, diags, render.color);
   return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
 }
 

@@ -187,12 +187,16 @@ int runInfo(const std::string& what, const std::string& btf_path, Io& io) {
     io.err << "kq: error: " << env.error().message << "\n";
     return 1;
   }
+  return describe(what, *env, io);
+}
+
+int describe(const std::string& what, KernelEnvironment& env, Io& io) {
   for (const char* tag : {"struct ", "union ", "enum "}) {
-    if (what.rfind(tag, 0) == 0) return typeInfo(what, *env->btf, io);
+    if (what.rfind(tag, 0) == 0) return typeInfo(what, *env.btf, io);
   }
-  if (what.rfind("tracepoint:", 0) == 0) return tracepointInfo(what, *env->btf, *env->kernel, io);
-  if (what.rfind("syscall:", 0) == 0) return syscallInfo(what.substr(8), *env->kernel, io);
-  return functionInfo(what, *env->btf, *env->kernel, io);
+  if (what.rfind("tracepoint:", 0) == 0) return tracepointInfo(what, *env.btf, *env.kernel, io);
+  if (what.rfind("syscall:", 0) == 0) return syscallInfo(what.substr(8), *env.kernel, io);
+  return functionInfo(what, *env.btf, *env.kernel, io);
 }
 
 }  // namespace kq::cli

@@ -53,14 +53,6 @@ int listSyscalls(const std::string& pattern, kernel::KernelInfo& kernel, Io& io)
   return count ? 0 : (io.err << fmt::format("kq: error: no syscall matches `{}`\n", pattern), 1);
 }
 
-/// Whether a function can be traced: listed by ftrace, or (when that list is unreadable)
-/// at least present in kallsyms.
-bool traceable(kernel::KernelInfo& kernel, const std::string& name) {
-  Known listed = kernel.inFilterFunctions(name);
-  if (listed != Known::Unknown) return listed == Known::Yes;
-  return kernel.inKallsyms(name) != Known::No;
-}
-
 void noteTraceability(kernel::KernelInfo& kernel, Io& io) {
   if (kernel.inFilterFunctions("schedule") == Known::Unknown) {
     io.err << "note: " << kernel.filterFunctionsProblem()
@@ -114,16 +106,26 @@ int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io)
 
 }  // namespace
 
+bool traceable(kernel::KernelInfo& kernel, const std::string& name) {
+  Known listed = kernel.inFilterFunctions(name);
+  if (listed != Known::Unknown) return listed == Known::Yes;
+  return kernel.inKallsyms(name) != Known::No;
+}
+
 int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
   auto env = io.load_kernel(btf_path);
   if (!env) {
     io.err << "kq: error: " << env.error().message << "\n";
     return 1;
   }
-  if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env->kernel, io);
-  if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env->kernel, io);
-  if (pattern == "packet") return listPacketFunctions(*env->btf, *env->kernel, io);
-  return listFunctions(pattern, *env->btf, *env->kernel, io);
+  return listMatches(pattern, *env, io);
+}
+
+int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
+  if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env.kernel, io);
+  if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
+  if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);
+  return listFunctions(pattern, *env.btf, *env.kernel, io);
 }
 
 }  // namespace kq::cli

@@ -124,7 +124,7 @@ bool canLoadPrograms(Io& io) {
 
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
-               Diagnostics& diags, bool color, Io& io) {
+               Diagnostics& diags, bool color, Io& io, const RunHooks& hooks) {
   runtime::StopSignals stop_signals;  // the caller's, if it installed them first
   runtime::setLibbpfVerbose(request.verbose);
   std::optional<uint64_t> duration = sessionDuration(request, io);
@@ -218,6 +218,8 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     child->release();
   }
 
+  if (hooks.attached) hooks.attached();
+
   runtime::SessionOptions session;
   session.format = request.output == "json" ? runtime::OutputFormat::Json : runtime::OutputFormat::Text;
   session.queries = queryLimits(checked);
@@ -229,6 +231,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   runtime::KernelTypes kernel_types("/sys/kernel/btf",
                                     request.btf.empty() ? env.btf->vmlinux().btf : nullptr);
   session.kernel_types = &kernel_types;
+  session.events_printed = hooks.events;
   runtime::SessionResult result =
       runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
   loaded.object.reset();  // detached before the command is stopped: its ending is not traced

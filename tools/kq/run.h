@@ -1,7 +1,9 @@
 // Running a checked program: compile to BPF, load, attach, print events until stopped.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -21,9 +23,17 @@ std::optional<uint64_t> sessionDuration(const Request& request, Io& io);
 /// Whether this process may load BPF programs; says why not.
 bool canLoadPrograms(Io& io);
 
+/// What a run tells whoever watches it (the interactive session's jobs).
+struct RunHooks {
+  /// Called once the programs are attached, before the first event is read.
+  std::function<void()> attached;
+  /// Counts the events printed so far.
+  std::atomic<uint64_t>* events = nullptr;
+};
+
 /// Returns the exit status.
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
-               Diagnostics& diags, bool color, Io& io);
+               Diagnostics& diags, bool color, Io& io, const RunHooks& hooks = {});
 
 }  // namespace kq::cli

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""How long a one-liner takes from Return to attached (its header printed) in the
+interactive session, against the same query run as `kq QUERY` from the shell (exec to
+header), measured in the same run. The session keeps the kernel's BTF, the attach features
+it found and LLVM set up; each query is forked from it.
+
+    bench/repl_latency.py [build/kq] [RUNS]      (as root)
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cli"))
+from terminal import Session  # noqa: E402
+
+KQ = sys.argv[1] if len(sys.argv) > 1 else "build/kq"
+RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+QUERY = 'trace tracepoint:sched:sched_process_exec where comm == "kqnobody" select comm'
+
+
+def from_shell():
+    start = time.monotonic()
+    proc = subprocess.Popen([KQ, QUERY], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    took = time.monotonic() - start
+    proc.send_signal(2)
+    proc.communicate()
+    return took
+
+
+def in_session(s):
+    mark = s.mark()
+    start = time.monotonic()
+    os.write(s.fd, (QUERY + "\r").encode())
+    while not any(line.startswith("TIME") for line in s.screen.lines()[mark + 1:]):
+        s.pump(0.001)
+    took = time.monotonic() - start
+    s.ctrl_c()
+    s.wait_prompt()
+    return took
+
+
+def main():
+    state = tempfile.mkdtemp(prefix="kqbench")
+    s = Session(KQ, env={"XDG_STATE_HOME": state})
+    s.wait_prompt()
+    shell, session = [], []
+    for _ in range(RUNS):  # interleaved, so that both see the same load
+        shell.append(from_shell())
+        session.append(in_session(s))
+    s.enter("quit")
+    s.wait_exit()
+    s.close()
+    sh, se = statistics.median(shell) * 1000, statistics.median(session) * 1000
+    print(f"one-liner to attached (median of {RUNS}): from the shell {sh:.1f} ms, "
+          f"in the session {se:.1f} ms, ratio {sh / se:.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+// The work each query's process would otherwise do again, done once in the interactive
+// session before its first prompt so that every query forked from it inherits the result.
+#pragma once
+
+#include "tools/kq/environment.h"
+#include "tools/kq/request.h"
+
+namespace kq::cli {
+
+/// Finds out which attach methods and helpers the running kernel offers (loading tiny
+/// programs, reading its BTF) and sets LLVM's BPF target up by compiling a small query
+/// (nothing is loaded). Does nothing without the privileges to load programs, or against
+/// another kernel's BTF (`--btf`).
+void warmUp(const Request& request, KernelEnvironment& env);
+
+}  // namespace kq::cli
