@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "kernel/elf_file.h"
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/verifier_log.h"
@@ -293,6 +294,26 @@ class Loader {
     return true;
   }
 
+  /// Where function `symbol` of `binary` starts in the file, when one address has that name.
+  static std::optional<uint64_t> fileOffset(const std::string& binary, const std::string& symbol) {
+    std::string error;
+    std::optional<kernel::ElfFile> file = kernel::readElfFile(binary, error);
+    if (!file) return std::nullopt;
+    std::optional<uint64_t> address;
+    for (const kernel::ElfSymbol& f : file->functions) {
+      if (f.name != symbol) continue;
+      if (address && *address != f.address) return std::nullopt;  // two functions: libbpf says so
+      address = f.address;
+    }
+    if (!address) return std::nullopt;
+    for (const kernel::ElfSegment& seg : file->segments) {
+      if (*address >= seg.vaddr && *address < seg.vaddr + seg.filesz) {
+        return *address - seg.vaddr + seg.offset;
+      }
+    }
+    return std::nullopt;
+  }
+
   static bpf_link* attach(bpf_program* prog, const PlannedProgram& p) {
     switch (p.attach) {
       case Attach::Kprobe:
@@ -308,9 +329,13 @@ class Loader {
       }
       case Attach::Uprobe:
       case Attach::Uretprobe: {
+        // At the symbol's file offset, found here: libbpf refuses a name that .dynsym lists
+        // once per symbol version (glibc's pthread_create@GLIBC_2.2.5 and @@GLIBC_2.34),
+        // even where both are one function.
+        std::optional<uint64_t> offset = fileOffset(p.binary, p.target);
         LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.attach == Attach::Uretprobe,
-                    .func_name = p.target.c_str());
-        return bpf_program__attach_uprobe_opts(prog, -1, p.binary.c_str(), 0, &opts);
+                    .func_name = offset ? nullptr : p.target.c_str());
+        return bpf_program__attach_uprobe_opts(prog, -1, p.binary.c_str(), offset.value_or(0), &opts);
       }
       default:
         return bpf_program__attach(prog);

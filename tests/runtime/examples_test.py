@@ -21,7 +21,8 @@ from examples_support import (EXAMPLES, PYTHON, SYSCALLS, WORKDIR, ExampleTestCa
 
 class ProcessExamples(ExampleTestCase):
     """Processes and their system calls: syscount, opensnoop, statsnoop, syncsnoop, killsnoop,
-    naptime, setuids, execsnoop, capable, pidpersec, gethostlatency, bashreadline, oomkill."""
+    naptime, setuids, execsnoop, capable, pidpersec, gethostlatency, threadsnoop, bashreadline,
+    oomkill."""
 
     def test_every_example_of_a_bpftrace_tool_is_tested(self):
         # Here, or (kernel functions) in the VM tier.
@@ -276,6 +277,21 @@ libc.gethostbyname2(b"127.0.0.2", socket.AF_INET)
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+kqex-gethost\s+\d+\s+(.*)$")
             self.assertEqual([r[0] for r in rows], [host for _, host in mine], output[-3000:])
         self.compare(bt, check)
+
+    def test_threadsnoop(self):
+        # glibc lists pthread_create once per symbol version: one function, found by kq at
+        # its file offset. Python starts each thread through its own pythread_wrapper.
+        path = workload("kqex-threads", """
+import threading
+for _ in range(3):
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join()
+""")
+        events = traced("threadsnoop", path)
+        mine = [e["func"] for e in events if e["comm"] == "kqex-threads"]
+        self.assertEqual(len(mine), 3, events)
+        self.assertTrue(all(f.startswith("pythread_wrapper") for f in mine), mine)
 
     def test_bashreadline(self):
         path = workload("kqex-bashreadline", """
