@@ -32,7 +32,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             Diagnostics& diags, std::string* error) {
   ObjectBuilder object(checked, btf, sources, options, diags, main_file);
   runtime::ProgramPlan& plan = object.plan();
-  object.events = object.addMap({"events", MapType::Ringbuf, options.ringbuf_bytes});
+  object.events = object.module().declareMap("events");
   object.lost = object.addMap({"lost", MapType::PercpuArray, runtime::kLostReasons, 4, 8});
   if (options.follow_children) {
     object.tracked = object.addMap({"tracked", MapType::Hash, 65536, 4, 1, kMapNoPrealloc});
@@ -72,6 +72,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   if (diags.hasErrors()) return std::nullopt;
   if (options.follow_children) planner.emitter().emitForkFollower();
   object.finishScratch();
+  object.finishEvents();
 
   auto emitted = object.module().emit(options.want_ir, options.want_asm);
   if (!emitted) {

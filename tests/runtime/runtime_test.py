@@ -727,13 +727,13 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
             shutil.rmtree(public, ignore_errors=True)
 
     def test_lost_events_are_counted(self):
-        status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
+        status, out, err = kq("--buffer", "4k", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)
         self.assertEqual(status, 0, err)
         m = re.search(r"kq: (\d+) events?, (\d+) lost", err)
         self.assertTrue(m, err)
         self.assertGreater(int(m.group(2)), 0, err)
-        self.assertIn("ring buffer was full", err)
+        self.assertIn("the 4 KiB ring buffer was full", err)
 
     def test_events_past_a_full_table_are_counted(self):
         # Every event its own group: past 10240 groups the table is full, and kq says so.

@@ -1,5 +1,6 @@
 #include "tools/kq/run.h"
 
+#include "tools/kq/cli.h"
 #include "tools/kq/dump_plan.h"
 
 #include <signal.h>
@@ -148,7 +149,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   lower::LowerOptions options;
   options.pid = request.pid;
   options.follow_children = child != nullptr;
-  options.ringbuf_bytes = request.buffer_kib * 1024;
+  options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
   std::string error;
   std::optional<lower::CompiledProgram> compiled =
