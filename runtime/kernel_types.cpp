@@ -100,8 +100,10 @@ uint32_t findTypeIn(const ::btf* btf, const std::string& spelling) {
   return resolved > 0 ? static_cast<uint32_t>(resolved) : *id;
 }
 
-KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against)
-    : dir_(std::move(dir)), vmlinux_(compiled_against), ids_trusted_(compiled_against != nullptr),
+KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against, bool ids_are_this_kernels)
+    : dir_(std::move(dir)),
+      vmlinux_(compiled_against),
+      ids_trusted_(compiled_against != nullptr || ids_are_this_kernels),
       vmlinux_loaded_(compiled_against != nullptr) {}
 
 KernelTypes::~KernelTypes() {

@@ -34,13 +34,14 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
   }
 
   Result<KernelEnvironment> loaded = Error{""};
+  KernelEnvironment* disposable = nullptr;  // ours, not the REPL's: freed when done with
   if (!env) {
     loaded = io.load_kernel(request.btf);
     if (!loaded) {
       io.err << "kq: error: " << loaded.error().message << "\n";
       return 1;
     }
-    env = &*loaded;
+    env = disposable = &*loaded;
   }
   // Running a query reads tracepoint formats: mount tracefs first (sema looks lazily). A
   // failure is left for sema to explain where it matters.
@@ -56,7 +57,7 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
     return 0;
   }
   if (!run_after) return 0;
-  return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
+  return runProgram(request, *checked, sources, file, *env, disposable, diags, render.color, io);
 }
 
 }  // namespace kq::cli

@@ -104,7 +104,7 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
 
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
-               Diagnostics& diags, bool color, Io& io) {
+               KernelEnvironment* disposable, Diagnostics& diags, bool color, Io& io) {
   runtime::StopSignals stop_signals;  // the caller's, if it installed them first
   runtime::setLibbpfVerbose(request.verbose);
   uint64_t duration = 0;
@@ -180,6 +180,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
   load_options.method = request.attach;
+  // The compiler's BTF is the running kernel's (not --btf FILE's): the kernel's feature
+  // probes read it. Unless the REPL keeps it, it goes before libbpf parses its own copy.
+  bool running_kernel = request.btf.empty();
+  if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
+  if (disposable) load_options.vmlinux_done = [disposable] { disposable->btf.reset(); };
   runtime::LoadResult loaded =
       runtime::loadAndAttach(compiled->object.elf, compiled->plan, load_options);
   if (!loaded.object) {
@@ -223,9 +228,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   session.child = child.get();
   session.traced = static_cast<pid_t>(request.pid);
   // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
-  // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s.
+  // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s;
+  // freed, the file is read again when a type is first shown.
   runtime::KernelTypes kernel_types("/sys/kernel/btf",
-                                    request.btf.empty() ? env.btf->vmlinux().btf : nullptr);
+                                    running_kernel && env.btf ? env.btf->vmlinux().btf : nullptr,
+                                    running_kernel);
   session.kernel_types = &kernel_types;
   runtime::SessionResult result =
       runtime::runSession(*loaded.object, compiled->plan, session, io.out, io.err);
