@@ -1,6 +1,7 @@
 #include "tools/kq/run.h"
 
 #include "tools/kq/cli.h"
+#include "tools/kq/code_pages.h"
 #include "tools/kq/dump_plan.h"
 
 #include <signal.h>
@@ -176,6 +177,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     io.out << *text;
     return 0;
   }
+
+  // A one-shot session needs the compiler's code no more (the REPL compiles again).
+  if (disposable) dropCodePages();
 
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
