@@ -90,6 +90,11 @@ uint32_t ObjectBuilder::newGroup(const std::string& name) {
   return static_cast<uint32_t>(plan_.group_names.size() - 1);
 }
 
+void ObjectBuilder::noteGroup(uint32_t group, std::string why) {
+  if (plan_.group_notes.size() <= group) plan_.group_notes.resize(group + 1);
+  plan_.group_notes[group] = std::move(why);
+}
+
 std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", program_count_++); }
 
 void ObjectBuilder::addProgram(runtime::PlannedProgram program) {

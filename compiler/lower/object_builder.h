@@ -42,6 +42,8 @@ class ObjectBuilder {
   /// Adds a map, and to the plan with what it costs.
   llvm::GlobalVariable* addMap(const MapSpec& spec);
   uint32_t newGroup(const std::string& name);
+  /// Says why `group`'s methods are these (`--dump plan`).
+  void noteGroup(uint32_t group, std::string why);
   std::string programName();
   void addProgram(runtime::PlannedProgram program);
 
