@@ -56,10 +56,16 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     // values are per CPU (no cache line for busy CPUs to fight over); histograms, whose
     // values are large, are shared.
     layout.per_cpu = layout.value_size <= kPerCpuValueBytes;
-    aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
-                                          runtime::kAggregateGroups, layout.key_size,
-                                          layout.value_size, kMapNoPrealloc});
-    largest = std::max(largest, layout.value_size);
+    if (layout.single) {
+      // One group: entry 0 of an array, there from the start.
+      aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuArray : MapType::Array,
+                                            1, layout.key_size, layout.value_size});
+    } else {
+      aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
+                                            runtime::kAggregateGroups, layout.key_size,
+                                            layout.value_size, kMapNoPrealloc});
+      largest = std::max(largest, layout.value_size);
+    }
     plan.layout.aggregates.push_back(layout);
   }
   if (largest) object.zeros = object.addMap({"agg_zeros", MapType::Array, 1, 4, largest});

@@ -480,6 +480,19 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
             self.assertLessEqual(len(events), 30, out)
             self.assertTrue(all(e["return"] == os.getpid() for e in events), out)
 
+    def test_a_table_without_groups_prints_once_an_event_counted(self):
+        # Its one group exists before any event; sums of zeros still print, nothing does not.
+        status, out, err = kq("-o", "json", 'trace syscall:getppid where comm == "python3" select sum(pid - pid)',
+                              "-c", f"{sys.executable} -c 'import os\nfor i in range(5): os.getppid()'")
+        self.assertEqual(status, 0, err)
+        tables = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        rows = [r for t in tables for r in t.get("rows", [])]
+        self.assertEqual(len(rows), 1, out)
+        self.assertEqual(list(rows[0].values()), [0], out)
+        status, out, err = kq('trace syscall:getppid where comm == "nothing" select sum(pid)', "-d", "200ms")
+        self.assertEqual(status, 0, err)
+        self.assertIn("(no events)", out)
+
     def test_for_stops_the_query(self):
         start = time.monotonic()
         status, out, err = kq("trace tracepoint:sched:sched_switch for 1s select cpu", timeout=30)
