@@ -28,11 +28,11 @@ class Run:
 class Measured:
     """A command running under bench/measure.c; `pid` is the command's own."""
 
-    def __init__(self, cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+    def __init__(self, cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=None):
         self.report = tempfile.NamedTemporaryFile(prefix="kq-bench-", delete=False)
         self.report.close()
         self.proc = subprocess.Popen([measure_tool(), self.report.name] + cmd,
-                                     stdout=stdout, stderr=stderr, cwd=ROOT)
+                                     stdout=stdout, stderr=stderr, cwd=ROOT, env=env)
         self._pid = None
 
     @property

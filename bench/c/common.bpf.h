@@ -18,9 +18,13 @@ struct header {
   char comm[16];
 };
 
+#ifndef RING_BYTES
+#define RING_BYTES (256 * 1024)
+#endif
+
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 256 * 1024);
+  __uint(max_entries, RING_BYTES);
 } events SEC(".maps");
 
 struct {

@@ -1,5 +1,7 @@
 // A typed-dump capture: the bytes of every skb over 100 bytes, for printing with BTF.
 // kq: trace tracepoint:net:net_dev_xmit(skb) where skb->len > 100 select skb
+// Room for the whole flood: bench/kernel_cost.py stops the reader while it runs.
+#define RING_BYTES (16 << 20)
 #include "common.bpf.h"
 
 struct event {

@@ -2,17 +2,20 @@
 // until SIGINT or SIGTERM (or -d SECONDS): the hand-written counterpart of a kq one-liner,
 // for bench/kernel_cost.py. On exit it says on stderr how many events it read and lost.
 //
-// It reads the ring every 10 ms rather than sleeping on it: a record submitted while the
-// reader is caught up queues a wakeup (an irq_work, a self-IPI: about 1-2 us in a VM), so a
-// reader that keeps up with every event makes each one cost several times what the program
-// itself does. A tool that prints falls behind and pays for few wakeups; so does this.
+// It reads the ring every millisecond rather than sleeping on it: a record submitted while
+// the reader is caught up queues a wakeup (an irq_work, a self-IPI: about 1-2 us in a VM),
+// and a reader that keeps up with every event would have each pay for one.
 //
-//   loader OBJECT.bpf.o [-d SECONDS]
+//   loader OBJECT.bpf.o [-d SECONDS | -c COMMAND]
+//
+// With -c it runs COMMAND (with /bin/sh -c) once everything is attached and stops when it
+// exits, as `kq -c` does, for bench/run's start-up rows.
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,11 +60,12 @@ static unsigned long long per_cpu_sum(int fd) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 && !(argc == 4 && strcmp(argv[2], "-d") == 0)) {
-    fprintf(stderr, "usage: %s OBJECT.bpf.o [-d SECONDS]\n", argv[0]);
+  if (argc != 2 && !(argc == 4 && (strcmp(argv[2], "-d") == 0 || strcmp(argv[2], "-c") == 0))) {
+    fprintf(stderr, "usage: %s OBJECT.bpf.o [-d SECONDS | -c COMMAND]\n", argv[0]);
     return 2;
   }
-  double duration = argc == 4 ? atof(argv[3]) : 0;
+  double duration = argc == 4 && argv[2][1] == 'd' ? atof(argv[3]) : 0;
+  const char *command = argc == 4 && argv[2][1] == 'c' ? argv[3] : NULL;
   libbpf_set_print(quiet);
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
@@ -90,10 +94,19 @@ int main(int argc, char **argv) {
   struct ring_buffer *ring = NULL;
   struct bpf_map *events_map = bpf_object__find_map_by_name(obj, "events");
   if (events_map) ring = ring_buffer__new(bpf_map__fd(events_map), on_event, &events, NULL);
+  pid_t child = 0;
+  if (command) {
+    child = fork();
+    if (child == 0) {
+      execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+      _exit(127);
+    }
+  }
   double end = duration > 0 ? now() + duration : 0;
   while (!stopping && (end == 0 || now() < end)) {
+    if (child > 0 && waitpid(child, NULL, WNOHANG) == child) break;
     if (ring) ring_buffer__consume(ring);
-    usleep(10 * 1000);
+    usleep(1000);
   }
   if (ring) ring_buffer__consume(ring);
   struct bpf_map *lost_map = bpf_object__find_map_by_name(obj, "lost");
