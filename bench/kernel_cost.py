@@ -1,39 +1,72 @@
 #!/usr/bin/env python3
 """In-kernel cost per event: the nanoseconds each BPF program spends per run
-(kernel.bpf_stats_enabled: run_time_ns / run_cnt), for kq and for a reference kq binary
-and bpftrace measured in the same run, on the same workload (UDP datagrams on loopback,
-traced at tracepoint:net:net_dev_xmit).
+(kernel.bpf_stats_enabled: run_time_ns / run_cnt of the programs the tracer holds), for kq,
+hand-written C (bench/c, clang -O2, loaded by bench/c/loader.c), bpftrace and optionally
+another kq binary, measured in the same run on the same workload: UDP datagrams on
+loopback, traced at tracepoint:net:net_dev_xmit.
 
-  bench/kernel_cost.py [--reference OTHER_KQ] [--packets N]      (as root)
+  bench/kernel_cost.py [--reference OTHER_KQ] [--packets N] [--runs R]     (as root)
 
-Prints one line per query: ns/event for each tool, and the ratio to kq.
+Prints one line per workload: the median ns/event of each tool, and its ratio to kq.
 """
 import argparse
 import json
 import os
-import shutil
 import socket
 import subprocess
+import signal
 import sys
-import time
+from dataclasses import dataclass
 
-QUERIES = [
-    ("rejecting filter",
-     "trace tracepoint:net:net_dev_xmit(skb) where skb->mark == 0xdeadbeef select skb->len",
-     'tracepoint:net:net_dev_xmit /((struct sk_buff *)args->skbaddr)->mark == 0xdeadbeef/ '
-     '{ printf("%d\\n", ((struct sk_buff *)args->skbaddr)->len); }'),
-    ("count by comm",
-     "trace tracepoint:net:net_dev_xmit group by comm select count()",
-     "tracepoint:net:net_dev_xmit { @[comm] = count(); }"),
-    ("string compare and count",
-     'trace tracepoint:net:net_dev_xmit(skb) where comm == "python3" group by skb->len select count()',
-     'tracepoint:net:net_dev_xmit /comm == "python3"/ { @[((struct sk_buff *)args->skbaddr)->len] = count(); }'),
+import benchlib
+
+SKB = "((struct sk_buff *)args->skbaddr)"
+
+
+@dataclass
+class Workload:
+    name: str
+    kq: str        # the kq query
+    c: str         # bench/c/<c>.bpf.c
+    bpftrace: str  # the bpftrace program
+    packets_scale: float = 1.0  # of --packets: workloads that write every event send fewer
+    # Workloads that write every event: buffers that hold the whole flood (the readers are
+    # stopped while it runs, see measure()).
+    kq_args: tuple = ()
+    bpftrace_env: tuple = ()
+
+
+WORKLOADS = [
+    Workload("rejecting filter",
+             "trace tracepoint:net:net_dev_xmit(skb) where skb->mark == 0xdeadbeef select skb->len",
+             "reject",
+             f'tracepoint:net:net_dev_xmit /{SKB}->mark == 0xdeadbeef/ {{ printf("%d\\n", {SKB}->len); }}'),
+    Workload("filter, count by length",
+             "trace tracepoint:net:net_dev_xmit(skb) where skb->len > 100 group by skb->len select count()",
+             "count_len",
+             f"tracepoint:net:net_dev_xmit /{SKB}->len > 100/ {{ @[{SKB}->len] = count(); }}"),
+    Workload("count by comm (string key)",
+             "trace tracepoint:net:net_dev_xmit group by comm select count()",
+             "count_comm",
+             "tracepoint:net:net_dev_xmit { @[comm] = count(); }"),
+    Workload("hist of length",
+             "trace tracepoint:net:net_dev_xmit(skb) select hist(skb->len)",
+             "hist",
+             f"tracepoint:net:net_dev_xmit {{ @ = hist({SKB}->len); }}"),
+    Workload("typed dump of skb",
+             "trace tracepoint:net:net_dev_xmit(skb) where skb->len > 100 select skb",
+             "dump",
+             f"tracepoint:net:net_dev_xmit /{SKB}->len > 100/ {{ print(*{SKB}); }}",
+             packets_scale=0.1, kq_args=("--buffer", "16M"),
+             bpftrace_env=(("BPFTRACE_PERF_RB_PAGES", "4096"),)),
 ]
 
 
-def programs(prefix_filter):
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, check=True)
-    return [p for p in json.loads(out.stdout) if prefix_filter(p)]
+def program_stats(ids):
+    """run_time_ns and run_cnt summed over the programs `ids` (bpftool)."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, check=True, text=True)
+    progs = [p for p in json.loads(out.stdout) if p["id"] in ids]
+    return sum(p.get("run_time_ns", 0) for p in progs), sum(p.get("run_cnt", 0) for p in progs)
 
 
 def flood(packets):
@@ -44,28 +77,68 @@ def flood(packets):
     s.close()
 
 
-def measure(cmd, match, packets):
-    before = {p["id"] for p in programs(lambda p: True)}
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def measure(cmd, packets, env=None):
+    """ns per event of the programs `cmd` loads while `packets` datagrams are sent, or None
+    when it loaded nothing. The tracer is stopped (SIGSTOP) meanwhile: a record submitted
+    while its reader is caught up queues a wakeup (an irq_work, a self-IPI: a microsecond or
+    two in a VM), so with a reader running, a program's figure would be its reader's pace
+    (a fast reader is woken for every event, one that prints falls behind and is not)."""
+    run = benchlib.Measured(cmd, env=env)
     try:
-        deadline = time.monotonic() + 30
-        progs = []
-        while time.monotonic() < deadline and not progs:
-            time.sleep(0.2)
-            progs = [p for p in programs(lambda p: p["id"] not in before and match(p))]
-        if not progs:
+        ids = benchlib.wait_for_programs(run)
+        if not ids:
             return None
-        time.sleep(0.5)
-        start = {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in progs}
-        flood(packets)
-        end = {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0))
-               for p in programs(lambda p: p["id"] in start)}
-        ns = sum(end[i][0] - start[i][0] for i in end)
-        runs = sum(end[i][1] - start[i][1] for i in end)
-        return ns / runs if runs else None
+        ns0, runs0 = program_stats(ids)
+        os.kill(run.pid, signal.SIGSTOP)
+        try:
+            flood(packets)
+            ns1, runs1 = program_stats(ids)
+        finally:
+            os.kill(run.pid, signal.SIGCONT)
+        return (ns1 - ns0) / (runs1 - runs0) if runs1 > runs0 else None
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        run.finish(signal.SIGINT)
+
+
+def tools(kq, reference, skipped):
+    """(tool name, command for a workload) of every tool that can run; why others cannot
+    goes into `skipped`."""
+    out = [("kq", lambda w: [kq, *w.kq_args, w.kq])]
+    if reference:
+        out.append(("reference", lambda w: [reference, *w.kq_args, w.kq]))
+    why = benchlib.c_references_missing()
+    if why:
+        skipped["C"] = why
+    else:
+        out.append(("C", lambda w: benchlib.c_reference(w.c)))
+    why = benchlib.bpftrace_missing()
+    if why:
+        skipped["bpftrace"] = why
+    else:
+        out.append(("bpftrace", lambda w: ["bpftrace", "-e", w.bpftrace]))
+    return out
+
+
+def measure_all(kq, reference=None, packets=200000, runs=3, report=None):
+    """{workload name: {tool: median ns/event}} and {tool: why it was skipped}."""
+    skipped = {}
+    chosen = tools(kq, reference, skipped)
+    results = {}
+    subprocess.run(["sysctl", "-q", "-w", "kernel.bpf_stats_enabled=1"], check=True)
+    try:
+        for w in WORKLOADS:
+            n = max(1000, int(packets * w.packets_scale))
+            samples = {name: [] for name, _ in chosen}
+            env = dict(os.environ, **dict(w.bpftrace_env))
+            for _ in range(runs):  # interleaved, so that a change of load hits every tool
+                for name, command in chosen:
+                    samples[name].append(measure(command(w), n, env if name == "bpftrace" else None))
+            results[w.name] = {name: benchlib.median(v) for name, v in samples.items()}
+            if report:
+                report(w, results[w.name])
+    finally:
+        subprocess.run(["sysctl", "-q", "-w", "kernel.bpf_stats_enabled=0"])
+    return results, skipped
 
 
 def main():
@@ -73,22 +146,18 @@ def main():
     parser.add_argument("--kq", default="build/kq")
     parser.add_argument("--reference", help="another kq binary, measured in the same run")
     parser.add_argument("--packets", type=int, default=200000)
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    subprocess.run(["sysctl", "-q", "-w", "kernel.bpf_stats_enabled=1"], check=True)
-    kq_match = lambda p: p.get("name", "").startswith("kq_prog")
-    bt_match = lambda p: "net_dev_xmit" in p.get("name", "")
-    tools = [("kq", args.kq)] + ([("reference", args.reference)] if args.reference else [])
-    try:
-        for name, kq_query, bt_query in QUERIES:
-            row = {t: measure([path, "-d", "60s", kq_query], kq_match, args.packets) for t, path in tools}
-            if shutil.which("bpftrace"):
-                row["bpftrace"] = measure(["bpftrace", "-e", bt_query], bt_match, args.packets)
-            base = row["kq"]
-            cells = [f"{t} {v:.0f} ns" + (f" ({v / base:.2f}x)" if base and t != "kq" else "")
-                     if v else f"{t} -" for t, v in row.items()]
-            print(f"{name:<26} " + ", ".join(cells), flush=True)
-    finally:
-        subprocess.run(["sysctl", "-q", "-w", "kernel.bpf_stats_enabled=0"])
+
+    def report(w, row):
+        base = row.get("kq")
+        cells = [f"{t} {v:.0f} ns" + (f" ({v / base:.2f}x)" if base and t != "kq" else "")
+                 if v else f"{t} -" for t, v in row.items()]
+        print(f"{w.name:<28} " + ", ".join(cells), flush=True)
+
+    _, skipped = measure_all(args.kq, args.reference, args.packets, args.runs, report)
+    for tool, why in skipped.items():
+        print(f"{tool} skipped: {why}")
 
 
 if __name__ == "__main__":

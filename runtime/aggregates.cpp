@@ -125,11 +125,48 @@ bool lookupValue(int fd, const AggregateLayout& layout, const uint8_t* key, std:
   return true;
 }
 
+/// Whether an event has counted in `value`: a count, a histogram's bucket, an average's
+/// count, min's or max's mark (a table of sums only has a count of its own, unshown).
+bool seen(const AggregateLayout& layout, const uint8_t* value) {
+  for (const AggregateSlot& s : layout.slots) {
+    const uint8_t* v = value + s.offset;
+    switch (s.kind) {
+      case AggregateKind::Count:
+      case AggregateKind::Top:
+      case AggregateKind::Min:
+      case AggregateKind::Max:
+        if (readU64(v)) return true;
+        break;
+      case AggregateKind::Avg:
+        if (readU64(v + 8)) return true;
+        break;
+      case AggregateKind::Hist:
+      case AggregateKind::Lhist:
+        for (uint32_t i = 0; i < s.buckets; ++i) {
+          if (readU64(v + 8 * i)) return true;
+        }
+        break;
+      case AggregateKind::Sum:
+        break;
+    }
+  }
+  return false;
+}
+
 /// The map's rows, each group once (its intervals merged); with `before`, only the rows of
 /// intervals before it. `keys` gets every key read, to delete.
 std::vector<Row> readRows(int fd, const AggregateLayout& layout, std::optional<uint64_t> before,
                           std::vector<std::vector<uint8_t>>* keys = nullptr) {
   std::vector<Row> rows;
+  if (layout.single) {
+    // Entry 0 of an array: a row once an event counted in it.
+    Row row{std::vector<uint8_t>(layout.key_size, 0), std::vector<uint8_t>(layout.value_size)};
+    if (lookupValue(fd, layout, row.key.data(), row.value) && seen(layout, row.value.data())) {
+      if (keys) keys->push_back(row.key);
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
   std::map<std::vector<uint8_t>, size_t> group_row;
   std::vector<uint8_t> key(layout.key_size), next(layout.key_size);
   void* prev = nullptr;
@@ -309,7 +346,16 @@ void printAggregates(int fd, const AggregateLayout& layout, OutputFormat format,
     printText(kept, rows.size() - shown, layout, types, wall_ns, several_queries, out);
   }
   if (clear) {
-    for (const std::vector<uint8_t>& key : keys) bpf_map_delete_elem(fd, key.data());
+    // An array's entry cannot go: it is zeroed (every CPU's copy, for a per-CPU one).
+    static const int cpus = std::max(libbpf_num_possible_cpus(), 1);
+    std::vector<uint8_t> zeros((layout.value_size + 7) / 8 * 8 * (layout.per_cpu ? cpus : 1));
+    for (const std::vector<uint8_t>& key : keys) {
+      if (layout.single) {
+        bpf_map_update_elem(fd, key.data(), zeros.data(), BPF_ANY);
+      } else {
+        bpf_map_delete_elem(fd, key.data());
+      }
+    }
   }
   out.flush();
 }

@@ -141,6 +141,9 @@ struct AggregateLayout {
   /// The map is per CPU (each CPU counts in its own copy of a group's value, merged when
   /// read): small values, which busy CPUs would otherwise fight over.
   bool per_cpu = false;
+  /// No `group by` and no `every`: the one group is entry 0 of an array (4-byte key), which
+  /// the verifier looks up without hashing; it is printed once an event has counted in it.
+  bool single = false;
 };
 
 struct ProgramLayout {

@@ -46,6 +46,9 @@ std::optional<std::string> WithoutAttach::missing(Feature feature) {
 
 namespace {
 
+/// The caller's vmlinux BTF while a VmlinuxLoan lives.
+const ::btf* lent_vmlinux = nullptr;
+
 /// A file descriptor closed when it goes away.
 struct OwnedFd {
   int fd = -1;
@@ -133,8 +136,9 @@ class RunningKernel : public KernelFeatures {
     return std::nullopt;
   }
 
-  /// vmlinux BTF, read once.
+  /// vmlinux BTF: the caller's (VmlinuxLoan), else read once.
   const ::btf* vmlinux() {
+    if (lent_vmlinux) return lent_vmlinux;
     if (!vmlinux_loaded_) {
       vmlinux_loaded_ = true;
       vmlinux_.reset(btf__load_vmlinux_btf());
@@ -310,6 +314,10 @@ class RunningKernel : public KernelFeatures {
 };
 
 }  // namespace
+
+VmlinuxLoan::VmlinuxLoan(const ::btf* vmlinux) { lent_vmlinux = vmlinux; }
+
+VmlinuxLoan::~VmlinuxLoan() { lent_vmlinux = nullptr; }
 
 KernelFeatures& runningKernel() {
   static RunningKernel kernel;

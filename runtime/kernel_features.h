@@ -9,6 +9,8 @@
 
 #include "runtime/program_plan.h"
 
+struct btf;
+
 namespace kq::runtime {
 
 /// BPF helpers that some programs call and not every kernel or program type allows.
@@ -31,6 +33,17 @@ class KernelFeatures {
 
 /// The running kernel, probed on first use of each feature and remembered for the process.
 KernelFeatures& runningKernel();
+
+/// While it lives, the running kernel's probes take the type ids they need (a function to
+/// try fentry on, a BTF-typed tracepoint) from `vmlinux`, the caller's own parse of this
+/// kernel's BTF, instead of parsing /sys/kernel/btf/vmlinux again (6 MiB and 3 ms).
+class VmlinuxLoan {
+ public:
+  explicit VmlinuxLoan(const ::btf* vmlinux);
+  ~VmlinuxLoan();
+  VmlinuxLoan(const VmlinuxLoan&) = delete;
+  VmlinuxLoan& operator=(const VmlinuxLoan&) = delete;
+};
 
 /// `features`, except that the attach kind named `attach` ("fentry", "kprobe": the
 /// KQ_TEST_FAIL_ATTACH test hook) is missing; `features` when `attach` is empty.

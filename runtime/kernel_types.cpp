@@ -1,5 +1,7 @@
 #include "runtime/kernel_types.h"
 
+#include "kernel/btf_file.h"
+
 #include <bpf/btf.h>
 
 #include <algorithm>
@@ -100,8 +102,10 @@ uint32_t findTypeIn(const ::btf* btf, const std::string& spelling) {
   return resolved > 0 ? static_cast<uint32_t>(resolved) : *id;
 }
 
-KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against)
-    : dir_(std::move(dir)), vmlinux_(compiled_against), ids_trusted_(compiled_against != nullptr),
+KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against, bool ids_are_this_kernels)
+    : dir_(std::move(dir)),
+      vmlinux_(compiled_against),
+      ids_trusted_(compiled_against != nullptr || ids_are_this_kernels),
       vmlinux_loaded_(compiled_against != nullptr) {}
 
 KernelTypes::~KernelTypes() {
@@ -113,7 +117,7 @@ KernelTypes::~KernelTypes() {
 const ::btf* KernelTypes::vmlinux() {
   if (!vmlinux_loaded_) {
     vmlinux_loaded_ = true;
-    ::btf* loaded = btf__parse((dir_ + "/vmlinux").c_str(), nullptr);
+    ::btf* loaded = kernel::readKernelBtf(dir_ + "/vmlinux");
     if (loaded) vmlinux_ = owned_vmlinux_ = loaded;
   }
   return vmlinux_;
@@ -131,7 +135,7 @@ const std::vector<::btf*>& KernelTypes::modules() {
   // libbpf takes the base as non-const but only reads it.
   auto* base = const_cast<::btf*>(vmlinux_);
   for (const std::string& path : paths) {
-    if (::btf* module = btf__parse_split(path.c_str(), base)) modules_.push_back(module);
+    if (::btf* module = kernel::readKernelBtf(path, base)) modules_.push_back(module);
   }
   return modules_;
 }

@@ -30,9 +30,10 @@ class KernelTypes {
   /// `compiled_against`, if given, is that kernel's vmlinux BTF already loaded (by the
   /// compiler): it is used instead of loading the file again, and the layouts' BTF ids are
   /// trusted to be its ids. Without it, ids belong to another BTF (`--btf FILE`) and only
-  /// names count.
+  /// names count, unless `ids_are_this_kernels` (the compiler's copy was freed): then the
+  /// file is loaded when a type is first wanted and the ids are trusted.
   explicit KernelTypes(std::string dir = "/sys/kernel/btf",
-                       const ::btf* compiled_against = nullptr);
+                       const ::btf* compiled_against = nullptr, bool ids_are_this_kernels = false);
   ~KernelTypes();
   KernelTypes(const KernelTypes&) = delete;
   KernelTypes& operator=(const KernelTypes&) = delete;

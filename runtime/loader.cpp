@@ -96,7 +96,11 @@ class Loader {
 
   Loader(const std::vector<char>& elf, const ProgramPlan& plan, const LoadOptions& options,
          KernelFeatures& features)
-      : elf_(elf), plan_(plan), options_(options), methods_(plan, features, options.method) {}
+      : elf_(elf),
+        plan_(plan),
+        options_(options),
+        loan_(options.vmlinux ? std::make_unique<VmlinuxLoan>(options.vmlinux) : nullptr),
+        methods_(plan, features, options.method) {}
 
   /// Loads the object once with each group's first usable method; only when the kernel
   /// refuses a program of it does that group move on and the object load again (at most
@@ -105,6 +109,9 @@ class Loader {
     if (auto group = methods_.firstUnusable()) {
       return LoadResult{nullptr, LoadFailure{methods_.failure(*group)}};
     }
+    // Probes after this (a group moving on) parse their own BTF.
+    loan_.reset();
+    if (options_.vmlinux_done) options_.vmlinux_done();
     for (;;) {
       std::unique_ptr<LoadedObject> loaded(new LoadedObject());
       Refusal refusal;
@@ -345,6 +352,7 @@ class Loader {
   const std::vector<char>& elf_;
   const ProgramPlan& plan_;
   const LoadOptions& options_;
+  std::unique_ptr<VmlinuxLoan> loan_;  // before methods_: the probes choosing them read it
   AttachMethods methods_;
 };
 

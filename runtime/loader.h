@@ -4,6 +4,7 @@
 // when the LoadedObject goes away, on every path.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 
 struct bpf_object;
 struct bpf_link;
+struct btf;
 
 namespace kq::runtime {
 
@@ -67,6 +69,13 @@ struct LoadOptions {
   std::string method;
   /// What the kernel offers; null: the running kernel, probed once per process.
   KernelFeatures* features = nullptr;
+  /// The running kernel's vmlinux BTF, if the caller has parsed it (the compiler has): the
+  /// running kernel's feature probes read it rather than parsing their own copy.
+  const ::btf* vmlinux = nullptr;
+  /// Called once the attach methods are chosen (the probes are done with `vmlinux`), before
+  /// libbpf loads the object and parses vmlinux BTF itself for its relocations: a caller
+  /// that needs `vmlinux` no more frees it here, so the two copies never take memory at once.
+  std::function<void()> vmlinux_done;
 };
 
 /// Loads `elf` and attaches its programs as `plan` says.

@@ -156,6 +156,9 @@ struct ProgramPlan {
   std::string join_counts_map;
   /// For each group, what it traces ("ip_send_skb"), to name it in messages.
   std::vector<std::string> group_names;
+  /// Why each group's methods are what they are, for `--dump plan` (by group; "" for none):
+  /// "the event has a BTF handler: tp_btf, ...".
+  std::vector<std::string> group_notes;
 };
 
 }  // namespace kq::runtime

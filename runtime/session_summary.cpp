@@ -12,6 +12,11 @@ std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+/// `256 KiB`, `4 MiB`.
+std::string ringSize(uint64_t bytes) {
+  return bytes >= (1u << 20) ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} KiB", bytes >> 10);
+}
+
 std::string textSummary(const SessionResult& result, const ProgramPlan& plan) {
   bool records = std::any_of(plan.layout.probes.begin(), plan.layout.probes.end(),
                              [](const ProbeLayout& p) { return p.writes_records; });
@@ -19,7 +24,12 @@ std::string textSummary(const SessionResult& result, const ProgramPlan& plan) {
   uint64_t ring_full = result.lostFor(Lost::RingBufferFull);
   if (records) {
     text += fmt::format("{}, {} lost", plural(result.events, "event", "events"), ring_full);
-    if (ring_full) text += " (the ring buffer was full; --buffer-size makes it larger)";
+    if (ring_full) {
+      auto events = std::find_if(plan.maps.begin(), plan.maps.end(),
+                                 [&](const PlannedMap& m) { return m.name == plan.events_map; });
+      std::string size = events == plan.maps.end() ? "" : ringSize(events->max_entries) + " ";
+      text += fmt::format(" (the {}ring buffer was full; --buffer-size makes it larger)", size);
+    }
   }
   if (!plan.layout.aggregates.empty()) {
     uint64_t not_counted = result.lostFor(Lost::TableFull);

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "compiler/btf/validate.h"
+#include "kernel/btf_file.h"
 
 namespace kq::btf {
 
@@ -142,7 +143,7 @@ Function Btf::functionOf(BtfType func, const std::string& module) const {
 
 Result<std::unique_ptr<Btf>> Btf::loadRunningKernel() {
   std::string path = std::string(kSysfsBtf) + "/vmlinux";
-  ::btf* raw = btf__parse_raw(path.c_str());
+  ::btf* raw = kernel::readKernelBtf(path);
   if (!raw) {
     return Error{fmt::format("cannot read the kernel's BTF at {}: {}", path, errnoText(errno))};
   }
@@ -201,7 +202,7 @@ void Btf::loadModules() const {
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     std::string path = std::string(kSysfsBtf) + "/" + name;
-    ::btf* raw = btf__parse_split(path.c_str(), files_.front().btf);
+    ::btf* raw = kernel::readKernelBtf(path, files_.front().btf);
     // An unreadable or malformed module hides only its own functions.
     if (raw && !findMalformedType(raw).empty()) {
       btf__free(raw);

@@ -96,10 +96,9 @@ void updateExtreme(Program& program, llvm::Value* slot, llvm::Value* x, const Ag
   b.CreateStore(b.getInt64(1), slot);  // seen: idempotent, no race to lose
 }
 
-}  // namespace
-
-void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
-                         const Aggregation& agg) {
+/// The entry of the event's group: its key computed into memory, then found or added.
+llvm::Value* groupEntry(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                        const Aggregation& agg) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(agg.layout.key_size);
   // Volatile: LLVM would merge the stores into a memset, which BPF cannot call and LLVM
@@ -113,8 +112,28 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
     b.CreateStore(b.CreateUDiv(now, b.getInt64(agg.layout.every_ns)), key);
   }
   for (const Field& f : agg.keys) emitter.writeKeyField(program, lower, key, f, agg.keys);
-  llvm::Value* value = findOrAdd(emitter, program, agg.map, key);
+  return findOrAdd(emitter, program, agg.map, key);
+}
 
+/// Entry 0 of a keyless table's array: always there.
+llvm::Value* singleEntry(ProgramEmitter& emitter, Program& program, llvm::GlobalVariable* map) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = program.frame.allocate(4);
+  b.CreateStore(b.getInt32(0), key);
+  llvm::Value* entry = emitter.mapLookup(program, map, key);
+  auto* found = llvm::BasicBlock::Create(b.getContext(), "update", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(entry), found, program.bail);
+  b.SetInsertPoint(found);
+  return entry;
+}
+
+}  // namespace
+
+void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
+                         const Aggregation& agg) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* value = agg.layout.single ? singleEntry(emitter, program, agg.map)
+                                         : groupEntry(emitter, program, lower, agg);
   auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), value, b.getInt64(offset)); };
   auto add = [&](llvm::Value* ptr, llvm::Value* v) {
     b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, ptr, v, llvm::MaybeAlign(8),

@@ -34,6 +34,15 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
       out.user = args_.user_args && type->isPointer();
       return out;
     }
+    case ArgAccess::Kind::SyscallRegs: {
+      const std::vector<RegisterSlot>& slots = ptRegsLayout(args_.arch).syscall_args;
+      if (index >= slots.size()) {
+        return problem(fmt::format("a system call has no argument {}", index + 1), type);
+      }
+      Val out = extend(readRegister(slots[index], syscallRegs()), type);
+      out.user = args_.user_args && type->isPointer();
+      return out;
+    }
     case ArgAccess::Kind::Stash: {
       if (index >= args_.stashed.size()) {
         return problem(fmt::format("argument {} is not saved at entry for the exit program "
@@ -72,8 +81,31 @@ Val ExprLowering::registerArg(uint32_t index, const sema::Type* type) {
   return out;
 }
 
-llvm::Value* ExprLowering::readRegister(const RegisterSlot& reg) {
-  llvm::Value* ctx = args_.ctx;
+llvm::Value* ExprLowering::syscallRegs() {
+  return b_.CreateIntToPtr(b_.CreateLoad(b_.getInt64Ty(), args_.ctx), b_.getPtrTy());
+}
+
+llvm::Value* ExprLowering::syscallNumber(bool at_exit) {
+  if (at_exit) return readRegister(ptRegsLayout(args_.arch).syscall_nr, syscallRegs());
+  return b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(1)));
+}
+
+llvm::Value* ExprLowering::compatSyscall() {
+  constexpr uint32_t kTsCompat = 0x0002;  // arch/x86/include/asm/thread_info.h
+  std::optional<btf::BtfType> task = btf_ ? btf_->findStruct("task_struct") : std::nullopt;
+  std::optional<BtfMemberPath> info = task ? findBtfMember(task->resolved(), "thread_info") : std::nullopt;
+  std::optional<BtfMemberPath> status = info ? findBtfMember(info->type, "status") : std::nullopt;
+  if (!status || status->type.size() != 4) return b_.getFalse();
+  // A tp_btf program: the task is a BTF pointer, read with plain (CO-RE) loads.
+  llvm::Value* addr = toPtr(module_.callHelper(b_, Helper::GetCurrentTaskBtf, b_.getInt64Ty(), {}));
+  addr = access(access(addr, info->steps), status->steps);
+  if (!addr) return b_.getFalse();
+  llvm::Value* v = b_.CreateLoad(b_.getInt32Ty(), addr);
+  return b_.CreateICmpNE(b_.CreateAnd(v, b_.getInt32(kTsCompat)), b_.getInt32(0));
+}
+
+llvm::Value* ExprLowering::readRegister(const RegisterSlot& reg, llvm::Value* regs_at) {
+  llvm::Value* ctx = regs_at ? regs_at : args_.ctx;
   std::optional<btf::BtfType> regs = btf_ ? btf_->findStruct("pt_regs") : std::nullopt;
   std::optional<BtfMemberPath> path;
   if (regs) path = findBtfMember(*regs, reg.member);

@@ -35,7 +35,7 @@ Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& varia
       // Where the verifier knows pointers by BTF type (fentry, fexit, tp_btf: the programs
       // whose arguments are the trampoline's array), the task as one, whose members are
       // direct loads; elsewhere its address, followed with probe reads.
-      bool btf = args_.kind == ArgAccess::Kind::CtxArray;
+      bool btf = args_.kind == ArgAccess::Kind::CtxArray || args_.kind == ArgAccess::Kind::SyscallRegs;
       v = module_.callHelper(b_, btf ? Helper::GetCurrentTaskBtf : Helper::GetCurrentTask,
                              b_.getInt64Ty(), {});
       return Val{v, type, btf, false};

@@ -51,7 +51,9 @@ struct LoweringProblem {
 
 /// How the program being generated reaches the probe's arguments and return value.
 struct ArgAccess {
-  enum class Kind { CtxArray, PtRegs, TracepointRecord, Stash, None } kind = Kind::None;
+  /// SyscallRegs: a tp_btf program on raw_syscalls:sys_enter, whose ctx[0] is the `struct
+  /// pt_regs *` the system call was made with (its arguments in the syscall convention).
+  enum class Kind { CtxArray, PtRegs, TracepointRecord, SyscallRegs, Stash, None } kind = Kind::None;
   llvm::Value* ctx = nullptr;
   /// Stash: the values saved at entry (loaded at the start of the exit program), one per
   /// argument the entry program stashed: arguments 0..stashed.size()-1 and no others.
@@ -141,6 +143,12 @@ class ExprLowering {
   const ArgAccess::Kept* kept(const sema::ExprInfo& info);
   /// What could not be compiled (each also lowered as a zero).
   const std::vector<LoweringProblem>& problems() const { return problems_; }
+  /// In a raw_syscalls program: the number of the system call it fires for (sys_enter's
+  /// `id`, or at sys_exit the number its registers kept).
+  llvm::Value* syscallNumber(bool at_exit);
+  /// Whether the current task is making a 32-bit compat system call (x86-64's TS_COMPAT,
+  /// through CO-RE; false where BTF does not say): its numbers are another table's.
+  llvm::Value* compatSyscall();
 
  private:
   Val load(const Place& p);
@@ -151,8 +159,11 @@ class ExprLowering {
   const kernel::TracepointField* recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
   Val registerArg(uint32_t index, const sema::Type* type);
-  /// A register of the probe's `struct pt_regs`, through CO-RE when BTF describes it.
-  llvm::Value* readRegister(const RegisterSlot& reg);
+  /// A register of the probe's `struct pt_regs` (at `regs`, else the program's context),
+  /// through CO-RE when BTF describes it.
+  llvm::Value* readRegister(const RegisterSlot& reg, llvm::Value* regs = nullptr);
+  /// SyscallRegs: the `struct pt_regs *` of the system call (ctx[0]).
+  llvm::Value* syscallRegs();
   /// Records a problem at the expression being lowered; returns a zero of `type`.
   Val problem(std::string message, const sema::Type* type);
   /// Bytes in one element of an array or pointer target, relocated for kernel records.

@@ -19,7 +19,8 @@ struct LowerOptions {
   uint32_t pid = 0;
   /// Only events of processes in the `tracked` map (filled by the runtime, grown on fork).
   bool follow_children = false;
-  uint32_t ringbuf_bytes = 1u << 22;
+  /// The ring buffer's size in bytes; 0: sized from the query (ringBytesFor).
+  uint32_t ringbuf_bytes = 0;
   /// Bytes kept of a string (str(), char arrays, tracepoint strings).
   uint32_t string_bytes = 64;
   /// Bytes kept of a struct shown as a typed dump.
@@ -27,6 +28,13 @@ struct LowerOptions {
   bool want_ir = false;
   bool want_asm = false;
 };
+
+/// The ring buffer a query gets unless told otherwise: room for a burst of 2048 of its
+/// largest record (`largest_record` bytes), as a power of two from 256 KiB to 4 MiB; one page
+/// when no probe writes records (aggregates and joins are read from their maps). Its pages
+/// are mapped into kq twice (the kernel's wrap-around view), so this is half of what it
+/// adds to kq's resident memory.
+uint32_t ringBytesFor(uint32_t largest_record);
 
 struct CompiledProgram {
   EmittedObject object;

@@ -32,7 +32,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             Diagnostics& diags, std::string* error) {
   ObjectBuilder object(checked, btf, sources, options, diags, main_file);
   runtime::ProgramPlan& plan = object.plan();
-  object.events = object.addMap({"events", MapType::Ringbuf, options.ringbuf_bytes});
+  object.events = object.module().declareMap("events");
   object.lost = object.addMap({"lost", MapType::PercpuArray, runtime::kLostReasons, 4, 8});
   if (options.follow_children) {
     object.tracked = object.addMap({"tracked", MapType::Hash, 65536, 4, 1, kMapNoPrealloc});
@@ -56,10 +56,16 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     // values are per CPU (no cache line for busy CPUs to fight over); histograms, whose
     // values are large, are shared.
     layout.per_cpu = layout.value_size <= kPerCpuValueBytes;
-    aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
-                                          runtime::kAggregateGroups, layout.key_size,
-                                          layout.value_size, kMapNoPrealloc});
-    largest = std::max(largest, layout.value_size);
+    if (layout.single) {
+      // One group: entry 0 of an array, there from the start.
+      aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuArray : MapType::Array,
+                                            1, layout.key_size, layout.value_size});
+    } else {
+      aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
+                                            runtime::kAggregateGroups, layout.key_size,
+                                            layout.value_size, kMapNoPrealloc});
+      largest = std::max(largest, layout.value_size);
+    }
     plan.layout.aggregates.push_back(layout);
   }
   if (largest) object.zeros = object.addMap({"agg_zeros", MapType::Array, 1, 4, largest});
@@ -72,6 +78,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   if (diags.hasErrors()) return std::nullopt;
   if (options.follow_children) planner.emitter().emitForkFollower();
   object.finishScratch();
+  object.finishEvents();
 
   auto emitted = object.module().emit(options.want_ir, options.want_asm);
   if (!emitted) {

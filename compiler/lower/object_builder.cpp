@@ -1,5 +1,7 @@
 #include "compiler/lower/object_builder.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace kq::lower {
@@ -88,6 +90,11 @@ uint32_t ObjectBuilder::newGroup(const std::string& name) {
   return static_cast<uint32_t>(plan_.group_names.size() - 1);
 }
 
+void ObjectBuilder::noteGroup(uint32_t group, std::string why) {
+  if (plan_.group_notes.size() <= group) plan_.group_notes.resize(group + 1);
+  plan_.group_notes[group] = std::move(why);
+}
+
 std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", program_count_++); }
 
 void ObjectBuilder::addProgram(runtime::PlannedProgram program) {
@@ -131,6 +138,31 @@ void ObjectBuilder::finishScratch() {
                               spec.max_entries, true, cost.shared, cost.per_cpu};
   plan_.maps.push_back(planned);
   scratch_ = module_.describeMap(scratch_, spec);
+}
+
+uint32_t ringBytesFor(uint32_t largest_record) {
+  constexpr uint32_t kBurst = 2048, kLeast = 256 << 10, kMost = 4 << 20, kPage = 4096;
+  if (largest_record == 0) return kPage;
+  // Each record has an 8-byte header in the ring and starts 8-byte aligned.
+  uint64_t burst = uint64_t{kBurst} * ((uint64_t{largest_record} + 8 + 7) / 8 * 8);
+  uint32_t bytes = kLeast;
+  while (bytes < burst && bytes < kMost) bytes *= 2;
+  return bytes;
+}
+
+void ObjectBuilder::finishEvents() {
+  uint32_t largest = 0;
+  for (const runtime::ProbeLayout& probe : plan_.layout.probes) {
+    if (probe.writes_records) largest = std::max(largest, probe.size);
+  }
+  MapSpec spec{"events", MapType::Ringbuf,
+               options_.ringbuf_bytes ? options_.ringbuf_bytes : ringBytesFor(largest)};
+  MapCost cost = mapCost(spec);
+  // First in the plan's list of maps, as it is first in the object.
+  plan_.maps.insert(plan_.maps.begin(), runtime::PlannedMap{spec.name, "ringbuf", 0, 0,
+                                                             spec.max_entries, true, cost.shared,
+                                                             cost.per_cpu});
+  events = module_.describeMap(events, spec);
 }
 
 }  // namespace kq::lower

@@ -42,11 +42,14 @@ class ObjectBuilder {
   /// Adds a map, and to the plan with what it costs.
   llvm::GlobalVariable* addMap(const MapSpec& spec);
   uint32_t newGroup(const std::string& name);
+  /// Says why `group`'s methods are these (`--dump plan`).
+  void noteGroup(uint32_t group, std::string why);
   std::string programName();
   void addProgram(runtime::PlannedProgram program);
 
   /// The query being lowered (the programs added now belong to it).
   uint32_t query = 0;
+  /// The ring buffer records go through: declared first, sized by finishEvents.
   llvm::GlobalVariable* events = nullptr;
   llvm::GlobalVariable* lost = nullptr;
   llvm::GlobalVariable* tracked = nullptr;
@@ -65,6 +68,9 @@ class ObjectBuilder {
   void needScratchBytes(uint32_t bytes);
   /// Gives the scratch map its size; call once every program is emitted.
   void finishScratch();
+  /// Gives the ring buffer its size (LowerOptions::ringbuf_bytes, else ringBytesFor the
+  /// largest record); call once every probe's layout is planned.
+  void finishEvents();
 
  private:
   const sema::CheckedProgram& checked_;

@@ -35,7 +35,12 @@ class ProbePlanner {
                      uint32_t kprobe_method);
   void lowerKprobeMulti(const ProbeUnit& p, uint32_t group);
   void lowerTracepoint(const ProbeUnit& p);
+  /// `syscall:NAME`: raw_syscalls filtered to the call's number, then the syscalls
+  /// tracepoint as the fallback method (or only that, where kq cannot use raw_syscalls).
   void lowerSyscall(const ProbeUnit& p);
+  void lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group);
+  void lowerClassicSyscall(const ProbeUnit& p, const std::string& name, uint32_t group,
+                           uint32_t method);
   void lowerEventGlob(const ProbeUnit& p);
   void lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u, const std::string& symbol);
   void lowerPacket(const ProbeUnit& p);

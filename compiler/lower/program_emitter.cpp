@@ -131,6 +131,18 @@ void ProgramEmitter::processFilter(Program& program) {
   b.SetInsertPoint(next);
 }
 
+void ProgramEmitter::syscallFilter(Program& program, ExprLowering& lower, const ProgramSite& site) {
+  if (!site.syscall_nr) return;
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* nr = lower.syscallNumber(site.syscall_exit);
+  auto* ours = llvm::BasicBlock::Create(b.getContext(), "this_syscall", program.fn);
+  b.CreateCondBr(b.CreateICmpEQ(nr, b.getInt64(*site.syscall_nr)), ours, program.bail);
+  b.SetInsertPoint(ours);
+  auto* native = llvm::BasicBlock::Create(b.getContext(), "native_syscall", program.fn);
+  b.CreateCondBr(lower.compatSyscall(), program.bail, native);
+  b.SetInsertPoint(native);
+}
+
 void ProgramEmitter::countLost(Program& program, runtime::Lost why) {
   // A per-CPU counter, so a plain add; then the program ends.
   llvm::IRBuilder<>& b = program.b;
@@ -166,6 +178,7 @@ void ProgramEmitter::emitStash(const ProbeUnit& p, ProgramSite site) {
   site.args.probe_args = &p.target.args;
   site.args.func = site.func;
   ExprLowering lower = lowering(*program, p.probe.exprs, site.args);
+  syscallFilter(*program, lower, site);
   processFilter(*program);
   contextFilter(*this, *program, p);
   uint32_t slots = 1 + p.stash_args + static_cast<uint32_t>(p.entries.size());
@@ -235,6 +248,10 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   args.probe_args = &p.target.args;
   args.func = site.func;
   if (args.probe.empty()) args.probe = p.target.description;
+  if (site.syscall_nr) {
+    ExprLowering filter = lowering(*program, p.probe.exprs, args);
+    syscallFilter(*program, filter, site);
+  }
   // A join's source keeps events of every process: the thread woken by another, the
   // request completed in an interrupt.
   if (!p.keeps) processFilter(*program);

@@ -39,6 +39,10 @@ struct ProgramSite {
   /// PerfEvent: see runtime::PlannedProgram.
   uint64_t period_ns = 0;
   uint64_t frequency_hz = 0;
+  /// raw_syscalls programs: the one system call they are for (they return at once for
+  /// every other, and for 32-bit compat calls, whose numbers are another table's).
+  std::optional<uint32_t> syscall_nr;
+  bool syscall_exit = false;
 };
 
 /// A join's map and what it keeps (join_emitter.cpp).
@@ -114,6 +118,9 @@ class ProgramEmitter {
   llvm::Value* tidKey(Program& program);
   /// Returns early unless the event's process is the one being traced.
   void processFilter(Program& program);
+  /// raw_syscalls programs: return unless the event is `site`'s system call (first: it
+  /// turns away every other system call of the machine).
+  void syscallFilter(Program& program, ExprLowering& lower, const ProgramSite& site);
   /// Counts an event lost for `why` and ends the program.
   void countLost(Program& program, runtime::Lost why);
   ObjectBuilder& object() { return object_; }

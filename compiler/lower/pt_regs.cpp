@@ -20,13 +20,20 @@ PtRegsLayout x86_64() {
            {"cx", false, 0, 88}, {"r8", false, 0, 72}, {"r9", false, 0, 64}},
           {"ax", false, 0, 80},
           {"sp", false, 0, 152},
-          8};
+          8,
+          {{"di", false, 0, 112}, {"si", false, 0, 104}, {"dx", false, 0, 96},
+           {"r10", false, 0, 56}, {"r8", false, 0, 72}, {"r9", false, 0, 64}},
+          {"orig_ax", false, 0, 120}};
 }
 
 // arch/arm64/include/asm/ptrace.h: u64 regs[31], sp, pc, pstate (through user_pt_regs).
+// Then orig_x0 and syscallno (struct pt_regs past user_pt_regs).
 PtRegsLayout arm64() {
-  PtRegsLayout out{Arch::Arm64, {}, {"regs", true, 0, 0}, {"sp", false, 0, 248}, 0};
+  PtRegsLayout out{Arch::Arm64, {}, {"regs", true, 0, 0}, {"sp", false, 0, 248}, 0, {},
+                   {"syscallno", false, 0, 280}};
   for (uint32_t i = 0; i < 8; ++i) out.args.push_back({"regs", true, i, 8 * i});
+  out.syscall_args.push_back({"orig_x0", false, 0, 272});
+  for (uint32_t i = 1; i < 6; ++i) out.syscall_args.push_back({"regs", true, i, 8 * i});
   return out;
 }
 

@@ -33,6 +33,11 @@ struct PtRegsLayout {
   /// At function entry, where the first argument passed on the stack is, from `sp`
   /// (x86-64: past the return address the call pushed; arm64: at `sp`). Each takes 8 bytes.
   uint32_t first_stack_arg;
+  /// A system call's six arguments as its entry saved them (x86-64 passes the fourth in
+  /// r10; arm64 keeps the first in orig_x0, since x0 becomes the result).
+  std::vector<RegisterSlot> syscall_args;
+  /// The system call's number, still there at its exit.
+  RegisterSlot syscall_nr;
 };
 
 const PtRegsLayout& ptRegsLayout(Arch arch);

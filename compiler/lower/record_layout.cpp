@@ -361,7 +361,23 @@ void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Re
     bool counts = s.kind == AggregateKind::Count || s.kind == AggregateKind::Top;
     agg.arguments.push_back(counts ? nullptr : call.args[0].get());
   }
+  // The one group of a keyless table exists before any event: something must say whether
+  // one came. Every slot but a sum does (a count, a histogram's buckets, min's and max's
+  // own mark); a table of sums only gets a count no column shows.
+  layout.single = layout.keys.empty() && !layout.interval_bytes;
+  bool says_seen = std::any_of(layout.slots.begin(), layout.slots.end(),
+                               [](const runtime::AggregateSlot& s) { return s.kind != AggregateKind::Sum; });
+  if (layout.single && !says_seen) {
+    runtime::AggregateSlot seen;
+    seen.kind = AggregateKind::Count;
+    seen.name = "events";
+    seen.offset = value;
+    value += slotBytes(seen);
+    layout.slots.push_back(seen);
+    agg.arguments.push_back(nullptr);
+  }
   layout.value_size = std::max<uint32_t>(value, 8);
+  if (layout.single) layout.key_size = 4;
 }
 
 }  // namespace

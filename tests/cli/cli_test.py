@@ -149,6 +149,19 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("frobnicate", err)
 
+    def test_ring_buffer_size_must_be_a_power_of_two(self):
+        for size in ("3k", "5", "2G", "10s", "lots"):
+            status, _, err = kq("--buffer-size", size, "--dump", "plan", "-e", "trace syscall:read")
+            self.assertEqual(status, 2, size)
+            self.assertIn(f"--buffer-size takes a power of two from 4k to 1G", err)
+            self.assertIn(f"not `{size}`", err)
+
+    def test_ring_buffer_size_takes_units_or_kib(self):
+        for size, text in (("64", "65536 bytes"), ("8m", "8388608 bytes"), ("1MiB", "1048576 bytes")):
+            status, out, err = kq("--buffer", size, "--dump", "plan", "-e", "trace syscall:read")
+            self.assertEqual(status, 0, err)
+            self.assertIn(text, out)
+
     def test_expression_and_argument_together(self):
         status, _, err = kq("check", "-e", SEED, SEED)
         self.assertEqual(status, 2)

@@ -2,6 +2,7 @@
 // matter: the filter is in the program, direct loads where the verifier allows them and
 // probe reads elsewhere, fallbacks planned, and many compilations in one process.
 #include "compiler/lower/lower.h"
+#include "compiler/lower/pt_regs.h"
 
 #include <gtest/gtest.h>
 
@@ -86,17 +87,30 @@ TEST_F(LowerTest, TracepointsWithBtfUseTpBtf) {
 }
 
 TEST_F(LowerTest, SyscallExitsStashArguments) {
+  if (lower::hostArch() != lower::Arch::X86_64) GTEST_SKIP() << "raw_syscalls are x86-64's";
   Compiled c = compile("trace syscall:openat(return) select pid, str(filename)");
   ASSERT_TRUE(c.program);
   const auto& programs = c.program->plan.programs;
-  ASSERT_EQ(programs.size(), 2u);
-  EXPECT_EQ(programs[0].target, "syscalls/sys_enter_openat");
-  EXPECT_EQ(programs[1].target, "syscalls/sys_exit_openat");
-  // The entry program saves the arguments (map update, 2); the exit one finds them (1).
-  EXPECT_NE(program(c.bpf, "tracepoint/syscalls/sys_enter_openat").find("call 2"), std::string::npos);
-  EXPECT_NE(program(c.bpf, "tracepoint/syscalls/sys_exit_openat").find("call 1\n"), std::string::npos);
-  // User memory is read with bpf_probe_read_user_str (114).
-  EXPECT_NE(program(c.bpf, "tracepoint/syscalls/sys_exit_openat").find("call 114"), std::string::npos);
+  // raw_syscalls first (method 0), the syscalls tracepoints as the fallback (method 1).
+  ASSERT_EQ(programs.size(), 4u);
+  EXPECT_EQ(programs[0].target, "sys_enter");
+  EXPECT_EQ(programs[1].target, "sys_exit");
+  EXPECT_EQ(programs[2].target, "syscalls/sys_enter_openat");
+  EXPECT_EQ(programs[3].target, "syscalls/sys_exit_openat");
+  EXPECT_EQ(programs[0].method, 0u);
+  EXPECT_EQ(programs[3].method, 1u);
+  const std::pair<const char*, const char*> methods[] = {
+      {"tp_btf/sys_enter", "tp_btf/sys_exit"},
+      {"tracepoint/syscalls/sys_enter_openat", "tracepoint/syscalls/sys_exit_openat"}};
+  for (const auto& [enter, exit] : methods) {
+    // The entry program saves the arguments (map update, 2); the exit one finds them (1).
+    EXPECT_NE(program(c.bpf, enter).find("call 2"), std::string::npos) << enter;
+    EXPECT_NE(program(c.bpf, exit).find("call 1\n"), std::string::npos) << exit;
+    // User memory is read with bpf_probe_read_user_str (114).
+    EXPECT_NE(program(c.bpf, exit).find("call 114"), std::string::npos) << exit;
+  }
+  // raw_syscalls programs return at once for every other call: openat is 257 on x86-64.
+  EXPECT_NE(program(c.bpf, "tp_btf/sys_enter").find("== 257"), std::string::npos) << c.bpf;
 }
 
 TEST_F(LowerTest, LayoutsDescribeEveryField) {

@@ -89,6 +89,11 @@ TEST_F(MadeUpKernel, IdsCountOnlyWhenTheyAreThisKernels) {
     EXPECT_FALSE(here.byVmlinuxId(100000));
   }
   btf__free(vmlinux);
+  // The compiler's copy freed: this kernel's ids, its BTF read again on first use.
+  KernelTypes reread(dir_.string(), nullptr, /*ids_are_this_kernels=*/true);
+  KernelType skb = reread.byVmlinuxId(static_cast<uint32_t>(skb_id_));
+  EXPECT_EQ(skb.id, static_cast<uint32_t>(skb_id_));
+  EXPECT_TRUE(skb.btf);
 }
 
 TEST_F(MadeUpKernel, DumpsAModuleTypeByNameWhateverItsId) {

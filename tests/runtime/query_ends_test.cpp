@@ -60,11 +60,13 @@ TEST(QueryEnds, LimitOnAnAggregateQueryCutsItsTable) {
 TEST(SessionSummary, SaysEveryLostReasonInPlainWords) {
   ProgramPlan plan;
   plan.layout.probes.resize(1);
+  plan.maps.push_back({"events", "ringbuf", 0, 0, 256 << 10, true, 256 << 10, 0});
   SessionResult result;
   result.events = 3;
   result.lost = {1, 0, 2, 12};
   EXPECT_EQ(sessionSummary(result, plan, OutputFormat::Text),
-            "kq: 3 events, 1 lost (the ring buffer was full; --buffer-size makes it larger)\n"
+            "kq: 3 events, 1 lost (the 256 KiB ring buffer was full; --buffer-size makes it "
+            "larger)\n"
             "kq: 2 function entries were not kept for their exit (too many calls were in flight "
             "at once)\n"
             "kq: 12 function exits had no matching entry (the entry was missed or overwritten)");

@@ -416,6 +416,41 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertTrue(rows, err)
         self.assertTrue(all(r.split()[-1] == str(worker.pid) for r in rows), out)
 
+    def test_a_syscall_reads_raw_syscalls_and_falls_back_to_its_tracepoint(self):
+        # syscall:NAME attaches raw_syscalls (tp_btf) filtered to the call's number; where
+        # tp_btf is missing, the syscalls tracepoint. Both see the same calls and values.
+        for fail, method in (("", "tp_btf"), ("tp_btf", "tracepoint")):
+            worker = subprocess.Popen([sys.executable, "-c", "import os, time\n"
+                                       "time.sleep(1)\n"
+                                       "for i in range(30): os.getppid(); os.getpid(); time.sleep(0.05)"])
+            try:
+                env = dict(os.environ, KQ_TEST_FAIL_ATTACH=fail)
+                proc = subprocess.run([harness.KQ, "-v", "-o", "json", "-p", str(worker.pid),
+                                       "trace syscall:getppid(return) select return"],
+                                      capture_output=True, timeout=60, env=env)
+            finally:
+                worker.wait()
+            out, err = proc.stdout.decode(), proc.stderr.decode()
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertIn(f"syscall getppid: {method}", err)
+            events = [json.loads(line) for line in out.splitlines() if '"probe"' in line]
+            self.assertTrue(events, err)
+            self.assertLessEqual(len(events), 30, out)
+            self.assertTrue(all(e["return"] == os.getpid() for e in events), out)
+
+    def test_a_table_without_groups_prints_once_an_event_counted(self):
+        # Its one group exists before any event; sums of zeros still print, nothing does not.
+        status, out, err = kq("-o", "json", 'trace syscall:getppid where comm == "python3" select sum(pid - pid)',
+                              "-c", f"{sys.executable} -c 'import os\nfor i in range(5): os.getppid()'")
+        self.assertEqual(status, 0, err)
+        tables = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        rows = [r for t in tables for r in t.get("rows", [])]
+        self.assertEqual(len(rows), 1, out)
+        self.assertEqual(list(rows[0].values()), [0], out)
+        status, out, err = kq('trace syscall:getppid where comm == "nothing" select sum(pid)', "-d", "200ms")
+        self.assertEqual(status, 0, err)
+        self.assertIn("(no events)", out)
+
     def test_for_stops_the_query(self):
         start = time.monotonic()
         status, out, err = kq("trace tracepoint:sched:sched_switch for 1s select cpu", timeout=30)
@@ -658,11 +693,15 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertEqual(status, 0, err)
 
     def test_too_many_queries_on_one_tracepoint_say_the_limit(self):
-        script = write_script("many.kq", "trace syscall:read select pid limit 1\n" * 70)
+        script = write_script("many.kq", "trace tracepoint:syscalls:sys_enter_read select pid limit 1\n" * 70)
         status, out, err = kq(script, "-d", "1s")
         self.assertEqual(status, 1, err)
         self.assertIn("at most 64 (BPF_TRACE_MAX_PROGS) programs to one tracepoint", err)
         self.assertIn("this script has 70 on syscalls/sys_enter_read", err)
+        # syscall:read reads raw_syscalls, which take any number of programs.
+        script = write_script("many_raw.kq", "trace syscall:read select pid limit 1\n" * 70)
+        status, out, err = kq(script, "-d", "1s")
+        self.assertEqual(status, 0, err)
 
     @unittest.skipIf(shutil.which("setpriv") is None, "needs setpriv")
     def test_capabilities_not_root_are_what_tracing_needs(self):
@@ -685,13 +724,13 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
             shutil.rmtree(public, ignore_errors=True)
 
     def test_lost_events_are_counted(self):
-        status, out, err = kq("--buffer-size", "4", "trace syscall:read select str(buf)",
+        status, out, err = kq("--buffer", "4k", "trace syscall:read select str(buf)",
                               "-c", "dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none", timeout=120)
         self.assertEqual(status, 0, err)
         m = re.search(r"kq: (\d+) events?, (\d+) lost", err)
         self.assertTrue(m, err)
         self.assertGreater(int(m.group(2)), 0, err)
-        self.assertIn("ring buffer was full", err)
+        self.assertIn("the 4 KiB ring buffer was full", err)
 
     def test_events_past_a_full_table_are_counted(self):
         # Every event its own group: past 10240 groups the table is full, and kq says so.

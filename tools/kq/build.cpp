@@ -1,5 +1,7 @@
 #include "tools/kq/build.h"
 
+#include "tools/kq/cli.h"
+
 #include <sys/utsname.h>
 
 #include <cerrno>
@@ -14,6 +16,7 @@
 #include "kq_version.h"
 #include "runtime/object_file.h"
 #include "runtime/portable_plan.h"
+#include "tools/kq/cli.h"
 #include "tools/kq/run.h"
 
 namespace kq::cli {
@@ -99,7 +102,7 @@ int buildPortable(const Request& request, const sema::CheckedProgram& checked,
     return 2;
   }
   lower::LowerOptions options;
-  options.ringbuf_bytes = request.buffer_kib * 1024;
+  options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   std::string error;
   std::optional<lower::CompiledProgram> compiled =
       lower::lowerProgram(checked, *env.btf, sources, file, options, diags, &error);

@@ -1,5 +1,6 @@
 #include "tools/kq/cli.h"
 
+#include <cctype>
 #include <cerrno>
 #include <unistd.h>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "compiler/ast/dump.h"
 #include "compiler/diag/render.h"
+#include "compiler/parse/literals.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/sema.h"
 #include "kq_version.h"
@@ -110,6 +112,23 @@ int compile(const Request& request, bool run_after, Io& io,
 
 }  // namespace
 
+std::optional<uint32_t> ringBufferBytes(const std::string& size) {
+  std::string text = size;
+  // `8m` is 8 MiB here (in a query, `m` is minutes).
+  if (!text.empty() && (text.back() == 'm' || text.back() == 'g')) text.back() = static_cast<char>(std::toupper(text.back()));
+  auto decoded = parse::decodeNumber(text);
+  auto* n = std::get_if<parse::DecodedNumber>(&decoded);
+  if (!n) return std::nullopt;
+  uint64_t bytes = n->value;
+  if (n->unit == ast::NumberUnit::None) {
+    bytes = n->value > (1ull << 20) ? 0 : n->value << 10;  // a bare number is KiB
+  } else if (n->unit != ast::NumberUnit::Bytes) {
+    return std::nullopt;
+  }
+  if (bytes < 4096 || bytes > (1ull << 30) || (bytes & (bytes - 1)) != 0) return std::nullopt;
+  return static_cast<uint32_t>(bytes);
+}
+
 // Reads one byte more than the parser accepts, so that a larger file (or /dev/zero) is
 // refused as InputTooLarge without being read whole.
 std::optional<std::string> readFileFromDisk(const std::string& path, std::string& error) {
@@ -160,10 +179,11 @@ int run(const std::vector<std::string>& args, Io& io) {
   app.add_flag("--repl", request.repl,
                "an interactive session, reading lines from standard input (the default when "
                "kq has no query and standard input is a terminal)");
-  app.add_option("--buffer-size", request.buffer_kib,
-                 "the event ring buffer's size in KiB (a power of two, at least 4)")
-      ->type_name("KIB")
-      ->check(CLI::Range(4u, 1u << 20));
+  app.add_option("--buffer-size,--buffer", request.buffer,
+                 "the event ring buffer's size: `256k`, `8M`, or a number of KiB (a power of "
+                 "two, at least 4k; default: room for 2048 of the query's largest event, from "
+                 "256k to 4M, one page when it prints only aggregates)")
+      ->type_name("SIZE");
   app.add_option("--btf", request.btf,
                  "check against the BTF in FILE (raw, or an ELF with .BTF) instead of this kernel")
       ->type_name("FILE");
@@ -241,9 +261,10 @@ int run(const std::vector<std::string>& args, Io& io) {
     io.err << "kq: error: -p needs a process id; 0 is not one\n";
     return 2;
   }
-  uint32_t kib = request.buffer_kib;
-  if ((kib & (kib - 1)) != 0) {
-    io.err << "kq: error: --buffer-size must be a power of two (in KiB), not " << kib << "\n";
+  if (!request.buffer.empty() && !ringBufferBytes(request.buffer)) {
+    io.err << "kq: error: --buffer-size takes a power of two from 4k to 1G (`256k`, `8M`, or a "
+              "number of KiB), not `"
+           << request.buffer << "`\n";
     return 2;
   }
   // A stop requested while the query compiles or loads ends the session as soon as it begins.

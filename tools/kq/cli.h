@@ -29,6 +29,10 @@ struct Io {
 /// Reads a file from disk (the default for Io::read_file).
 std::optional<std::string> readFileFromDisk(const std::string& path, std::string& error);
 
+/// The bytes of a `--buffer-size` (`256k`, `8M`, or a bare number of KiB): a power of two
+/// from 4 KiB to 1 GiB, else nullopt.
+std::optional<uint32_t> ringBufferBytes(const std::string& size);
+
 /// Runs kq with `args` (without the program name). Returns the exit status: 0 on success,
 /// 1 when the input has errors or a command fails, 2 when the command line is wrong.
 int run(const std::vector<std::string>& args, Io& io);

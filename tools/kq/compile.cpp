@@ -36,13 +36,14 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
   }
 
   Result<KernelEnvironment> loaded = Error{""};
+  KernelEnvironment* disposable = nullptr;  // ours, not the REPL's: freed when done with
   if (!env) {
     loaded = io.load_kernel(request.btf);
     if (!loaded) {
       io.err << "kq: error: " << loaded.error().message << "\n";
       return 1;
     }
-    env = &*loaded;
+    env = disposable = &*loaded;
   }
   // Running a query reads tracepoint formats: mount tracefs first (sema looks lazily). A
   // failure is left for sema to explain where it matters.
@@ -62,7 +63,7 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
     return buildObject(request, *checked, sources, file, *env, diags, render.color, io);
   }
   if (runner) return runner(*checked, sources, file, diags, render.color);
-  return runProgram(request, *checked, sources, file, *env, diags, render.color, io);
+  return runProgram(request, *checked, sources, file, *env, disposable, diags, render.color, io);
 }
 
 }  // namespace kq::cli

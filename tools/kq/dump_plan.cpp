@@ -38,6 +38,9 @@ void dumpPrograms(const runtime::ProgramPlan& plan, std::ostream& out) {
       group = key.first;
       std::string name = group < plan.group_names.size() ? plan.group_names[group] : "?";
       out << fmt::format("  group {}: {}\n", group, name);
+      if (group < plan.group_notes.size() && !plan.group_notes[group].empty()) {
+        out << fmt::format("    why: {}\n", plan.group_notes[group]);
+      }
     }
     std::string targets;
     for (const std::string& t : m.targets) targets += (targets.empty() ? "" : ", ") + t;

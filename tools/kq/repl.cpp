@@ -270,7 +270,7 @@ void Repl::runText(std::string text, bool background) {
       if (std::getenv("KQ_TEST_CRASH_QUERY")) std::abort();
       int status = 1;
       try {
-        status = runProgram(request_, checked, sources, file, env_, diags, color, io_, hooks);
+        status = runProgram(request_, checked, sources, file, env_, nullptr, diags, color, io_, hooks);
       } catch (const std::exception& e) {
         io_.err << "kq: internal error: " << e.what() << "\n"
                 << "  please report it with the query that caused it\n";

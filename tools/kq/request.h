@@ -20,7 +20,7 @@ struct Request {
   std::string command;          // -c
   std::string duration;         // -d, as written (`10s`)
   bool verbose = false;         // -v
-  uint32_t buffer_kib = 4096;   // --buffer-size
+  std::string buffer;           // --buffer-size, as written (`256k`, `8M`, or KiB); "": from the query
   std::string attach;           // --attach fentry|kprobe
   bool repl = false;            // --repl
   // Building (`kq build`)

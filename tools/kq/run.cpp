@@ -1,5 +1,7 @@
 #include "tools/kq/run.h"
 
+#include "tools/kq/cli.h"
+#include "tools/kq/code_pages.h"
 #include "tools/kq/dump_plan.h"
 
 #include <signal.h>
@@ -124,7 +126,8 @@ bool canLoadPrograms(Io& io) {
 
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
-               Diagnostics& diags, bool color, Io& io, const RunHooks& hooks) {
+               KernelEnvironment* disposable, Diagnostics& diags, bool color, Io& io,
+               const RunHooks& hooks) {
   runtime::StopSignals stop_signals;  // the caller's, if it installed them first
   runtime::setLibbpfVerbose(request.verbose);
   std::optional<uint64_t> duration = sessionDuration(request, io);
@@ -151,7 +154,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   lower::LowerOptions options;
   options.pid = request.pid;
   options.follow_children = child != nullptr;
-  options.ringbuf_bytes = request.buffer_kib * 1024;
+  options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
   std::string error;
   std::optional<lower::CompiledProgram> compiled =
@@ -179,9 +182,17 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     return 0;
   }
 
+  // A one-shot session needs the compiler's code no more (the REPL compiles again).
+  if (disposable) dropCodePages();
+
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
   load_options.method = request.attach;
+  // The compiler's BTF is the running kernel's (not --btf FILE's): the kernel's feature
+  // probes read it. Unless the REPL keeps it, it goes before libbpf parses its own copy.
+  bool running_kernel = request.btf.empty();
+  if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
+  if (disposable) load_options.vmlinux_done = [disposable] { disposable->btf.reset(); };
   runtime::LoadResult loaded =
       runtime::loadAndAttach(compiled->object.elf, compiled->plan, load_options);
   if (!loaded.object) {
@@ -227,9 +238,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   session.child = child.get();
   session.traced = static_cast<pid_t>(request.pid);
   // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
-  // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s.
+  // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s;
+  // freed, the file is read again when a type is first shown.
   runtime::KernelTypes kernel_types("/sys/kernel/btf",
-                                    request.btf.empty() ? env.btf->vmlinux().btf : nullptr);
+                                    running_kernel && env.btf ? env.btf->vmlinux().btf : nullptr,
+                                    running_kernel);
   session.kernel_types = &kernel_types;
   session.events_printed = hooks.events;
   runtime::SessionResult result =

@@ -31,9 +31,13 @@ struct RunHooks {
   std::atomic<uint64_t>* events = nullptr;
 };
 
-/// Returns the exit status.
+/// Returns the exit status. `env` is what `checked` was checked against; when nothing after
+/// this run needs it (a one-shot command, not the REPL), `disposable` is the same
+/// environment, whose BTF is freed once compiled (the runtime reads its own as needed).
+/// `checked` then refers to freed types: only its syntax is read after that.
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
-               Diagnostics& diags, bool color, Io& io, const RunHooks& hooks = {});
+               KernelEnvironment* disposable, Diagnostics& diags, bool color, Io& io,
+               const RunHooks& hooks = {});
 
 }  // namespace kq::cli
