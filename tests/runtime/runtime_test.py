@@ -580,13 +580,14 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
 
     def test_ctrl_c_during_start_up_ends_the_session_at_once(self):
         for delay in (0.05, 0.2, 0.4):
-            proc = subprocess.Popen([harness.KQ, "trace tracepoint:sched:sched_switch select cpu", "-c", "sleep 30"],
+            # An unusual length, so that nobody else's `sleep 30` counts as left behind.
+            proc = subprocess.Popen([harness.KQ, "trace tracepoint:sched:sched_switch select cpu", "-c", "sleep 29.917"],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=10)
             self.assertIn(proc.returncode, (0, -signal.SIGINT), err)
-            self.assertNotIn(b"sleep 30", subprocess.run(["ps", "-eo", "args"], capture_output=True).stdout)
+            self.assertNotIn(b"sleep 29.917", subprocess.run(["ps", "-eo", "args"], capture_output=True).stdout)
 
     def test_sigterm_ends_kq_whose_output_nobody_reads(self):
         flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000", "status=none"])
