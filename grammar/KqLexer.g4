@@ -21,6 +21,7 @@ LIMIT : 'limit' ;
 JOIN : 'join' ;
 ON : 'on' ;
 WITHIN : 'within' ;
+TRACK : 'track' ;
 AS : 'as' ;
 AND : 'and' ;
 OR : 'or' ;

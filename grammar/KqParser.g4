@@ -73,6 +73,7 @@ clause
   | EVERY NUMBER                            # everyClause
   | FOR NUMBER                              # forClause
   | LIMIT NUMBER                            # limitClause
+  | TRACK                                   # trackClause
   ;
 
 selectItem
@@ -84,7 +85,7 @@ probe
   ;
 
 target
-  : PACKET GRAPH?                                     # packetTarget
+  : PACKET GRAPH? ('(' pattern (',' pattern)* ')')?  # packetTarget
   | INTERVAL NUMBER                                   # intervalTarget
   | PROFILE NUMBER                                    # profileTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
@@ -177,7 +178,7 @@ scalarKeyword
   ;
 
 name
-  : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL | JOIN | WITHIN
+  : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL | JOIN | WITHIN | TRACK
   ;
 
 // After `.` or `->` every keyword is a plain member name (`q->limit`, `x->for`).

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,19 @@ struct FieldLayout {
   std::map<int64_t, std::string> names;
 };
 
+/// A `packet` probe's records: which hidden fields say where the packet was seen, and the
+/// places (functions, tracepoints) a site number names. The formatter groups events by
+/// packet with them (ipftrace2's view), or writes ipftrace2's JSON fields.
+struct PacketLayout {
+  int32_t skb_field = -1;     // the skb's address: which packet
+  int32_t site_field = -1;    // the index in `sites` of where it was seen
+  int32_t return_field = -1;  // graph: 1 when the function returned, 0 when it was entered
+  int32_t reason_field = -1;  // a drop's `enum skb_drop_reason` (0 where none)
+  std::vector<std::string> sites;    // `ip_rcv`, `skb:kfree_skb`
+  std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
+  bool graph = false;
+};
+
 struct ProbeLayout {
   std::string name;  // `ip_send_skb`, `tracepoint:net:net_dev_xmit`
   uint32_t query = 0;  // which query of the script (for scripts with several)
@@ -90,6 +104,8 @@ struct ProbeLayout {
   /// Whether its programs write records: an aggregate query's probes update its map
   /// instead, and a join's source keeps values in the join's map.
   bool writes_records = true;
+  /// Set for a `packet` probe.
+  std::optional<PacketLayout> packet;
 };
 
 /// An aggregate, kept in the kernel in a map value.

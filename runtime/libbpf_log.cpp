@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <mutex>
 
 namespace kq::runtime {
 namespace {
@@ -26,7 +27,10 @@ void appendFormatted(std::string& out, const char* format, va_list args) {
 }
 std::string* g_capture = nullptr;
 
+std::mutex g_lock;  // kprobes are attached from several threads
+
 int print(enum libbpf_print_level level, const char* format, va_list args) {
+  std::lock_guard<std::mutex> hold(g_lock);
   if (g_capture) appendFormatted(*g_capture, format, args);
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
   return std::vfprintf(stderr, format, args);

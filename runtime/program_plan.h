@@ -79,8 +79,10 @@ struct PlannedProgram {
   /// Uprobe: the symbol in `binary`.
   std::string target;
   std::string binary;
-  /// KprobeMulti: every function it attaches to.
+  /// KprobeMulti (and Kprobe serving many functions): every function it attaches to, and
+  /// each one's attach cookie (packet mode: which function, where its skb is).
   std::vector<std::string> symbols;
+  std::vector<uint64_t> cookies;
   /// PerfEvent: a CPU clock firing every `period_ns` on CPU 0 (`interval`), or
   /// `frequency_hz` times a second on every CPU (`profile`).
   uint64_t period_ns = 0;

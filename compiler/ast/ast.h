@@ -259,8 +259,10 @@ struct UprobeTarget {
 };
 
 /// `packet` (every traceable function taking `struct sk_buff *`), `packet graph`.
+/// `packet`, `packet graph`, `packet(ip_*, udp_*)`: the functions are globs narrowing the set.
 struct PacketTarget {
-  bool graph;
+  bool graph = false;
+  std::vector<Pattern> functions;
 };
 
 /// `interval 1s`.
@@ -328,6 +330,8 @@ struct Clauses {
   std::optional<NumberClause> every;
   std::optional<NumberClause> for_duration;
   std::optional<NumberClause> limit;
+  /// `track`: a packet matched once is followed by its address until it is freed.
+  std::optional<SourceRange> track;
 };
 
 /// `trace probe, probe ... where ... select ...`.

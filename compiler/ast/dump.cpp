@@ -207,7 +207,11 @@ class Dumper : public ExprVisitor<Dumper> {
     line(fmt::format("{} {}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary, t.symbol.text));
     captures(t.captures);
   }
-  void target(const PacketTarget& t) { line(t.graph ? "packet graph" : "packet"); }
+  void target(const PacketTarget& t) {
+    std::string globs;
+    for (const Pattern& p : t.functions) globs += (globs.empty() ? "" : ", ") + p.text;
+    line(fmt::format("{}{}", t.graph ? "packet graph" : "packet", globs.empty() ? "" : "(" + globs + ")"));
+  }
   void target(const IntervalTarget& t) { line(fmt::format("interval {}ns", t.period_ns)); }
   void target(const ProfileTarget& t) { line(fmt::format("profile {}hz", t.frequency_hz)); }
 
@@ -249,6 +253,7 @@ class Dumper : public ExprVisitor<Dumper> {
     if (c.every) line(fmt::format("every {}ns", c.every->value));
     if (c.for_duration) line(fmt::format("for {}ns", c.for_duration->value));
     if (c.limit) line(fmt::format("limit {}", c.limit->value));
+    if (c.track) line("track");
   }
 
   std::ostream& out_;

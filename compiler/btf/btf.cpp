@@ -342,21 +342,25 @@ std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modul
   return out;
 }
 
+/// The first parameter of `f` below `max_position` that points to struct `name`.
+std::optional<uint32_t> parameterPointingTo(const Function& f, std::string_view name,
+                                            uint32_t first, uint32_t max_position) {
+  for (uint32_t i = first; i < f.params.size() && i < max_position; ++i) {
+    BtfType t = f.params[i].type.resolved();
+    if (t.id == 0 || !btf_is_ptr(t.get())) continue;
+    BtfType pointee = BtfType{t.file, t.get()->type}.resolved();
+    if (pointee.id != 0 && btf_is_struct(pointee.get()) && pointee.name() == name) return i;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::pair<Function, uint32_t>> Btf::functionsTaking(std::string_view name,
                                                                  uint32_t max_position) const {
   std::vector<std::pair<Function, uint32_t>> out;
   for (std::string_view function : functionNames(true)) {
     if (function.rfind("__bpf_trace_", 0) == 0) continue;  // tracepoint handlers: not traced
     auto f = findFunction(function);
-    for (uint32_t i = 0; i < f->params.size() && i < max_position; ++i) {
-      BtfType t = f->params[i].type.resolved();
-      if (t.id == 0 || !btf_is_ptr(t.get())) continue;
-      BtfType pointee = BtfType{t.file, t.get()->type}.resolved();
-      if (pointee.id != 0 && btf_is_struct(pointee.get()) && pointee.name() == name) {
-        out.emplace_back(std::move(*f), i);
-        break;
-      }
-    }
+    if (auto i = parameterPointingTo(*f, name, 0, max_position)) out.emplace_back(std::move(*f), *i);
   }
   return out;
 }

@@ -109,6 +109,10 @@ class Btf {
   /// `struct <name>` among its first `max_position` parameters, and where the first is.
   std::vector<std::pair<Function, uint32_t>> functionsTaking(std::string_view name,
                                                               uint32_t max_position) const;
+  /// Tracepoints of vmlinux (their `btf_trace_<event>` typedefs) with a pointer to struct
+  /// `name` among their arguments: each event's handler and that argument's index among the
+  /// event's own (a tp_btf context's slot).
+  std::vector<std::pair<std::string, uint32_t>> tracepointsTaking(std::string_view name) const;
 
   std::optional<BtfType> findStruct(std::string_view name) const;
   std::optional<BtfType> findUnion(std::string_view name) const;
@@ -158,5 +162,9 @@ class Btf {
 
 /// glob(7)-style matching with `*` and `?`.
 bool globMatch(std::string_view pattern, std::string_view text);
+
+/// The first parameter of `f` (from `first`, below `max_position`) that points to struct `name`.
+std::optional<uint32_t> parameterPointingTo(const Function& f, std::string_view name,
+                                            uint32_t first, uint32_t max_position);
 
 }  // namespace kq::btf

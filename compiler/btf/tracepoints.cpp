@@ -68,6 +68,28 @@ std::optional<Function> Btf::loadedTracepointHandler(std::string_view event) con
   return templateHandler(event, *typedef_type, *proto);
 }
 
+std::vector<std::pair<std::string, uint32_t>> Btf::tracepointsTaking(std::string_view name) const {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  const ::btf* btf = files_.front().btf;
+  for (uint32_t id = 1; id < btf__type_cnt(btf); ++id) {
+    const btf_type* t = btf__type_by_id(btf, id);
+    if (!btf_is_typedef(t)) continue;
+    std::string_view typedef_name = btf__name_by_offset(btf, t->name_off);
+    if (typedef_name.rfind("btf_trace_", 0) != 0) continue;
+    auto proto = typedefProto(BtfType{&files_.front(), id});
+    if (!proto) continue;
+    Function handler;
+    for (uint16_t i = 0; i < btf_vlen(proto->get()); ++i) {
+      handler.params.push_back({"", BtfType{proto->file, btf_params(proto->get())[i].type}});
+    }
+    // (void *__data, args...): a tp_btf program's ctx[i] is args[i].
+    if (auto i = parameterPointingTo(handler, name, 1, UINT32_MAX)) {
+      out.emplace_back(std::string(typedef_name.substr(std::string_view("btf_trace_").size())), *i - 1);
+    }
+  }
+  return out;
+}
+
 // Templates of one prototype may name its parameters differently (sched_wakeup_template's
 // `p`, sched_kthread_stop's `t`): the template whose name shares the longest prefix with
 // the event's wins; with a tie or no template, parameters are known as argN.

@@ -12,9 +12,17 @@ namespace kq::lower {
 
 Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
   llvm::Value* ctx = args_.ctx;
+  if (args_.packet && index == 0 && args_.packet->skb) {
+    Val out = extend(args_.packet->skb, type);
+    // A tracepoint's is a BTF pointer (direct loads); a kprobe's is read with
+    // bpf_probe_read_kernel.
+    out.btf = args_.kind == ArgAccess::Kind::CtxArray && !args_.packet->at_return;
+    return out;
+  }
   switch (args_.kind) {
     case ArgAccess::Kind::CtxArray: {
-      llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(index));
+      uint32_t slot = index < args_.arg_positions.size() ? args_.arg_positions[index] : index;
+      llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(slot));
       Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
       out.btf = type->isPointer();
       return out;
@@ -79,6 +87,59 @@ Val ExprLowering::registerArg(uint32_t index, const sema::Type* type) {
   Val out = extend(v, type);
   out.user = args_.user_args;
   return out;
+}
+
+namespace {
+
+/// Bits `shift`.. of a cookie, as one byte.
+llvm::Value* cookieByte(llvm::IRBuilder<>& b, llvm::Value* cookie, uint32_t shift) {
+  return b.CreateAnd(b.CreateLShr(cookie, b.getInt64(shift)), b.getInt64(0xff));
+}
+
+}  // namespace
+
+/// One of the argument registers, chosen at run time by `position` (a packet kprobe's
+/// cookie says where its function takes the skb): six loads and selects, no branches.
+llvm::Value* ExprLowering::registerAt(llvm::Value* position) {
+  const PtRegsLayout& layout = ptRegsLayout(args_.arch);
+  llvm::Value* v = readRegister(layout.args[0]);
+  for (uint32_t i = 1; i < layout.args.size(); ++i) {
+    v = b_.CreateSelect(b_.CreateICmpEQ(position, b_.getInt64(i)), readRegister(layout.args[i]), v);
+  }
+  return v;
+}
+
+llvm::Value* ExprLowering::packetSkb() {
+  if (args_.packet->skb) return args_.packet->skb;
+  if (args_.packet->cookie) return registerAt(cookieByte(b_, args_.packet->cookie, kPacketCookieSkbShift));
+  uint32_t slot = args_.arg_positions.empty() ? 0 : args_.arg_positions[0];
+  return b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(slot)));
+}
+
+llvm::Value* ExprLowering::packetSite() {
+  if (args_.packet->cookie) return b_.CreateAnd(args_.packet->cookie, b_.getInt64(0xffffffff));
+  return b_.getInt64(args_.packet->site);
+}
+
+llvm::Value* ExprLowering::packetReason() {
+  if (args_.packet->at_return) return b_.getInt64(0);  // the reason was at entry
+  if (args_.packet->cookie) {
+    llvm::Value* plus_one = cookieByte(b_, args_.packet->cookie, kPacketCookieReasonShift);
+    llvm::Value* reason = registerAt(b_.CreateSub(plus_one, b_.getInt64(1)));
+    reason = b_.CreateAnd(reason, b_.getInt64(0xffffffff));  // an enum: 32 bits
+    return b_.CreateSelect(b_.CreateICmpEQ(plus_one, b_.getInt64(0)), b_.getInt64(0), reason);
+  }
+  if (!args_.packet->reason_slot) return b_.getInt64(0);
+  llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(*args_.packet->reason_slot));
+  return b_.CreateAnd(b_.CreateLoad(b_.getInt64Ty(), addr), b_.getInt64(0xffffffff));
+}
+
+llvm::Value* ExprLowering::packetFrees() {
+  if (args_.packet->at_return) return b_.getFalse();
+  if (args_.packet->cookie) {
+    return b_.CreateICmpNE(b_.CreateAnd(args_.packet->cookie, b_.getInt64(kPacketCookieFrees)), b_.getInt64(0));
+  }
+  return b_.getInt1(args_.packet->frees);
 }
 
 llvm::Value* ExprLowering::syscallRegs() {

@@ -40,6 +40,7 @@ enum class Helper : int {
   RingbufSubmit = 132,
   GetCurrentTaskBtf = 158,
   GetFuncIp = 173,
+  GetAttachCookie = 174,
 };
 
 /// BPF map types (the subset kq uses).

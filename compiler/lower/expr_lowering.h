@@ -50,6 +50,27 @@ struct LoweringProblem {
 };
 
 /// How the program being generated reaches the probe's arguments and return value.
+/// A `packet` program's own facts: which site it serves and where its skb (argument 0) and a
+/// drop's reason are. A kprobe program serving every function reads them from its attach
+/// cookie (kPacketCookie*), a tracepoint program knows them.
+struct PacketAccess {
+  llvm::Value* cookie = nullptr;
+  uint32_t site = 0;                    // a tracepoint's site number
+  std::optional<uint32_t> reason_slot;  // a tracepoint's context slot of the reason
+  bool frees = false;                   // a tracepoint where the skb is freed
+  /// The skb, read once when the program starts (a tracepoint's may be NULL: the program
+  /// returns then, and the verifier knows this value is not), or at a function's return
+  /// (`packet graph`) the one its entry saw.
+  llvm::Value* skb = nullptr;
+  bool at_return = false;
+};
+
+/// A packet kprobe's cookie: the site number in the low 32 bits, then the register of the
+/// skb, then the register of the reason plus one (0: none), then whether the skb is freed.
+inline constexpr uint32_t kPacketCookieSkbShift = 32;
+inline constexpr uint32_t kPacketCookieReasonShift = 40;
+inline constexpr uint64_t kPacketCookieFrees = uint64_t{1} << 48;
+
 struct ArgAccess {
   /// SyscallRegs: a tp_btf program on raw_syscalls:sys_enter, whose ctx[0] is the `struct
   /// pt_regs *` the system call was made with (its arguments in the syscall convention).
@@ -80,6 +101,8 @@ struct ArgAccess {
   std::vector<uint32_t> arg_positions;
   /// `func` is the traced function's address (bpf_get_func_ip), not a constant name.
   bool func_ip = false;
+  /// `packet` programs.
+  std::optional<PacketAccess> packet;
   /// The probe's arguments (their types), for properties.
   const std::vector<sema::ProbeArg>* probe_args = nullptr;
   /// A constant value for `func` and `probe` in this program.
@@ -122,6 +145,14 @@ class ExprLowering {
   /// that is one) names: what its record field keeps, printed as the name.
   Val lookupKey(const ast::Expr& e);
 
+  /// `packet` programs: the skb, the site's number, a drop's reason (0 where none), and
+  /// whether the skb is freed here.
+  llvm::Value* packetSkb();
+  llvm::Value* packetSite();
+  llvm::Value* packetReason();
+  llvm::Value* packetFrees();
+  bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
+
   const sema::ExprInfo& info(const ast::Expr& e) const;
   /// Until `leaveBody`, lowers expressions of the body of the `fn` (or property) that `use`
   /// calls, with its parameters bound as at `use`: a `fmt` in a `fn` is printed from its
@@ -159,6 +190,7 @@ class ExprLowering {
   const kernel::TracepointField* recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
   Val registerArg(uint32_t index, const sema::Type* type);
+  llvm::Value* registerAt(llvm::Value* position);
   /// A register of the probe's `struct pt_regs` (at `regs`, else the program's context),
   /// through CO-RE when BTF describes it.
   llvm::Value* readRegister(const RegisterSlot& reg, llvm::Value* regs = nullptr);

@@ -47,8 +47,9 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   for (size_t q = 0; q < queries.size(); ++q) {
     if (!queries[q].aggregates || queries[q].probes.empty() || queries[q].probes.front().chain.empty()) continue;
     const sema::ResolvedProbe& first = queries[q].probes.front();
-    layout_options.func_is_address = first.chain.back().functions.size() > 1 ||
-                                     std::holds_alternative<ast::PacketTarget>(first.chain.back().target->kind);
+    bool packet = std::holds_alternative<ast::PacketTarget>(first.chain.back().target->kind);
+    layout_options.func_is_address = first.chain.back().functions.size() > 1 || packet;
+    layout_options.packet_sites = packet ? &first.chain.back().packet_sites : nullptr;
     layout_options.joins = &queries[q].joins;
     aggregations[q] = aggregationOf(queries[q], first, static_cast<uint32_t>(q), layout_options);
     runtime::AggregateLayout& layout = aggregations[q]->layout;

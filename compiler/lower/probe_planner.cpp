@@ -18,6 +18,8 @@ using runtime::Attach;
 constexpr uint32_t kUprobeArgs = 6;
 /// Entries a stash holds: calls in flight at once, across threads. Allocated on use.
 constexpr uint32_t kStashEntries = 65536;
+/// `track`: packets followed at once (an LRU map: the oldest make room).
+constexpr uint32_t kTrackedPackets = 65536;
 
 ProgramSite site(std::string section, Attach attach, std::string target, uint32_t group,
                  uint32_t method, ArgAccess args) {
@@ -110,10 +112,10 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
   const sema::ResolvedTarget& target = probe.chain.back();
   const ast::Target& ast_target = *target.target;
   runtime::ProgramPlan& plan = object_.plan();
+  bool packet = std::holds_alternative<ast::PacketTarget>(ast_target.kind);
   LayoutOptions layout_options{object_.options().string_bytes, object_.options().dump_bytes,
-                               target.functions.size() > 1 ||
-                                   std::holds_alternative<ast::PacketTarget>(ast_target.kind),
-                               &query.joins};
+                               target.functions.size() > 1 || packet, &query.joins};
+  if (packet) layout_options.packet_sites = &target.packet_sites;
   ProbeUnit p{query, probe, target,
               keeps ? std::vector<Field>{} : recordFields(query, probe, layout_options)};
   p.id = static_cast<uint32_t>(plan.layout.probes.size());
@@ -127,6 +129,7 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
   layout.writes_records = aggregation == nullptr && keeps == nullptr;
   layout.size = p.record_bytes;
   for (const Field& f : p.fields) layout.fields.push_back(f.layout);
+  if (packet) addPacketState(p, layout, query_number);
   plan.layout.probes.push_back(std::move(layout));
   if (probe.at_exit) {
     p.stash_args = stashArguments(query);
@@ -386,24 +389,109 @@ void ProbePlanner::lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u,
   emitter_.emitMain(p, out, /*from_stash=*/true);
 }
 
-void ProbePlanner::lowerPacket(const ProbeUnit& p) {
-  uint32_t group = object_.newGroup(p.target.description);
-  // Functions by the position of their `struct sk_buff *`: a program reads it from there.
-  std::map<uint32_t, std::vector<std::string>> by_position;
-  for (size_t i = 0; i < p.target.functions.size() && i < p.target.packet_positions.size(); ++i) {
-    by_position[p.target.packet_positions[i]].push_back(p.target.functions[i].name);
+void ProbePlanner::addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, uint32_t query_number) {
+  const auto& packet = std::get<ast::PacketTarget>(p.target.target->kind);
+  runtime::PacketLayout& view = layout.packet.emplace();
+  view.graph = packet.graph;
+  for (const sema::PacketSite& site : p.target.packet_sites) {
+    view.sites.push_back(site.name);
+    view.modules.push_back(site.module);
   }
-  for (uint32_t method = 0; method < 2; ++method) {
-    for (const auto& [position, symbols] : by_position) {
-      ArgAccess regs{ArgAccess::Kind::PtRegs};
-      regs.arg_positions = {position};
-      regs.func_ip = true;
-      ProgramSite s = method == 0 ? site("kprobe.multi", Attach::KprobeMulti, "", group, 0, regs)
-                                  : site("kprobe", Attach::Kprobe, "", group, 1, regs);
-      s.symbols = symbols;
-      s.target = fmt::format("{} functions", symbols.size());
-      emitter_.emitMain(p, s);
+  std::optional<btf::BtfType> reason = object_.btf().findEnum("skb_drop_reason");
+  for (size_t i = 0; i < p.fields.size(); ++i) {
+    runtime::FieldLayout& f = layout.fields[i];
+    switch (p.fields[i].packet) {
+      case Field::Packet::None: break;
+      case Field::Packet::Skb: view.skb_field = static_cast<int32_t>(i); break;
+      case Field::Packet::Site: if (f.hidden) view.site_field = static_cast<int32_t>(i); break;
+      case Field::Packet::Return: view.return_field = static_cast<int32_t>(i); break;
+      case Field::Packet::Reason:
+        view.reason_field = static_cast<int32_t>(i);
+        if (reason) {
+          f.btf_id = reason->id;
+          f.type_name = "enum skb_drop_reason";
+        } else {
+          f.kind = runtime::FieldKind::Unsigned;
+        }
+        break;
     }
+  }
+  if (p.query.query->clauses.track) {
+    p.tracked = object_.addMap({fmt::format("track_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 8, 0});
+  }
+  if (packet.graph) {
+    p.graph = object_.addMap({fmt::format("graph_{}", query_number), MapType::Hash, kStashEntries, 16, 8, kMapNoPrealloc});
+  }
+}
+
+void ProbePlanner::lowerPacket(const ProbeUnit& p) {
+  const sema::ResolvedTarget& t = p.target;
+  bool graph = std::get<ast::PacketTarget>(t.target->kind).graph;
+  uint32_t group = object_.newGroup(t.description);
+  // One program serves every function: its attach cookie says which, and where the
+  // function takes its skb (and a drop's reason), so LLVM compiles it once.
+  std::vector<std::string> symbols;
+  std::vector<uint64_t> cookies;
+  std::vector<std::pair<uint32_t, const sema::PacketSite*>> tracepoints;
+  for (uint32_t i = 0; i < t.packet_sites.size(); ++i) {
+    const sema::PacketSite& site = t.packet_sites[i];
+    if (!site.event.empty()) {
+      tracepoints.emplace_back(i, &site);
+      continue;
+    }
+    symbols.push_back(site.name);
+    cookies.push_back(i | uint64_t{site.skb} << kPacketCookieSkbShift |
+                      uint64_t{site.reason ? *site.reason + 1 : 0} << kPacketCookieReasonShift |
+                      (site.frees ? kPacketCookieFrees : 0));
+  }
+  uint32_t method = 0;
+  if (!symbols.empty()) {
+    struct Kind {
+      const char* enter_section;
+      Attach enter;
+      const char* leave_section;
+      Attach leave;
+    };
+    for (Kind k : {Kind{"kprobe.multi", Attach::KprobeMulti, "kretprobe.multi", Attach::KretprobeMulti},
+                   Kind{"kprobe", Attach::Kprobe, "kretprobe", Attach::Kretprobe}}) {
+      ArgAccess regs{ArgAccess::Kind::PtRegs};
+      regs.packet.emplace();
+      ProgramSite enter = site(k.enter_section, k.enter, "", group, method, regs);
+      enter.symbols = symbols;
+      enter.cookies = cookies;
+      enter.target = fmt::format("{} functions", symbols.size());
+      emitter_.emitMain(p, enter);
+      if (graph) {
+        ProgramSite leave = site(k.leave_section, k.leave, "", group, method, regs);
+        leave.symbols = symbols;
+        leave.cookies = cookies;
+        leave.target = enter.target;
+        emitter_.emitPacketReturn(p, leave);
+      }
+      ++method;
+    }
+  }
+  if (graph || tracepoints.empty()) {
+    object_.noteGroup(group, "packet mode attaches kprobe.multi, then a kprobe per function, with "
+                             "one program for all of them (fentry would need one each)");
+    return;
+  }
+  // Where the kernel has neither: the tracepoints that carry an skb, each a tp_btf program.
+  object_.noteGroup(group, fmt::format(
+      "packet mode attaches kprobe.multi, then a kprobe per function, with one program for all "
+      "of them (fentry would need one each); without kprobes, the {} tracepoints that carry "
+      "an skb", tracepoints.size()));
+  for (const auto& [index, packet_site] : tracepoints) {
+    ArgAccess args{ArgAccess::Kind::CtxArray};
+    args.arg_positions = {packet_site->skb};
+    args.packet.emplace();
+    args.packet->site = index;
+    args.packet->reason_slot = packet_site->reason;
+    args.packet->frees = packet_site->frees;
+    args.func = packet_site->name;
+    ProgramSite s = site("tp_btf/" + packet_site->event, Attach::TpBtf, packet_site->event, group,
+                         method, args);
+    emitter_.emitMain(p, s);
   }
 }
 

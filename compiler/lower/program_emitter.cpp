@@ -55,6 +55,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.target = site.target;
   planned.binary = site.binary;
   planned.symbols = site.symbols;
+  planned.cookies = site.cookies;
   planned.group = site.group;
   planned.method = site.method;
   planned.period_ns = site.period_ns;
@@ -257,16 +258,29 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   if (!p.keeps) processFilter(*program);
   contextFilter(*this, *program, p);
   if (from_stash) takeStash(*program, p, site, args);
+  if (args.packet) packetSetup(*program, p, args, site);
   ExprLowering body = lowering(*program, p.probe.exprs, args);
   std::vector<JoinMatch> matches;
   if (!p.joins.empty()) matches = emitJoinLookups(*this, *program, body, args, p);
 
   const ast::Expr* where = p.keeps ? p.keeps->join->join->where.get() : p.query.query->clauses.where.get();
   if (where) {
+    auto* pass = llvm::BasicBlock::Create(b.getContext(), "kept", program->fn);
+    if (p.tracked) {
+      // A packet followed since it matched goes on without `where`.
+      auto* check = llvm::BasicBlock::Create(b.getContext(), "check_where", program->fn);
+      b.CreateCondBr(packetTracked(*program, body, p), pass, check);
+      b.SetInsertPoint(check);
+    }
     llvm::Value* keep = body.condition(*where);
     if (std::getenv("KQ_TEST_VERIFIER_REJECT") && !p.keeps) rejectedOnPurpose(*program, *where);
-    auto* pass = llvm::BasicBlock::Create(b.getContext(), "kept", program->fn);
-    b.CreateCondBr(keep, pass, program->bail);
+    auto* matched = p.tracked ? llvm::BasicBlock::Create(b.getContext(), "matched", program->fn) : pass;
+    b.CreateCondBr(keep, matched, program->bail);
+    if (p.tracked) {
+      b.SetInsertPoint(matched);
+      packetMatched(*program, body, p);
+      b.CreateBr(pass);
+    }
     b.SetInsertPoint(pass);
   }
   b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
@@ -279,6 +293,7 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   } else {
     writeRecord(*program, body, p);
   }
+  if (args.packet) packetRecorded(*program, body, p);
   reportProblems(body);
   finish(*program, name, site);
 }
@@ -336,6 +351,14 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
   llvm::IRBuilder<>& b = program.b;
   BpfModule& module = object_.module();
   llvm::Value* dst = b.CreateGEP(b.getInt8Ty(), record, b.getInt64(f.layout.offset));
+  switch (f.packet) {
+    case Field::Packet::None: break;
+    case Field::Packet::Skb: return (void)b.CreateStore(lower.packetSkb(), dst);
+    case Field::Packet::Site: return (void)b.CreateStore(lower.packetSite(), dst);
+    case Field::Packet::Reason: return (void)b.CreateStore(lower.packetReason(), dst);
+    case Field::Packet::Return:
+      return (void)b.CreateStore(b.getInt64(lower.packetAtReturn() ? 1 : 0), dst);
+  }
   if (f.layout.hidden && !f.expr) return;  // a record's address: written with the record
   if (f.expr && lower.info(*f.expr).ref == sema::Ref::Joined) {
     // As the join kept it: the field is laid out as the join's (record_layout's fieldFor).

@@ -27,6 +27,8 @@ struct ProgramSite {
   uint32_t method = 0;
   std::string binary;
   std::vector<std::string> symbols;
+  /// Kprobes serving many functions: each symbol's attach cookie (packet mode).
+  std::vector<uint64_t> cookies;
   ArgAccess args;
   /// The value of `func` when the program serves one function.
   std::string func;
@@ -78,6 +80,10 @@ struct ProbeUnit {
   const JoinTable* keeps = nullptr;
   /// The query's joins, each looked up by its events (indexed as ResolvedQuery::joins).
   std::vector<const JoinTable*> joins;
+  /// `packet ... track`: the skbs that matched once, by address, until freed.
+  llvm::GlobalVariable* tracked = nullptr;
+  /// `packet graph`: the skb each function entered with, by (thread, site), for its return.
+  llvm::GlobalVariable* graph = nullptr;
 };
 
 /// A program being generated.
@@ -102,6 +108,8 @@ class ProgramEmitter {
   void emitStash(const ProbeUnit& p, ProgramSite site);
   /// With `-c`: a child of a followed process is followed too.
   void emitForkFollower();
+  /// `packet graph`: at a function's return, a record for the packet its entry matched.
+  void emitPacketReturn(const ProbeUnit& p, ProgramSite site);
 
   // Pieces shared with call_context.cpp and aggregate_emitter.cpp.
   std::unique_ptr<Program> begin(const std::string& name, const std::string& section,
@@ -132,6 +140,13 @@ class ProgramEmitter {
 
  private:
   llvm::Value* stashKey(Program& program, const ProgramSite& site);
+  /// Packet programs (packet_emitter.cpp): the attach cookie and the skb; with `track`, whether the
+  /// packet has matched before; after the record, what `track` and `graph` keep.
+  void packetSetup(Program& program, const ProbeUnit& p, ArgAccess& args, const ProgramSite& site);
+  llvm::Value* packetTracked(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  void packetMatched(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  void packetRecorded(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  llvm::Value* graphKey(Program& program, ExprLowering& lower);
   void takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site, ArgAccess& args);
   /// The test hook that makes the verifier refuse a program at `at`.
   void rejectedOnPurpose(Program& program, const ast::Expr& at);

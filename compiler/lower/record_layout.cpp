@@ -133,6 +133,46 @@ Field funcAddressField(std::string name) {
   return f;
 }
 
+/// `func` where one program serves many functions: a `packet` probe's site number, printed
+/// as the site's name; elsewhere the function's address, printed as its symbol.
+Field funcField(std::string name, const LayoutOptions& options) {
+  if (!options.packet_sites) return funcAddressField(std::move(name));
+  Field f;
+  f.layout.name = std::move(name);
+  f.layout.kind = FieldKind::Table;
+  f.layout.size = 8;
+  for (size_t i = 0; i < options.packet_sites->size(); ++i) {
+    f.layout.names.emplace(static_cast<int64_t>(i), (*options.packet_sites)[i].name);
+  }
+  f.packet = Field::Packet::Site;
+  return f;
+}
+
+void addField(std::vector<Field>& fields, Field f);
+
+Field packetField(Field::Packet role, FieldKind kind) {
+  Field f;
+  f.layout.name = role == Field::Packet::Skb ? "skb" : role == Field::Packet::Return ? "is_return" : "reason";
+  f.layout.kind = kind;
+  f.layout.size = 8;
+  f.layout.hidden = true;
+  f.packet = role;
+  return f;
+}
+
+/// What the per-packet view and ipftrace2's JSON need of each event, hidden: the packet,
+/// where it was seen, whether a function returned (graph), a drop's reason.
+void addPacketFields(std::vector<Field>& fields, const sema::ResolvedTarget& target,
+                     const LayoutOptions& options) {
+  addField(fields, packetField(Field::Packet::Skb, FieldKind::Pointer));
+  fields.back().type = target.args.front().type;
+  Field site = funcField("function", options);
+  site.layout.hidden = true;
+  addField(fields, std::move(site));
+  addField(fields, packetField(Field::Packet::Return, FieldKind::Bool));
+  addField(fields, packetField(Field::Packet::Reason, FieldKind::Enum));
+}
+
 bool isFunc(const sema::ExprTable& exprs, const ast::Expr& e) {
   auto it = exprs.find(&e);
   return it != exprs.end() && it->second.ref != sema::Ref::Joined && it->second.variable &&
@@ -212,17 +252,9 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
   const std::optional<ast::CaptureList>* captures = target.target->captures();
   bool has_list = captures && *captures;
   bool all = !has_list && query.shape.columns.empty();
-  if (std::holds_alternative<ast::PacketTarget>(target.target->kind) && all) {
-    // By default a packet shows where it is (the function) and which it is (the skb).
-    addField(fields, funcAddressField("func"));
-    Field skb;
-    skb.layout.name = "skb";
-    skb.layout.kind = FieldKind::Pointer;
-    skb.layout.size = 8;
-    skb.type = target.args.front().type;
-    addField(fields, std::move(skb));
-    all = false;
-  }
+  bool packet = std::holds_alternative<ast::PacketTarget>(target.target->kind);
+  // A packet's function and address are shown by the per-packet view (hidden fields).
+  if (packet) all = false;
   // With `select`, a capture list only names the arguments (`trace tcp_sendmsg(sk, size)
   // select comm, size`): the columns are what `select` says.
   if (query.shape.columns.empty()) addCaptures(fields, probe, all, options);
@@ -237,12 +269,13 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
       continue;
     }
     if (options.func_is_address && isFunc(probe.exprs, e)) {
-      addField(fields, funcAddressField(column.name));
+      addField(fields, funcField(column.name, options));
       continue;
     }
     const sema::Type* type = probe.exprs.at(&e).type;
     addField(fields, Field{fieldFor(probe.exprs, &e, type, column.name, options), &e, 0, type});
   }
+  if (packet) addPacketFields(fields, target, options);
   uint32_t offset = kHeaderBytes;
   for (Field& f : fields) {
     f.layout.offset = offset;
@@ -322,7 +355,7 @@ void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Res
     const sema::Type* type = probe.exprs.at(&key).type;
     key_field[k] = static_cast<int32_t>(layout.keys.size());
     if (options.func_is_address && isFunc(probe.exprs, key)) {
-      place(funcAddressField(name));
+      place(funcField(name, options));
       continue;
     }
     place(Field{fieldFor(probe.exprs, &key, type, name, options), &key, 0, type});

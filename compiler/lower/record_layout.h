@@ -24,6 +24,8 @@ struct Field {
   uint32_t arg = 0;                 // the argument, for `*`
   const sema::Type* type = nullptr;
   bool func_ip = false;  // the traced function's address (`func` where one program serves many)
+  /// A `packet` probe's hidden facts (runtime::PacketLayout), computed by its program.
+  enum class Packet : uint8_t { None, Skb, Site, Return, Reason } packet = Packet::None;
   /// A `fmt` argument inside a `fn`: the `fn` use whose body `expr` belongs to.
   const ast::Expr* within = nullptr;
 };
@@ -43,6 +45,8 @@ struct LayoutOptions {
   bool func_is_address = false;
   /// The query's joins: a value one keeps (`issue.comm`) is laid out as the join keeps it.
   const std::vector<sema::ResolvedJoin>* joins = nullptr;
+  /// `packet`: where packets are seen; `func` is then the site's number, printed as its name.
+  const std::vector<sema::PacketSite>* packet_sites = nullptr;
 };
 
 /// What a join keeps for each event of its source, as the fields of its map's value: each

@@ -93,7 +93,7 @@ class Builder {
 
   // clause : JOIN probe AS name (WHERE expr)? ON expr (WITHIN NUMBER)? | WHERE expr
   //        | SELECT selectItem (',' selectItem)* | GROUP BY expr (',' expr)*
-  //        | EVERY NUMBER | FOR NUMBER | LIMIT NUMBER
+  //        | EVERY NUMBER | FOR NUMBER | LIMIT NUMBER | TRACK
   Clauses clauses(const std::vector<P::ClauseContext*>& list) {
     Clauses out;
     std::vector<std::pair<std::string, SourceRange>> seen;
@@ -136,6 +136,8 @@ class Builder {
             numberClause(for_clause->NUMBER(), NumberUnit::Nanoseconds, "for", range(for_clause));
       } else if (auto* limit = dynamic_cast<P::LimitClauseContext*>(clause)) {
         out.limit = numberClause(limit->NUMBER(), NumberUnit::None, "limit", range(limit));
+      } else if (dynamic_cast<P::TrackClauseContext*>(clause)) {
+        out.track = keyword;
       }
     }
     return out;
@@ -193,14 +195,16 @@ class Builder {
     return out;
   }
 
-  // target : PACKET GRAPH? | INTERVAL NUMBER | PROFILE NUMBER
+  // target : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? | INTERVAL NUMBER | PROFILE NUMBER
   //        | TRACEPOINT ':' pattern ':' pattern captureList? | SYSCALL ':' pattern captureList?
   //        | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?
   //        | pattern (':' pattern)? captureList?
   Target target(P::TargetContext* ctx) {
-    Target out{PacketTarget{false}, range(ctx)};
+    Target out{PacketTarget{}, range(ctx)};
     if (auto* t = dynamic_cast<P::PacketTargetContext*>(ctx)) {
-      out.kind = PacketTarget{t->GRAPH() != nullptr};
+      PacketTarget packet{t->GRAPH() != nullptr, {}};
+      for (P::PatternContext* p : t->pattern()) packet.functions.push_back(pattern(p));
+      out.kind = std::move(packet);
     } else if (auto* t = dynamic_cast<P::IntervalTargetContext*>(ctx)) {
       out.kind = IntervalTarget{unitNumber(t->NUMBER(), NumberUnit::Nanoseconds, "interval")};
     } else if (auto* t = dynamic_cast<P::ProfileTargetContext*>(ctx)) {

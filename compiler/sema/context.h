@@ -68,6 +68,10 @@ const Type* typeFromCString(Context& ctx, const std::string& c_type, uint32_t si
 /// Resolves one probe target against the kernel (reports unknown names).
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target);
 
+/// `packet`: the functions and tracepoints a packet is seen at (packet_target.cpp).
+std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,
+                                            const ast::PacketTarget& packet);
+
 /// Resolves the sources of a query's joins (check_joins.cpp).
 void resolveJoins(Context& ctx, ResolvedQuery& query);
 

@@ -307,27 +307,6 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   return out;
 }
 
-std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target) {
-  ResolvedTarget out;
-  auto skb = ctx.btf.findStruct("sk_buff");
-  if (!skb) {
-    ctx.diags.report(DiagKind::UnknownType, target.range, "the kernel's BTF has no `struct sk_buff`");
-    return std::nullopt;
-  }
-  const Type* skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
-  // Functions ftrace cannot attach to would make the whole attachment fail; kprobes reach
-  // the first six arguments.
-  for (auto& [f, position] : ctx.btf.functionsTaking("sk_buff", 6)) {
-    if (ctx.kernel.inFilterFunctions(f.name) == kernel::Known::No) continue;
-    out.functions.push_back(std::move(f));
-    out.packet_positions.push_back(position);
-  }
-  out.args.push_back({"skb", skb_ptr, 0});
-  out.attach = functionAttachMethods(ctx.kernel, {});
-  out.description = fmt::format("packet ({} functions)", out.functions.size());
-  return out;
-}
-
 }  // namespace
 
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target) {
@@ -340,8 +319,8 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out = resolveSyscall(ctx, *t);
   } else if (const auto* t = std::get_if<ast::UprobeTarget>(&target.kind)) {
     out = resolveUprobe(ctx, *t);
-  } else if (std::holds_alternative<ast::PacketTarget>(target.kind)) {
-    out = resolvePacket(ctx, target);
+  } else if (const auto* t = std::get_if<ast::PacketTarget>(&target.kind)) {
+    out = resolvePacket(ctx, target, *t);
   } else if (const auto* t = std::get_if<ast::IntervalTarget>(&target.kind)) {
     out.emplace();
     out->attach = {{AttachKind::PerfEvent, Known::Yes, ""}};

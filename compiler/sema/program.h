@@ -38,6 +38,17 @@ struct ProbeArg {
   uint32_t index;
 };
 
+/// `packet`: one place a packet is seen: a kernel function, or (where neither kprobes nor
+/// fentry exist) a tracepoint that carries an skb.
+struct PacketSite {
+  std::string name;    // `ip_rcv`, `skb:kfree_skb`
+  std::string module;  // `vmlinux` or the module's name
+  std::string event;   // a tracepoint's event (`kfree_skb`); empty for a function
+  uint32_t skb = 0;    // the argument (a function's) or context slot (a tracepoint's) of the skb
+  std::optional<uint32_t> reason;  // likewise, of an `enum skb_drop_reason`
+  bool frees = false;  // the skb's memory is freed here (kfree_skbmem; skb:kfree_skb, skb:consume_skb)
+};
+
 /// One probe target after resolution.
 struct ResolvedTarget {
   const ast::Target* target = nullptr;
@@ -49,8 +60,8 @@ struct ResolvedTarget {
   std::optional<kernel::TracepointFormat> format;  // classic tracepoint record
   /// A syscall: the offset of `ret` in its `sys_exit_<name>` record (from tracefs).
   std::optional<uint32_t> exit_ret_offset;
-  /// `packet`: for each of `functions`, the position of its `struct sk_buff *`.
-  std::vector<uint32_t> packet_positions;
+  /// `packet`: where packets are seen: each of `functions` (in order), then tracepoints.
+  std::vector<PacketSite> packet_sites;
   /// A glob over tracepoints or syscalls: each match, `category:event`.
   std::vector<std::string> events;
   std::string binary;                              // uprobe

@@ -244,13 +244,14 @@ void checkCallContext(Context& ctx, const ResolvedProbe& probe) {
   }
 }
 
-void checkPacket(Context& ctx, const ast::Clauses& clauses, const ResolvedProbe& probe) {
+void checkPacket(Context& ctx, const ast::Clauses& clauses, const ResolvedProbe& probe,
+                 bool aggregates) {
   const ast::Target& target = *probe.chain.back().target;
   const auto* packet = std::get_if<ast::PacketTarget>(&target.kind);
   if (!packet) return;
-  if (packet->graph) {
-    ctx.diags.report(DiagKind::Unsupported, target.range, "kq cannot trace `packet graph` yet")
-        .note("`trace packet` shows each function the packet goes through");
+  if (packet->graph && aggregates) {
+    ctx.diags.report(DiagKind::Unsupported, target.range, "`packet graph` prints each packet's calls as a tree, not a table")
+        .note("count the functions packets pass through with `trace packet ... group by func select count()`");
   }
   if (probe.func.in_where && clauses.where) {
     ctx.diags.report(DiagKind::Unsupported, clauses.where->range,
@@ -267,6 +268,7 @@ void checkQueryShape(Context& ctx, ResolvedQuery& query) {
   if (clauses.every) query.shape.every_ns = clauses.every->value;
   if (clauses.for_duration) query.shape.for_ns = clauses.for_duration->value;
   if (clauses.limit) query.shape.limit = clauses.limit->value;
+  bool packets = false;
   for (ResolvedProbe& probe : query.probes) {
     if (probe.chain.empty()) continue;
     const std::optional<ast::CaptureList>* captures = probe.chain.back().target->captures();
@@ -279,7 +281,12 @@ void checkQueryShape(Context& ctx, ResolvedQuery& query) {
     checkFormatPlaces(ctx, probe);
     checkPlacements(ctx, clauses, probe);
     checkCallContext(ctx, probe);
-    checkPacket(ctx, clauses, probe);
+    checkPacket(ctx, clauses, probe, query.aggregates);
+    packets = packets || std::holds_alternative<ast::PacketTarget>(probe.chain.back().target->kind);
+  }
+  if (clauses.track && !packets) {
+    ctx.diags.report(DiagKind::Unsupported, *clauses.track, "`track` follows packets: it needs `trace packet`")
+        .note("`trace packet where mark == 0x1 track` follows each packet that matched once");
   }
   if (query.aggregates) {
     checkAggregateQuery(ctx, query);

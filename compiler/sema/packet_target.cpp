@@ -1,0 +1,111 @@
+// `trace packet`: the places a packet can be seen. Every traceable function taking a
+// `struct sk_buff *` among its first six arguments (what kprobes reach), narrowed by the
+// query's globs (`packet(ip_*, udp_*)`), then every tracepoint whose BTF handler carries
+// one: the set a kernel without kprobes and fentry falls back to.
+#include <bpf/btf.h>
+
+#include <fmt/format.h>
+
+#include "compiler/sema/context.h"
+
+namespace kq::sema {
+namespace {
+
+using kernel::Known;
+
+/// kprobes read the first six arguments from registers.
+constexpr uint32_t kRegisterArgs = 6;
+
+/// The parameter (from `first`) whose type is `enum skb_drop_reason`.
+std::optional<uint32_t> dropReason(const btf::Function& f, uint32_t first) {
+  for (uint32_t i = first; i < f.params.size(); ++i) {
+    btf::BtfType t = f.params[i].type.resolved();
+    if (t.id != 0 && (btf_is_enum(t.get()) || btf_is_enum64(t.get())) && t.name() == "skb_drop_reason") return i - first;
+  }
+  return std::nullopt;
+}
+
+bool matchesAny(const std::vector<ast::Pattern>& globs, std::string_view name) {
+  if (globs.empty()) return true;
+  for (const ast::Pattern& g : globs) {
+    if (btf::globMatch(g.text, name)) return true;
+  }
+  return false;
+}
+
+/// `event` -> `category:event`, for the events of the categories tracefs lists.
+std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events) {
+  std::map<std::string, std::string> out;
+  auto categories = ctx.kernel.tracepointCategories();
+  if (!categories) return out;
+  for (const std::string& category : *categories) {
+    auto listed = ctx.kernel.tracepointEvents(category);
+    if (!listed) continue;
+    for (const std::string& event : *listed) {
+      if (events.count(event)) out.emplace(event, category + ":" + event);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,
+                                            const ast::PacketTarget& packet) {
+  ResolvedTarget out;
+  auto skb = ctx.btf.findStruct("sk_buff");
+  if (!skb) {
+    ctx.diags.report(DiagKind::UnknownType, target.range, "the kernel's BTF has no `struct sk_buff`");
+    return std::nullopt;
+  }
+  std::vector<bool> glob_used(packet.functions.size(), false);
+  auto use = [&](std::string_view name) {
+    bool any = packet.functions.empty();
+    for (size_t i = 0; i < packet.functions.size(); ++i) {
+      if (btf::globMatch(packet.functions[i].text, name)) any = glob_used[i] = true;
+    }
+    return any;
+  };
+  // Functions ftrace cannot attach to would make the whole attachment fail.
+  for (auto& [f, position] : ctx.btf.functionsTaking("sk_buff", kRegisterArgs)) {
+    if (ctx.kernel.inFilterFunctions(f.name) == Known::No || !use(f.name)) continue;
+    PacketSite site{f.name, f.module.empty() ? "vmlinux" : f.module, "", position, dropReason(f, 0),
+                    f.name == "kfree_skbmem"};
+    out.packet_sites.push_back(std::move(site));
+    out.functions.push_back(std::move(f));
+  }
+  std::vector<std::pair<std::string, uint32_t>> events = ctx.btf.tracepointsTaking("sk_buff");
+  std::set<std::string> event_names;
+  for (auto& [event, slot] : events) event_names.insert(event);
+  std::map<std::string, std::string> names = tracepointNames(ctx, event_names);
+  for (auto& [event, slot] : events) {
+    std::optional<btf::Function> handler = ctx.btf.findTracepointHandler(event);
+    if (!handler || !use(event)) continue;
+    auto named = names.find(event);
+    out.packet_sites.push_back({named == names.end() ? event : named->second, "vmlinux", event,
+                                slot, dropReason(*handler, 1),
+                                event == "kfree_skb" || event == "consume_skb"});
+  }
+  for (size_t i = 0; i < packet.functions.size(); ++i) {
+    if (glob_used[i]) continue;
+    const ast::Pattern& glob = packet.functions[i];
+    Diagnostic& diag = ctx.diags.report(
+        DiagKind::UnknownFunction, glob.range,
+        fmt::format("no traceable function {} `{}` takes a `struct sk_buff *` (nor does a "
+                    "tracepoint of that name carry one)",
+                    glob.isGlob() ? "matching" : "named", glob.text));
+    diag.note("`kq list packet` lists the functions packet tracing attaches to");
+  }
+  if (out.packet_sites.empty()) return std::nullopt;
+  auto skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
+  out.args.push_back({"skb", skb_ptr, 0});
+  out.attach = functionAttachMethods(ctx.kernel, {});
+  out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
+  size_t tracepoints = out.packet_sites.size() - out.functions.size();
+  out.description = tracepoints == out.packet_sites.size()
+                        ? fmt::format("packet ({} tracepoints)", tracepoints)
+                        : fmt::format("packet ({} functions)", out.functions.size());
+  return out;
+}
+
+}  // namespace kq::sema
