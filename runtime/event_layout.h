@@ -93,6 +93,7 @@ struct PacketLayout {
   int32_t reason_field = -1;  // a drop's `enum skb_drop_reason` (0 where none)
   std::vector<std::string> sites;    // `ip_rcv`, `skb:kfree_skb`
   std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
+  std::vector<bool> frees;  // each site: the skb is freed there (a later one is a new packet)
   bool graph = false;
 };
 

@@ -1,4 +1,5 @@
 #include "runtime/formatter.h"
+#include "runtime/packet_view.h"
 
 #include <arpa/inet.h>
 
@@ -227,10 +228,11 @@ std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fie
 class TextFormatter : public Formatter {
  public:
   TextFormatter(const ProgramLayout& layout, TypeDumper& types, int64_t offset, std::ostream& out)
-      : layout_(layout), types_(types), offset_(offset), out_(out) {
+      : layout_(layout), types_(types), offset_(offset), out_(out), packets_(offset, out) {
     // One header for all probes when they share their columns; otherwise name=value pairs.
+    // Packets are shown apart, at the end, by packet.
     for (const ProbeLayout& p : layout.probes) {
-      if (!p.writes_records) continue;
+      if (!p.writes_records || p.packet) continue;
       has_events_ = true;
       std::vector<std::string> names;
       for (const FieldLayout& f : p.fields) {
@@ -264,9 +266,12 @@ class TextFormatter : public Formatter {
     out_ << withoutTrailingSpaces(std::move(header)) << "\n";
   }
 
+  void end() override { packets_.print(); }
+
   void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
              size_t size) override {
     setCurrentProcess(h.pid);  // for usym() and ustack
+    if (probe.packet) return packetEvent(h, probe, record, size);
     std::string comm = stringText(reinterpret_cast<const uint8_t*>(h.comm), sizeof h.comm);
     std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
                                    clockText(static_cast<int64_t>(h.time_ns) + offset_, ClockPrecision::Milliseconds), h.cpu,
@@ -311,10 +316,41 @@ class TextFormatter : public Formatter {
   }
 
  private:
+  void packetEvent(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record, size_t size) {
+    const PacketLayout& packet = *probe.packet;
+    PacketEvent e;
+    e.time_ns = h.time_ns;
+    e.cpu = h.cpu;
+    auto u64 = [&](int32_t field) {
+      const FieldLayout& f = probe.fields[field];
+      return field >= 0 && f.offset + 8 <= size ? readU64(record + f.offset) : 0;
+    };
+    e.site = static_cast<uint32_t>(u64(packet.site_field));
+    e.is_return = packet.return_field >= 0 && u64(packet.return_field) != 0;
+    if (packet.reason_field >= 0 && u64(packet.reason_field) != 0) {
+      e.reason = types_.enumText(probe.fields[packet.reason_field], static_cast<int64_t>(u64(packet.reason_field)));
+    }
+    for (const FieldLayout& f : probe.fields) {
+      if (f.hidden || f.is_capture || f.offset + f.size > size) continue;
+      e.values.push_back(valueText(f, probe, record));
+    }
+    packets_.add(probe, packet.skb_field >= 0 ? u64(packet.skb_field) : 0, std::move(e));
+  }
+
+  /// A field as one cell: a struct as its address, a stack folded.
+  std::string valueText(const FieldLayout& f, const ProbeLayout& probe, const uint8_t* record) {
+    if (f.kind == FieldKind::Record) {
+      return fmt::format("0x{:x}", f.address_field >= 0 ? readU64(record + probe.fields[f.address_field].offset) : 0);
+    }
+    if (f.kind == FieldKind::Format) return formatText(f, probe.fields, record, types_);
+    return scalarText(f, record + f.offset, types_);
+  }
+
   const ProgramLayout& layout_;
   TypeDumper& types_;
   int64_t offset_;
   std::ostream& out_;
+  PacketView packets_;
   std::vector<std::string> columns_;
   bool columns_set_ = false;
   bool shared_columns_ = true;
@@ -332,6 +368,7 @@ class JsonFormatter : public Formatter {
   void event(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record,
              size_t size) override {
     setCurrentProcess(h.pid);  // for usym() and ustack
+    if (probe.packet) return packetEvent(h, probe, record, size);
     Json j;
     int64_t wall = static_cast<int64_t>(h.time_ns) + offset_;
     j["time"] = clockText(wall, ClockPrecision::Microseconds);
@@ -350,6 +387,31 @@ class JsonFormatter : public Formatter {
   }
 
  private:
+  /// ipftrace2's fields (its timestamp is bpf_ktime_get_ns(), as here), then the query's.
+  void packetEvent(const EventHeader& h, const ProbeLayout& probe, const uint8_t* record, size_t size) {
+    const PacketLayout& packet = *probe.packet;
+    auto u64 = [&](int32_t field) {
+      return field >= 0 && probe.fields[field].offset + 8 <= size ? readU64(record + probe.fields[field].offset) : 0;
+    };
+    uint64_t site = u64(packet.site_field);
+    Json j;
+    j["packet_id"] = fmt::format("0x{:x}", u64(packet.skb_field));
+    j["timestamp"] = h.time_ns;
+    j["processor_id"] = h.cpu;
+    j["module"] = site < packet.modules.size() ? packet.modules[site] : "";
+    j["function"] = site < packet.sites.size() ? packet.sites[site] : std::to_string(site);
+    j["is_return"] = packet.return_field >= 0 && u64(packet.return_field) != 0;
+    if (packet.reason_field >= 0 && u64(packet.reason_field) != 0) {
+      j["drop_reason"] = types_.enumText(probe.fields[packet.reason_field], static_cast<int64_t>(u64(packet.reason_field)));
+    }
+    if (layout_.queries > 1) j["query"] = probe.query + 1;
+    for (const FieldLayout& f : probe.fields) {
+      if (f.hidden || f.offset + f.size > size) continue;
+      put(j, f.name, value(f, probe, record));
+    }
+    out_ << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+  }
+
   /// One field as JSON: numbers, strings, structs as objects, stacks as arrays.
   Json value(const FieldLayout& f, const ProbeLayout& probe, const uint8_t* record) const {
     const uint8_t* p = record + f.offset;

@@ -24,6 +24,8 @@ class Formatter {
   virtual void begin() = 0;
   virtual void event(const EventHeader& header, const ProbeLayout& probe, const uint8_t* record,
                      size_t size) = 0;
+  /// Called once after the last event (the per-packet view prints then).
+  virtual void end() {}
 };
 
 /// `types` shows struct dumps and enumerator names (its fields prepared for `layout`);

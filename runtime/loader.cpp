@@ -44,6 +44,26 @@ size_t LoadedObject::attachedLinks(uint32_t query) const {
                                            [&](const Link& l) { return l.query == query; }));
 }
 
+std::string LoadedObject::attachedText(uint32_t group) const {
+  auto it = places_.find(group);
+  if (it == places_.end()) return "nothing";
+  const Places& p = it->second;
+  bool functions = p.attach != Attach::TpBtf && p.attach != Attach::Tracepoint;
+  std::string count = std::to_string(p.count);
+  for (int at = static_cast<int>(count.size()) - 3; at > 0; at -= 3) count.insert(at, ",");
+  return fmt::format("{} {}{} through {}", count, functions ? "function" : "tracepoint",
+                     p.count == 1 ? "" : "s", attachName(p.attach));
+}
+
+std::vector<std::string> LoadedObject::readyLines(const ProgramPlan& plan) const {
+  std::vector<std::string> out;
+  for (uint32_t group : plan.packet_groups) {
+    std::string name = group < plan.group_names.size() ? plan.group_names[group] : "packet";
+    out.push_back(fmt::format("{}: ready, {}", name, attachedText(group)));
+  }
+  return out;
+}
+
 int LoadedObject::mapFd(const std::string& name) const {
   if (name.empty()) return -1;
   bpf_map* map = bpf_object__find_map_by_name(object_, name.c_str());
@@ -207,6 +227,7 @@ class Loader {
       const PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
       std::optional<LoadFailure> failure;
+      size_t links_before = loaded.links_.size();
       if (p->attach == Attach::PerfEvent) {
         attachPerfEvents(loaded, prog, *p, failure);
       } else if ((p->attach == Attach::Kprobe || p->attach == Attach::Kretprobe) && !p->symbols.empty()) {
@@ -221,8 +242,20 @@ class Loader {
                                           p->target, std::strerror(err))};
       }
       if (failure) return failure;
+      countPlaces(loaded, *p, links_before);
     }
     return std::nullopt;
+  }
+
+  /// What a program attached to, for LoadedObject::attachedText.
+  static void countPlaces(LoadedObject& loaded, const PlannedProgram& p, size_t links_before) {
+    if (p.attach == Attach::Fexit || p.attach == Attach::Kretprobe ||
+        p.attach == Attach::KretprobeMulti || p.attach == Attach::Uretprobe) {
+      return;
+    }
+    size_t n = p.attach == Attach::KprobeMulti ? p.symbols.size() : loaded.links_.size() - links_before;
+    auto [it, added] = loaded.places_.try_emplace(p.group, LoadedObject::Places{p.attach, 0});
+    it->second.count += n;
   }
 
   /// E2BIG from attaching: the kernel's limit of programs at one place, and this script's count.

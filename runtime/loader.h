@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,12 @@ class LoadedObject {
   /// were passed over ("ip_send_skb: kprobe (passed over fentry: ...)").
   const std::vector<std::string>& notes() const { return notes_; }
   size_t attachedLinks() const { return links_.size(); }
+  /// Where a group's programs attached: `2,390 functions through kprobe.multi`, `30
+  /// tracepoints through tp_btf` (returns not counted twice).
+  std::string attachedText(uint32_t group) const;
+  /// For each packet group: `packet (2,395 functions): ready, 2,390 functions through
+  /// kprobe.multi`, so a user (or a script) knows when to send the packet.
+  std::vector<std::string> readyLines(const ProgramPlan& plan) const;
   size_t attachedLinks(uint32_t query) const;
   /// Detaches every program of one query (its `for` or `limit` ended it).
   void detach(uint32_t query);
@@ -51,6 +58,11 @@ class LoadedObject {
     uint32_t query;
   };
   std::vector<Link> links_;
+  struct Places {
+    Attach attach;
+    size_t count = 0;
+  };
+  std::map<uint32_t, Places> places_;  // by group
   std::vector<std::string> notes_;
   std::vector<std::pair<std::string, std::string>> logs_;
   std::vector<std::unique_ptr<char[]>> log_buffers_;

@@ -35,9 +35,26 @@ void from_json(const Json& j, FieldLayout& f) {
   j.at("names").get_to(f.names);
 }
 
+void to_json(Json& j, const PacketLayout& p) {
+  j = Json{{"skb_field", p.skb_field}, {"site_field", p.site_field},
+           {"return_field", p.return_field}, {"reason_field", p.reason_field},
+           {"sites", p.sites}, {"modules", p.modules}, {"frees", p.frees}, {"graph", p.graph}};
+}
+void from_json(const Json& j, PacketLayout& p) {
+  j.at("skb_field").get_to(p.skb_field);
+  j.at("site_field").get_to(p.site_field);
+  j.at("return_field").get_to(p.return_field);
+  j.at("reason_field").get_to(p.reason_field);
+  j.at("sites").get_to(p.sites);
+  j.at("modules").get_to(p.modules);
+  j.at("frees").get_to(p.frees);
+  j.at("graph").get_to(p.graph);
+}
+
 void to_json(Json& j, const ProbeLayout& p) {
   j = Json{{"name", p.name}, {"query", p.query}, {"size", p.size}, {"fields", p.fields},
            {"writes_records", p.writes_records}};
+  if (p.packet) j["packet"] = *p.packet;
 }
 void from_json(const Json& j, ProbeLayout& p) {
   j.at("name").get_to(p.name);
@@ -45,6 +62,7 @@ void from_json(const Json& j, ProbeLayout& p) {
   j.at("size").get_to(p.size);
   j.at("fields").get_to(p.fields);
   j.at("writes_records").get_to(p.writes_records);
+  if (j.contains("packet")) p.packet = j.at("packet").get<PacketLayout>();
 }
 
 void to_json(Json& j, const AggregateSlot& s) {
@@ -85,7 +103,7 @@ void from_json(const Json& j, AggregateLayout& a) {
 
 void to_json(Json& j, const PlannedProgram& p) {
   j = Json{{"function", p.function}, {"attach", p.attach}, {"target", p.target},
-           {"binary", p.binary}, {"symbols", p.symbols}, {"period_ns", p.period_ns},
+           {"binary", p.binary}, {"symbols", p.symbols}, {"cookies", p.cookies}, {"period_ns", p.period_ns},
            {"frequency_hz", p.frequency_hz}, {"group", p.group}, {"method", p.method},
            {"query", p.query}, {"stack_bytes", p.stack_bytes}, {"helpers", p.helpers}};
 }
@@ -95,6 +113,7 @@ void from_json(const Json& j, PlannedProgram& p) {
   j.at("target").get_to(p.target);
   j.at("binary").get_to(p.binary);
   j.at("symbols").get_to(p.symbols);
+  if (j.contains("cookies")) j.at("cookies").get_to(p.cookies);
   j.at("period_ns").get_to(p.period_ns);
   j.at("frequency_hz").get_to(p.frequency_hz);
   j.at("group").get_to(p.group);
@@ -230,7 +249,7 @@ std::string encodePlan(const PortablePlan& p) {
          {"tracked_map", plan.tracked_map},
          {"joins", plan.joins},
          {"join_counts_map", plan.join_counts_map},
-         {"group_names", plan.group_names}};
+         {"group_names", plan.group_names}, {"packet_groups", plan.packet_groups}};
   return j.dump(1);
 }
 
@@ -262,6 +281,7 @@ std::optional<PortablePlan> decodePlan(const std::string& text, std::string* err
     j.at("joins").get_to(plan.joins);
     j.at("join_counts_map").get_to(plan.join_counts_map);
     j.at("group_names").get_to(plan.group_names);
+    if (j.contains("packet_groups")) j.at("packet_groups").get_to(plan.packet_groups);
   } catch (const nlohmann::json::exception& e) {
     *error = fmt::format("its plan is malformed: {}", e.what());
     return std::nullopt;

@@ -161,6 +161,8 @@ struct ProgramPlan {
   /// Why each group's methods are what they are, for `--dump plan` (by group; "" for none):
   /// "the event has a BTF handler: tp_btf, ...".
   std::vector<std::string> group_notes;
+  /// The groups of `packet` probes: kq says where they attached once they are ready.
+  std::vector<uint32_t> packet_groups;
 };
 
 }  // namespace kq::runtime

@@ -330,6 +330,7 @@ SessionResult runSession(LoadedObject& object, const ProgramPlan& plan,
     reader.records_left = kFinalRecords;
     readRing(ring, reader, nowNs(CLOCK_MONOTONIC) + kFinalReadNs);
   }
+  formatter->end();
   tables.printFinal(std::nullopt);
   out.flush();
   ring_buffer__free(ring);

@@ -396,6 +396,7 @@ void ProbePlanner::addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, ui
   for (const sema::PacketSite& site : p.target.packet_sites) {
     view.sites.push_back(site.name);
     view.modules.push_back(site.module);
+    view.frees.push_back(site.frees);
   }
   std::optional<btf::BtfType> reason = object_.btf().findEnum("skb_drop_reason");
   for (size_t i = 0; i < p.fields.size(); ++i) {
@@ -428,6 +429,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
   const sema::ResolvedTarget& t = p.target;
   bool graph = std::get<ast::PacketTarget>(t.target->kind).graph;
   uint32_t group = object_.newGroup(t.description);
+  object_.plan().packet_groups.push_back(group);
   // One program serves every function: its attach cookie says which, and where the
   // function takes its skb (and a drop's reason), so LLVM compiles it once.
   std::vector<std::string> symbols;

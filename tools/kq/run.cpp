@@ -214,6 +214,8 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   if (request.verbose) {
     for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
   }
+  for (const std::string& line : loaded.object->readyLines(compiled->plan)) io.err << "kq: " << line << "\n";
+  io.err.flush();
   if (request.dump == "verifier") {
     for (const auto& [program, log] : loaded.object->verifierLogs()) {
       io.out << "# " << program << "\n" << log << "\n";

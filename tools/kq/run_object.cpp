@@ -165,6 +165,8 @@ int runObject(const Request& request, Io& io) {
   if (request.verbose) {
     for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
   }
+  for (const std::string& line : loaded.object->readyLines(plan)) io.err << "kq: " << line << "\n";
+  io.err.flush();
   if (request.dump == "verifier") {
     for (const auto& [program, log] : loaded.object->verifierLogs()) {
       io.out << "# " << program << "\n" << log << "\n";
