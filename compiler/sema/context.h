@@ -68,6 +68,9 @@ const Type* typeFromCString(Context& ctx, const std::string& c_type, uint32_t si
 /// Resolves one probe target against the kernel (reports unknown names).
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target);
 
+/// `event` -> `category:event` for those of `events` tracefs lists (probes.cpp).
+std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events);
+
 /// `packet`: the functions and tracepoints a packet is seen at (packet_target.cpp).
 std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,
                                             const ast::PacketTarget& packet);

@@ -33,21 +33,6 @@ bool matchesAny(const std::vector<ast::Pattern>& globs, std::string_view name) {
   return false;
 }
 
-/// `event` -> `category:event`, for the events of the categories tracefs lists.
-std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events) {
-  std::map<std::string, std::string> out;
-  auto categories = ctx.kernel.tracepointCategories();
-  if (!categories) return out;
-  for (const std::string& category : *categories) {
-    auto listed = ctx.kernel.tracepointEvents(category);
-    if (!listed) continue;
-    for (const std::string& event : *listed) {
-      if (events.count(event)) out.emplace(event, category + ":" + event);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,

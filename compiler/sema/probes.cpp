@@ -65,7 +65,52 @@ std::vector<AttachMethod> functionAttachMethods(kernel::KernelInfo& kernel,
   return {{AttachKind::Fentry, listed, listed_why}, {AttachKind::Kprobe, kprobe_ok, kprobe_why}};
 }
 
+/// `event` -> `category:event`, for the events of the categories tracefs lists.
+std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events) {
+  std::map<std::string, std::string> out;
+  auto categories = ctx.kernel.tracepointCategories();
+  if (!categories) return out;
+  for (const std::string& category : *categories) {
+    auto listed = ctx.kernel.tracepointEvents(category);
+    if (!listed) continue;
+    for (const std::string& event : *listed) {
+      if (events.count(event)) out.emplace(event, category + ":" + event);
+    }
+  }
+  return out;
+}
+
 namespace {
+
+/// Kernel functions renamed (or folded into another) by later kernels: asked for by the old
+/// name where it is gone, the new one is suggested.
+constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+    {"kfree_skb_reason", "sk_skb_reason_drop"},  // 6.10
+    {"sk_skb_reason_drop", "kfree_skb_reason"},  // before 6.10
+    {"__kfree_skb_reason", "sk_skb_reason_drop"},
+};
+
+/// Where a function kq cannot trace here has a stand-in: its name in other kernels, or a
+/// tracepoint of the same name (`kfree_skb_reason` -> tracepoint:skb:kfree_skb).
+void addStandIns(Context& ctx, Diagnostic& diag, const std::string& name) {
+  for (const auto& [old_name, new_name] : kRenamed) {
+    if (name == old_name && ctx.btf.findFunction(new_name) &&
+        ctx.kernel.inFilterFunctions(std::string(new_name)) != Known::No) {
+      diag.note(fmt::format("this kernel has `{}` in its place", new_name));
+    }
+  }
+  std::set<std::string> events{name};
+  constexpr std::string_view kReason = "_reason";
+  if (name.size() > kReason.size() && name.compare(name.size() - kReason.size(), kReason.size(), kReason) == 0) {
+    events.insert(name.substr(0, name.size() - kReason.size()));
+  }
+  for (auto it = events.begin(); it != events.end();) {
+    it = ctx.btf.findTracepointHandler(*it) ? std::next(it) : events.erase(it);
+  }
+  for (const auto& [event, full] : tracepointNames(ctx, events)) {
+    diag.note(fmt::format("the tracepoint `tracepoint:{}` is there on every kernel", full));
+  }
+}
 
 /// Functions one probe may attach to: each is a program (or an attachment) of its own, and
 /// compiling tens of thousands takes minutes and gigabytes. `tcp_*` matches about 400.
@@ -108,13 +153,25 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
     if (!matched) return std::nullopt;
     out.functions = std::move(*matched);
   } else if (auto f = ctx.btf.findFunction(name)) {
+    if (ctx.kernel.inFilterFunctions(name) == Known::No) {
+      // In BTF, but inlined into its callers or marked notrace: nothing can attach to it.
+      Diagnostic& diag = ctx.diags.report(
+          DiagKind::NotTraceable, t.function.range,
+          fmt::format("`{}` cannot be traced on this kernel: it is not in ftrace's "
+                      "available_filter_functions (inlined into its callers, or notrace)", name));
+      addStandIns(ctx, diag, name);
+      return std::nullopt;
+    }
     out.functions.push_back(std::move(*f));
   }
   if (out.functions.empty()) {
     std::string what = t.module ? t.module->text + ":" + name : name;
     Diagnostic& diag = ctx.diags.report(DiagKind::UnknownFunction, t.function.range,
                                         fmt::format("no kernel function matches `{}`", what));
-    if (!t.function.isGlob()) addDidYouMean(diag, name, ctx.btf.functionNames());
+    if (!t.function.isGlob()) {
+      addStandIns(ctx, diag, name);
+      if (diag.notes.empty()) addDidYouMean(diag, name, ctx.btf.functionNames());
+    }
     if (t.module) diag.note("module functions are searched in /sys/kernel/btf/<module>");
     return std::nullopt;
   }
