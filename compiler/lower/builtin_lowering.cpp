@@ -86,6 +86,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     // Found by sema in /proc/kallsyms when the query was compiled.
     return Val{b_.getInt64(ei.operands.empty() ? 0 : static_cast<uint64_t>(ei.operands[0])), ei.type};
   }
+  if (id == BuiltinFn::Pcap) return packetFilter(c, ei);
   if (id == BuiltinFn::Strftime) {
     // The time itself: its field's format makes the text when the event prints.
     return Val{value(*c.args[1]).v, ei.type};
@@ -118,6 +119,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     case BuiltinFn::Entry:
     case BuiltinFn::Kaddr:
     case BuiltinFn::Strftime:
+    case BuiltinFn::Pcap:
       // Handled above.
       break;
     case BuiltinFn::Cat:
