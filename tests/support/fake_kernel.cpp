@@ -164,8 +164,10 @@ class Builder {
          {"mark", b.type("__u32"), 736},
          {"transport_header", b.type("__u16"), 768},
          {"network_header", b.type("__u16"), 784},
+         {"mac_header", b.type("__u16"), 800},
          {"head", b.ptr("unsigned char"), 832},
-         {"data", b.ptr("unsigned char"), 896}}));
+         {"data", b.ptr("unsigned char"), 896},
+         {"tail", b.type("sk_buff_data_t"), 960}}));
 
   b.record(true, "iphdr", 20,
            {{"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
