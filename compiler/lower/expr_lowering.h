@@ -116,6 +116,9 @@ class ExprLowering {
   void storeStringList(const ast::Expr& array, llvm::Value* dst);
   /// Writes `size` bytes of what `e` points at (or is: an array, a struct) at `dst` (`buf`).
   void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// Writes `ntop(family, addr)`'s field (runtime::FieldKind::IpAddress) at `dst`: the
+  /// family, then the 16 bytes (AF_INET6) or 4 bytes `addr` points at, or is.
+  void storeIpAddress(const ast::Call& ntop, llvm::Value* dst);
   /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// The integer a lookup of a name (`caps[cap]`, `enum_name(s, "TCP_")`, a `fn` or `let`

@@ -170,7 +170,12 @@ class Builder {
          {"tail", b.type("sk_buff_data_t"), 960}}));
 
   b.record(true, "iphdr", 20,
-           {{"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
+           {{"ihl", b.type("__u8"), 0, 4}, {"version", b.type("__u8"), 4, 4},
+            {"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
+  b.record(true, "in6_addr", 16, {{"s6_addr", b.array("__u8", 16), 0}});
+  b.record(true, "ipv6hdr", 40,
+           {{"nexthdr", b.type("__u8"), 48}, {"saddr", b.type("struct in6_addr"), 64},
+            {"daddr", b.type("struct in6_addr"), 192}});
   b.record(true, "tcphdr", 20, {{"source", b.type("__be16"), 0}, {"dest", b.type("__be16"), 16}});
   b.record(true, "udphdr", 8, {{"source", b.type("__be16"), 0}, {"dest", b.type("__be16"), 16}});
   b.record(true, "msghdr", 8, {{"msg_flags", b.type("unsigned int"), 0}});

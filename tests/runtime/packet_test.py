@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""`pcap("FILTER")` on the running kernel: marked UDP and TCP packets over loopback (IPv4 and
-IPv6, with their Ethernet header) and packets written into a TUN device (no MAC header),
-each filter's verdict on each packet compared with libpcap's own (`pcap_offline_filter` on
-the same bytes, compiled for the same link type). Usage: packet_filter_test.py PATH_TO_KQ"""
+"""Packets on the running kernel. `pcap("FILTER")`: marked UDP and TCP packets over loopback
+(IPv4 and IPv6, with their Ethernet header) and packets written into a TUN device (no MAC
+header), each filter's verdict on each packet compared with libpcap's own
+(`pcap_offline_filter` on the same bytes, compiled for the same link type). The `net`
+stdlib's properties (addresses, protocol, ports, `tuple`) on the loopback packets, against
+what the captured frames hold. Usage: packet_test.py PATH_TO_KQ"""
 import ctypes
+import ipaddress
+import struct
 import ctypes.util
 import json
 import os
@@ -172,6 +176,41 @@ class PacketFilters(harness.KqTestCase):
         got = sorted(json.loads(line)["len"] for line in out.splitlines())
         self.assertEqual(got, want)
         self.assertEqual(sorted(l for l in want if l < 200), [72])  # the small IPv6 datagram
+
+
+
+def headers(frame):
+    """What the `net` properties should say of an Ethernet frame with UDP or TCP over IP."""
+    if struct.unpack("!H", frame[12:14])[0] == 0x86DD:
+        proto, saddr, daddr, l4 = frame[20], frame[22:38], frame[38:54], 54
+    else:
+        proto, saddr, daddr, l4 = frame[23], frame[26:30], frame[30:34], 14 + (frame[14] & 0xF) * 4
+    sport, dport = struct.unpack("!HH", frame[l4:l4 + 4])
+    src, dst = str(ipaddress.ip_address(saddr)), str(ipaddress.ip_address(daddr))
+    end = (lambda a, p: f"[{a}]:{p}") if len(saddr) == 16 else (lambda a, p: f"{a}:{p}")
+    return (src, dst, proto, sport, dport, f"{end(src, sport)} -> {end(dst, dport)}", len(frame))
+
+
+@unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
+class NetProperties(harness.KqTestCase):
+
+    def test_addresses_protocol_and_ports_of_ipv4_and_ipv6_packets(self):
+        frames = os.path.join(WORKDIR, "properties.json")
+        query = (f"trace tracepoint:net:net_dev_queue where mark == {MARK:#x} "
+                 "select saddr, daddr, l4proto, sport, dport, tuple, len")
+        command = f"{sys.executable} {SUPPORT}/loopback_packets.py {frames} {MARK:#x} {UDP_PORT} {TCP_PORT}"
+        status, out, err = kq("-o", "json", query, "-c", command)
+        self.assertEqual(status, 0, err)
+        got = sorted(tuple(e[k] for k in ("saddr", "daddr", "l4proto", "sport", "dport", "tuple", "len"))
+                     for e in map(json.loads, out.splitlines()))
+        with open(frames) as f:
+            want = sorted(headers(bytes.fromhex(h)) for h in json.load(f))
+        self.assertEqual(got, want)
+        # Both families, both protocols, and IPv4 printed as before: `127.0.0.1:40321 -> ...`.
+        self.assertEqual({(row[0], row[2]) for row in want},
+                         {("127.0.0.1", 17), ("127.0.0.1", 6), ("::1", 17), ("::1", 6)})
+        self.assertIn(f"127.0.0.1:{UDP_PORT}", " ".join(row[5] for row in got))
+        self.assertIn(f"[::1]:{TCP_PORT}", " ".join(row[5] for row in got))
 
 
 if __name__ == "__main__":
