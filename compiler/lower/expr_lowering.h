@@ -183,9 +183,10 @@ class ExprLowering {
   Val builtinCall(const ast::Call& c, const sema::ExprInfo& info);
   /// `pcap("...")`: whether the packet matches (packet_filter_lowering.cpp).
   Val packetFilter(const ast::Call& c, const sema::ExprInfo& info);
-  /// Member `name` of the `struct sk_buff` at `skb` (an integer or pointer), probe-read
-  /// through `tmp` (8 bytes); null when the kernel's BTF lacks it.
-  llvm::Value* packetMember(llvm::Value* skb, std::string_view name, llvm::Value* tmp);
+  /// Member `name` of the `struct sk_buff` at `skb` (an integer or pointer): loaded where
+  /// the verifier knows `skb`, else probe-read through `tmp` (8 bytes); null when the
+  /// kernel's BTF lacks it.
+  llvm::Value* packetMember(const Val& skb, std::string_view name, llvm::Value* tmp);
   /// Follows `members` from the current task (probe reads, CO-RE); 0 if BTF lacks a step.
   Val currentTaskChain(const std::vector<std::string>& members);
   Val call(const ast::Call& c);

@@ -6,6 +6,7 @@
 // one past the window is a probe read of its own; one past the packet's end fails the
 // filter, as in classic BPF. Part of ExprLowering (expr_lowering.h).
 #include <fmt/format.h>
+#include <bpf/btf.h>
 #include <llvm/IR/IntrinsicsBPF.h>
 
 #include "compiler/lower/core_types.h"
@@ -262,14 +263,20 @@ class CbpfEmitter {
 
 }  // namespace
 
-llvm::Value* ExprLowering::packetMember(llvm::Value* skb, std::string_view name, llvm::Value* tmp) {
+llvm::Value* ExprLowering::packetMember(const Val& skb, std::string_view name, llvm::Value* tmp) {
   std::optional<btf::BtfType> sk_buff = btf_ ? btf_->findStruct("sk_buff") : std::nullopt;
   if (!sk_buff) return nullptr;
   std::optional<BtfMemberPath> path = findBtfMember(sk_buff->resolved(), name);
   if (!path) return nullptr;
-  llvm::Value* addr = access(toPtr(skb), path->steps);
+  llvm::Value* addr = access(toPtr(skb.v), path->steps);
   uint64_t size = path->type.size();
   if (!addr || size == 0 || size > 8) return nullptr;
+  if (skb.btf && btf_is_int(path->type.get())) {
+    // Where the verifier knows the skb (tp_btf, fentry): a direct load, as member_lowering
+    // does; pointers (`head`, `data`) are still read, so that they can be added to.
+    llvm::Value* v = b_.CreateLoad(b_.getIntNTy(static_cast<unsigned>(size * 8)), addr);
+    return b_.CreateZExt(v, b_.getInt64Ty());
+  }
   b_.CreateStore(b_.getInt64(0), tmp);
   probeRead(tmp, static_cast<uint32_t>(size), addr, false, false);
   return b_.CreateLoad(b_.getInt64Ty(), tmp);
@@ -284,12 +291,12 @@ Val ExprLowering::packetFilter(const ast::Call& c, const sema::ExprInfo& ei) {
   Val skb = filter.skb_arg ? arg(*filter.skb_arg, argType(*filter.skb_arg)) : value(*c.args[0]);
   at(c);
   llvm::Value* word = slot(8);
-  llvm::Value* head = packetMember(skb.v, "head", word);
-  llvm::Value* data = packetMember(skb.v, "data", word);
-  llvm::Value* len = packetMember(skb.v, "len", word);
-  llvm::Value* tail = packetMember(skb.v, "tail", word);
-  llvm::Value* mac = packetMember(skb.v, "mac_header", word);
-  llvm::Value* network = packetMember(skb.v, "network_header", word);
+  llvm::Value* head = packetMember(skb, "head", word);
+  llvm::Value* data = packetMember(skb, "data", word);
+  llvm::Value* len = packetMember(skb, "len", word);
+  llvm::Value* tail = packetMember(skb, "tail", word);
+  llvm::Value* mac = packetMember(skb, "mac_header", word);
+  llvm::Value* network = packetMember(skb, "network_header", word);
   if (!head || !data || !len || !tail || !mac || !network) {
     return problem("`pcap` reads `struct sk_buff`'s head, data, len, tail, mac_header and "
                    "network_header, and the kernel's BTF lacks one", ei.type);
