@@ -334,9 +334,8 @@ Val ExprLowering::packetFilter(const ast::Call& c, const sema::ExprInfo& ei) {
   b_.CreateCondBr(b_.CreateICmpEQ(failed, b_.getInt64(0)), copied, done);
   b_.SetInsertPoint(copied);
   b_.CreateCondBr(has_mac, from_mac, from_network);
-  uint16_t unknown = 0;
   b_.SetInsertPoint(from_mac);
-  unknown = CbpfEmitter(b_, module_, bytes, done, verdict).emit(filter.from_mac);
+  uint16_t unknown = CbpfEmitter(b_, module_, bytes, done, verdict).emit(filter.from_mac);
   b_.SetInsertPoint(from_network);
   uint16_t unknown_raw = CbpfEmitter(b_, module_, bytes, done, verdict).emit(filter.from_network);
   b_.SetInsertPoint(done);
