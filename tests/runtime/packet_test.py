@@ -6,13 +6,14 @@ header), each filter's verdict on each packet compared with libpcap's own
 stdlib's properties (addresses, protocol, ports, `tuple`) on the loopback packets, against
 what the captured frames hold. Usage: packet_test.py PATH_TO_KQ"""
 import ctypes
-import ipaddress
-import struct
 import ctypes.util
+import ipaddress
 import json
 import os
 import shutil
 import socket
+import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -212,6 +213,34 @@ class NetProperties(harness.KqTestCase):
                          {("127.0.0.1", 17), ("127.0.0.1", 6), ("::1", 17), ("::1", 6)})
         self.assertIn(f"127.0.0.1:{UDP_PORT}", " ".join(row[5] for row in got))
         self.assertIn(f"[::1]:{TCP_PORT}", " ".join(row[5] for row in got))
+
+
+    @unittest.skipIf(shutil.which("unshare") is None or shutil.which("ip") is None,
+                     "needs unshare(1) and ip(8) for a tunnel in a network namespace")
+    def test_inner_headers_of_tunnelled_packets(self):
+        probe = subprocess.run(["unshare", "-n", "ip", "link", "add", "x", "type", "vxlan", "id", "1",
+                                "dstport", "4789"], capture_output=True)
+        if probe.returncode != 0:
+            self.skipTest(f"no VXLAN here: {probe.stderr.decode().strip()}")
+        device = f"kqvx{os.getpid() % 100000}"
+        query = (f'trace tracepoint:net:net_dev_queue where encapsulated and ifname == "{device}" '
+                 "select tuple, l4proto, inner_saddr, inner_daddr, inner_l4proto, inner_sport, "
+                 "inner_dport, inner_tuple")
+        command = f"unshare -n {sys.executable} {SUPPORT}/vxlan_packets.py {device} {UDP_PORT} {TCP_PORT}"
+        status, out, err = kq("-o", "json", query, "-c", command)
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        # The outer packets: UDP from the underlay's address to VXLAN's port.
+        for e in events:
+            self.assertRegex(e["tuple"], r"^10\.77\.0\.1:\d+ -> 10\.77\.0\.2:4789$")
+            self.assertEqual(e["l4proto"], 17)
+        inner = sorted((e["inner_saddr"], e["inner_daddr"], e["inner_l4proto"], e["inner_sport"],
+                        e["inner_dport"], e["inner_tuple"]) for e in events)
+        self.assertEqual(inner, sorted([
+            ("10.88.0.1", "10.88.0.2", 17, UDP_PORT, 5353, f"10.88.0.1:{UDP_PORT} -> 10.88.0.2:5353"),
+            ("10.88.0.1", "10.88.0.2", 6, TCP_PORT, 8080, f"10.88.0.1:{TCP_PORT} -> 10.88.0.2:8080"),
+            ("fd88::1", "fd88::2", 17, UDP_PORT, 5353, f"[fd88::1]:{UDP_PORT} -> [fd88::2]:5353"),
+        ]), out)
 
 
 if __name__ == "__main__":

@@ -160,6 +160,7 @@ class Builder {
          {"data_len", b.type("unsigned int"), 672},
          {"pkt_type", b.type("__u8"), 704, 3},
          {"ignore_df", b.type("__u8"), 707, 1},
+         {"encapsulation", b.type("__u8"), 708, 1},
          {"protocol", b.type("__be16"), 720},
          {"mark", b.type("__u32"), 736},
          {"transport_header", b.type("__u16"), 768},
@@ -167,7 +168,9 @@ class Builder {
          {"mac_header", b.type("__u16"), 800},
          {"head", b.ptr("unsigned char"), 832},
          {"data", b.ptr("unsigned char"), 896},
-         {"tail", b.type("sk_buff_data_t"), 960}}));
+         {"tail", b.type("sk_buff_data_t"), 960},
+         {"inner_transport_header", b.type("__u16"), 992},
+         {"inner_network_header", b.type("__u16"), 1008}}));
 
   b.record(true, "iphdr", 20,
            {{"ihl", b.type("__u8"), 0, 4}, {"version", b.type("__u8"), 4, 4},
