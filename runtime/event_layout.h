@@ -45,6 +45,8 @@ enum class FieldKind : uint8_t {
   Buffer,       // buf(p, n): `size` raw bytes, printable ASCII as is, others as `\xNN`
   WallTime,     // strftime(fmt, ns): a bpf_ktime_get_ns() time shown with `format` (strftime's)
   Table,        // a signed integer shown as its name in `names` (`caps[cap]`), else itself
+  IpAddress,    // ntop(family, addr): 8 bytes of family (AF_INET6: 16 bytes of IPv6 follow;
+                // else 4 of IPv4), then the address in network order
 };
 
 /// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included). A
@@ -55,6 +57,9 @@ inline constexpr uint32_t kJoinBytes = 8 + kJoinArgs * kJoinArgBytes;
 
 /// cat(path): the most bytes of a file shown; a longer file is cut, and ends in `…`.
 inline constexpr uint32_t kCatBytes = 10240;
+
+/// ntop(family, addr): the family's 8 bytes, then room for an IPv6 address.
+inline constexpr uint32_t kIpAddressBytes = 24;
 
 struct FieldLayout {
   std::string name;  // column header / JSON key

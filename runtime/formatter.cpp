@@ -117,6 +117,13 @@ std::string ipv6Text(const uint8_t* p) {
   return inet_ntop(AF_INET6, p, text, sizeof text) ? text : "?";
 }
 
+/// ntop(family, addr): whether the address is IPv6, as its family says (AF_INET6).
+bool isIpv6Address(const uint8_t* p) { return readU64(p) == AF_INET6; }
+
+std::string ipAddressText(const uint8_t* p) {
+  return isIpv6Address(p) ? ipv6Text(p + 8) : ipv4Text(p + 8);
+}
+
 /// A scalar field as text (stacks and records are shown apart).
 std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types) {
   switch (f.kind) {
@@ -132,6 +139,7 @@ std::string scalarText(const FieldLayout& f, const uint8_t* p, TypeDumper& types
     case FieldKind::Errno: return errnoName(readSigned(p));
     case FieldKind::Ipv4: return ipv4Text(p);
     case FieldKind::Ipv6: return ipv6Text(p);
+    case FieldKind::IpAddress: return ipAddressText(p);
     case FieldKind::KernelStack:
     case FieldKind::UserStack: return foldedStack(f, p);
     case FieldKind::File: return fileText(f.path);
@@ -220,7 +228,14 @@ std::string formatText(const FieldLayout& f, const std::vector<FieldLayout>& fie
       continue;
     }
     const FieldLayout& arg = fields[f.args[next++]];
-    out += convert(spec, conversion, arg, record + arg.offset, types);
+    std::string text = convert(spec, conversion, arg, record + arg.offset, types);
+    // An IPv6 address followed by a port is written in brackets (RFC 5952, section 6):
+    // `[::1]:9000`, as `fmt("%s:%d", ntop(family, addr), port)` prints it.
+    bool port_follows = j + 1 < f.format.size() && f.format[j + 1] == ':';
+    if (arg.kind == FieldKind::IpAddress && port_follows && isIpv6Address(record + arg.offset)) {
+      text = "[" + text + "]";
+    }
+    out += text;
   }
   return out;
 }

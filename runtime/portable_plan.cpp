@@ -179,7 +179,7 @@ namespace {
 /// no further than this: the formatter reads what its fields say.
 std::string fieldsProblem(const std::vector<FieldLayout>& fields, uint64_t bytes) {
   for (const FieldLayout& f : fields) {
-    if (f.kind > FieldKind::Table) return fmt::format("field `{}` has an unknown kind", f.name);
+    if (f.kind > FieldKind::IpAddress) return fmt::format("field `{}` has an unknown kind", f.name);
     if (uint64_t{f.offset} + f.size > bytes) {
       return fmt::format("field `{}` lies outside its {}-byte record", f.name, bytes);
     }

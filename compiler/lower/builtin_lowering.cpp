@@ -86,6 +86,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     // Found by sema in /proc/kallsyms when the query was compiled.
     return Val{b_.getInt64(ei.operands.empty() ? 0 : static_cast<uint64_t>(ei.operands[0])), ei.type};
   }
+  if (id == BuiltinFn::Pcap) return packetFilter(c, ei);
   if (id == BuiltinFn::Strftime) {
     // The time itself: its field's format makes the text when the event prints.
     return Val{value(*c.args[1]).v, ei.type};
@@ -118,6 +119,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     case BuiltinFn::Entry:
     case BuiltinFn::Kaddr:
     case BuiltinFn::Strftime:
+    case BuiltinFn::Pcap:
       // Handled above.
       break;
     case BuiltinFn::Cat:
@@ -137,6 +139,37 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
       break;
   }
   return Val{b_.getInt64(0), ei.type};
+}
+
+}  // namespace kq::lower
+
+namespace kq::lower {
+
+void ExprLowering::storeIpAddress(const ast::Call& c, llvm::Value* dst) {
+  constexpr uint64_t kAfInet6 = 10;  // <sys/socket.h>: the family the runtime prints as IPv6
+  Val family = value(*c.args[0]);
+  Val addr = value(*c.args[1]);
+  at(c);
+  b_.CreateStore(family.v, dst);
+  llvm::Value* bytes = b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(8));
+  if (addr.type->isInteger()) {
+    // An IPv4 address as a number: its bytes in memory are the address's (network order).
+    b_.CreateStore(addr.v, bytes);
+    return;
+  }
+  // What `addr` points at (or is): 16 bytes of IPv6, else the 4 of IPv4, read no further.
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* v6 = llvm::BasicBlock::Create(b_.getContext(), "ntop_ipv6", fn);
+  auto* v4 = llvm::BasicBlock::Create(b_.getContext(), "ntop_ipv4", fn);
+  auto* done = llvm::BasicBlock::Create(b_.getContext(), "ntop_done", fn);
+  b_.CreateCondBr(b_.CreateICmpEQ(family.v, b_.getInt64(kAfInet6)), v6, v4);
+  b_.SetInsertPoint(v6);
+  probeRead(bytes, 16, addr.v, addr.user, false);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(v4);
+  probeRead(bytes, 4, addr.v, addr.user, false);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
 }
 
 }  // namespace kq::lower

@@ -139,6 +139,9 @@ class ExprLowering {
   void storeStringList(const ast::Expr& array, llvm::Value* dst);
   /// Writes `size` bytes of what `e` points at (or is: an array, a struct) at `dst` (`buf`).
   void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// Writes `ntop(family, addr)`'s field (runtime::FieldKind::IpAddress) at `dst`: the
+  /// family, then the 16 bytes (AF_INET6) or 4 bytes `addr` points at, or is.
+  void storeIpAddress(const ast::Call& ntop, llvm::Value* dst);
   /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
   llvm::Value* storeRecord(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// The integer a lookup of a name (`caps[cap]`, `enum_name(s, "TCP_")`, a `fn` or `let`
@@ -210,6 +213,12 @@ class ExprLowering {
   void storeBuiltinString(const sema::BuiltinVariable& variable, llvm::Value* dst, uint32_t size);
   void storeConstant(std::string_view text, llvm::Value* dst, uint32_t size);
   Val builtinCall(const ast::Call& c, const sema::ExprInfo& info);
+  /// `pcap("...")`: whether the packet matches (packet_filter_lowering.cpp).
+  Val packetFilter(const ast::Call& c, const sema::ExprInfo& info);
+  /// Member `name` of the `struct sk_buff` at `skb` (an integer or pointer): loaded where
+  /// the verifier knows `skb`, else probe-read through `tmp` (8 bytes); null when the
+  /// kernel's BTF lacks it.
+  llvm::Value* packetMember(const Val& skb, std::string_view name, llvm::Value* tmp);
   /// Follows `members` from the current task (probe reads, CO-RE); 0 if BTF lacks a step.
   Val currentTaskChain(const std::vector<std::string>& members);
   Val call(const ast::Call& c);

@@ -401,6 +401,8 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
       lower.storeRecord(*call.args[0], dst, 16);
       return;
     }
+    case FieldKind::IpAddress:
+      return lower.storeIpAddress(ast::as<ast::Call>(*f.expr), dst);
     case FieldKind::Record: {
       llvm::Value* address;
       if (f.expr) {

@@ -19,7 +19,14 @@ std::string refText(const ExprInfo& info, const SourceManager& sources) {
     case Ref::Enumerator: return fmt::format("enumerator = {}", info.value);
     case Ref::Property: return fmt::format("property `{}` of argument {}", info.fn->name, info.index);
     case Ref::Fn: return fmt::format("fn `{}`", info.fn->name);
-    case Ref::BuiltinFunction: return fmt::format("builtin `{}`", builtinFunctions()[info.index].name);
+    case Ref::BuiltinFunction:
+      if (const PacketFilter* filter = info.packet_filter.get()) {
+        return fmt::format("builtin `pcap`{}: {} instructions from the MAC header, {} from the "
+                           "network header",
+                           filter->skb_arg ? fmt::format(" of argument {}", *filter->skb_arg) : "",
+                           filter->from_mac.size(), filter->from_network.size());
+      }
+      return fmt::format("builtin `{}`", builtinFunctions()[info.index].name);
     case Ref::Return: return "return value";
     case Ref::Joined: return fmt::format("kept by join {}, value {}", info.index, info.slot);
     case Ref::None: break;

@@ -12,6 +12,7 @@
 #include "compiler/btf/btf.h"
 #include "compiler/kernel/kernel_info.h"
 #include "compiler/sema/lookup_table.h"
+#include "compiler/sema/packet_filter.h"
 #include "compiler/sema/types.h"
 #include "runtime/program_plan.h"
 
@@ -114,6 +115,8 @@ struct ExprInfo {
   /// "CAP_SYS_ADMIN"`, `~ "CAP_NET_*"`), folded: the keys whose names it holds for. The
   /// kernel compares the key with them, never a string.
   std::optional<std::vector<int64_t>> keys;
+  /// `pcap("...")`: the filter libpcap compiled, and which argument is the packet.
+  std::shared_ptr<const PacketFilter> packet_filter;
 };
 
 /// A `select` item or `group by` key that prints through `fmt`: the `fmt` call, the table

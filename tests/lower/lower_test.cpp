@@ -180,9 +180,27 @@ TEST_F(LowerTest, FmtInAFnIsFormattedFromItsArguments) {
   EXPECT_EQ(flow.kind, runtime::FieldKind::Format);
   EXPECT_EQ(flow.format, "%s:%d -> %s:%d");
   ASSERT_EQ(flow.args.size(), 4u);
-  EXPECT_EQ(layout.fields.at(flow.args[0]).kind, runtime::FieldKind::Ipv4);
+  EXPECT_EQ(layout.fields.at(flow.args[0]).kind, runtime::FieldKind::IpAddress);  // ntop(family, addr)
   EXPECT_TRUE(layout.fields.at(flow.args[0]).hidden);
   EXPECT_EQ(layout.fields.at(flow.args[1]).name, "sport(skb)");
+}
+
+TEST_F(LowerTest, PcapRunsInTheProbesOwnProgram) {
+  // The filter's classic BPF becomes the probe's code, not a program of its own. The skb's
+  // offsets and lengths are direct loads where the verifier knows it (fentry); `head`,
+  // `data` and the copy of the packet's first bytes are probe reads (113) everywhere.
+  Compiled c = compile("trace ip_send_skb(skb) where pcap(\"udp\") select len");
+  ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
+  std::string fentry = program(c.bpf, "fentry/ip_send_skb");
+  std::string kprobe = program(c.bpf, "kprobe/ip_send_skb");
+  auto reads = [](const std::string& code) {
+    size_t n = 0;
+    for (size_t at = code.find("call 113"); at != std::string::npos; at = code.find("call 113", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(reads(fentry), 3u) << fentry;
+  EXPECT_EQ(reads(kprobe), 6u + 1u + 1u) << kprobe;  // + `len`, selected
+  EXPECT_EQ(c.program->plan.programs.size(), 2u);
 }
 
 TEST_F(LowerTest, TopCountsAndKeepsItsLimit) {

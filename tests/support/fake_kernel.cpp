@@ -160,15 +160,25 @@ class Builder {
          {"data_len", b.type("unsigned int"), 672},
          {"pkt_type", b.type("__u8"), 704, 3},
          {"ignore_df", b.type("__u8"), 707, 1},
+         {"encapsulation", b.type("__u8"), 708, 1},
          {"protocol", b.type("__be16"), 720},
          {"mark", b.type("__u32"), 736},
          {"transport_header", b.type("__u16"), 768},
          {"network_header", b.type("__u16"), 784},
+         {"mac_header", b.type("__u16"), 800},
          {"head", b.ptr("unsigned char"), 832},
-         {"data", b.ptr("unsigned char"), 896}}));
+         {"data", b.ptr("unsigned char"), 896},
+         {"tail", b.type("sk_buff_data_t"), 960},
+         {"inner_transport_header", b.type("__u16"), 992},
+         {"inner_network_header", b.type("__u16"), 1008}}));
 
   b.record(true, "iphdr", 20,
-           {{"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
+           {{"ihl", b.type("__u8"), 0, 4}, {"version", b.type("__u8"), 4, 4},
+            {"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
+  b.record(true, "in6_addr", 16, {{"s6_addr", b.array("__u8", 16), 0}});
+  b.record(true, "ipv6hdr", 40,
+           {{"nexthdr", b.type("__u8"), 48}, {"saddr", b.type("struct in6_addr"), 64},
+            {"daddr", b.type("struct in6_addr"), 192}});
   b.record(true, "tcphdr", 20, {{"source", b.type("__be16"), 0}, {"dest", b.type("__be16"), 16}});
   b.record(true, "udphdr", 8, {{"source", b.type("__be16"), 0}, {"dest", b.type("__be16"), 16}});
   b.record(true, "msghdr", 8, {{"msg_flags", b.type("unsigned int"), 0}});

@@ -1,6 +1,6 @@
 // kq's builtin names and functions, as tables of descriptors, one file per family:
 // variables.cpp (pid, comm, task, ...), functions.cpp (str, hex, fmt, kaddr, ...), printed.cpp
-// (cat, join, buf, strftime), net.cpp (byte order), names.cpp (enum_name), aggregates.cpp
+// (cat, join, buf, strftime), net.cpp (byte order, pcap filters), names.cpp (enum_name), aggregates.cpp
 // (count, sum, hist, ...). A descriptor is everything kq knows about a builtin: its name and
 // arity, `check` (its type, and its literal operands evaluated), the record field that holds
 // its value (`field`), the aggregate it keeps, and its id, on which lowering
@@ -20,6 +20,8 @@
 #include "compiler/diag/diagnostic.h"
 #include "compiler/kernel/kernel_info.h"
 #include "compiler/sema/lookup_table.h"
+#include "compiler/sema/packet_filter.h"
+#include "compiler/sema/program.h"
 #include "compiler/sema/types.h"
 #include "runtime/event_layout.h"
 
@@ -72,7 +74,7 @@ struct BuiltinVariable {
 enum class BuiltinFn : uint8_t {
   Str, Hex, Errno, Ntop, Ksym, Usym, Kaddr, Fmt, EnumName,
   Cat, Join, Buf, Strftime,
-  Ntohs, Htons, Ntohl, Htonl,
+  Ntohs, Htons, Ntohl, Htonl, Pcap,
   Entry,
   Count, Sum, Avg, Min, Max, Hist, Lhist, Top,
 };
@@ -100,6 +102,11 @@ struct BuiltinCall {
   const btf::Btf& btf;
   std::vector<int64_t> operands = {};
   std::shared_ptr<const LookupTable> table = nullptr;
+  /// The probe whose arguments are in scope (null in declarations; without arguments in a
+  /// `fn` body), for builtins that take one of them when none is named (`pcap`).
+  const ResolvedTarget* target = nullptr;
+  /// `pcap`: the filter, compiled.
+  std::shared_ptr<const PacketFilter> packet_filter = nullptr;
 
   /// Reports that argument `i` has the wrong type; `wanted` says what it should be.
   const Type* badArgument(size_t i, std::string_view wanted);

@@ -64,6 +64,18 @@ uint32_t addressBytes(const Type* a) {
 }
 
 const Type* checkNtop(BuiltinCall& c) {
+  if (c.args.size() == 2) {
+    // ntop(family, addr), as bpftrace has it: the family (AF_INET6, else IPv4) chooses
+    // when the event happens; `addr` points at the address, or is an IPv4 one.
+    if (!(c.args[0]->isInteger() || c.args[0]->isError())) {
+      return c.badArgument(0, "an address family (AF_INET 2, AF_INET6 10)");
+    }
+    const Type* a = c.args[1];
+    if (!(a->isError() || a->isPointer() || addressBytes(a) != 0)) {
+      return c.badArgument(1, "a pointer to an address, or an IPv4 address (a 32-bit integer)");
+    }
+    return c.types.string();
+  }
   const Type* a = c.args[0];
   if (!a->isError() && addressBytes(a) == 0) {
     return c.badArgument(0, "an IPv4 address (a 32-bit integer) or an IPv6 address "
@@ -73,6 +85,7 @@ const Type* checkNtop(BuiltinCall& c) {
 }
 
 FieldShape ntopField(const std::vector<const Type*>& args, const std::vector<int64_t>&) {
+  if (args.size() == 2) return {FieldKind::IpAddress, runtime::kIpAddressBytes};
   bool v6 = !args.empty() && addressBytes(args[0]) == 16;
   return v6 ? FieldShape{FieldKind::Ipv6, 16} : FieldShape{FieldKind::Ipv4, 8};
 }
@@ -134,7 +147,7 @@ void addFormatFunctions(std::vector<BuiltinFunction>& out) {
       placed({"errno", BuiltinFn::Errno, 1, 1, checkInteger, "errno(x)",
               "a negative errno printed by name (`-ENOENT`)", shown<FieldKind::Errno>},
              Placement::Column),
-      placed({"ntop", BuiltinFn::Ntop, 1, 1, checkNtop, "ntop(addr)",
+      placed({"ntop", BuiltinFn::Ntop, 1, 2, checkNtop, "ntop([family, ]addr)",
               "an IPv4 or IPv6 address printed as text", ntopField},
              Placement::Column),
       placed({"ksym", BuiltinFn::Ksym, 1, 1, checkAddress, "ksym(addr)",
