@@ -30,6 +30,18 @@ std::optional<Helper> probedHelper(int id) {
   return std::nullopt;
 }
 
+/// Whether `--attach only` allows a method whose programs start with `first`.
+bool allowedBy(const std::string& only, Attach first) {
+  if (only == "fentry") return first == Attach::Fentry || first == Attach::Fexit;
+  if (only == "kprobe") {
+    return first == Attach::Kprobe || first == Attach::Kretprobe || first == Attach::KprobeMulti ||
+           first == Attach::KretprobeMulti;
+  }
+  if (only == "kprobe.multi") return first == Attach::KprobeMulti || first == Attach::KretprobeMulti;
+  if (only == "tracepoint") return first == Attach::TpBtf || first == Attach::Tracepoint;
+  return true;
+}
+
 std::string groupName(const ProgramPlan& plan, uint32_t group) {
   return group < plan.group_names.size() ? plan.group_names[group]
                                          : fmt::format("probe {}", group + 1);
@@ -65,12 +77,18 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
       }
     }
   }
-  for (Group& g : groups_) settle(g);
+  for (Group& g : groups_) {
+    bool functions = std::any_of(g.methods.begin(), g.methods.end(), [](const Method& m) { return m.kernel_function; });
+    for (Method& m : g.methods) m.chooses = functions;
+    settle(g);
+  }
 }
 
 std::optional<std::string> AttachMethods::unusable(const Method& method) {
   if (method.features.empty()) return std::string("the plan has no programs for it");
-  if (method.kernel_function && !only_.empty() && (only_ == "fentry") != method.fentry) {
+  // `--attach` chooses among the ways to reach kernel functions (packet mode's tracepoints
+  // among them): groups with one way only, such as a tracepoint's, are not its business.
+  if (!only_.empty() && method.chooses && !allowedBy(only_, method.first)) {
     return fmt::format("not tried (--attach {})", only_);
   }
   for (Feature f : method.features) {
@@ -120,8 +138,16 @@ bool AttachMethods::refuse(uint32_t group, const std::string& why) {
 
 std::string AttachMethods::failure(uint32_t group) const {
   std::string out = fmt::format("cannot attach to {}:", groupName(plan_, group));
+  bool none_tried = true;
   if (group < groups_.size()) {
-    for (const std::string& why : groups_[group].passed_over) out += "\n  " + why;
+    for (const std::string& why : groups_[group].passed_over) {
+      out += "\n  " + why;
+      none_tried = none_tried && why.find("not tried (--attach") != std::string::npos;
+    }
+  }
+  // `--attach` ruled every method out: say what the methods are, and why.
+  if (none_tried && !only_.empty() && group < plan_.group_notes.size() && !plan_.group_notes[group].empty()) {
+    out += fmt::format("\n  (kq's methods here: {})", plan_.group_notes[group]);
   }
   return out;
 }

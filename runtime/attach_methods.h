@@ -39,6 +39,7 @@ class AttachMethods {
     Attach first = Attach::Fentry;       // its first attach kind names it
     std::vector<Feature> features;       // what its programs need
     bool kernel_function = false;        // fentry/fexit or kprobes of some kind
+    bool chooses = false;                // its group reaches kernel functions: `--attach` applies
     bool fentry = false;                 // fentry/fexit
     /// Helpers its programs call that some kernels refuse in that program family.
     std::vector<std::pair<Helper, HelperUse>> helpers;

@@ -172,9 +172,9 @@ int run(const std::vector<std::string>& args, Io& io) {
   app.add_flag("-v,--verbose", request.verbose,
                "say which attach methods were used; show libbpf's and the verifier's logs");
   app.add_option("--attach", request.attach,
-                 "attach kernel functions only with fentry or only with kprobe (default: "
-                 "fentry, falling back to kprobe)")
-      ->check(CLI::IsMember({"fentry", "kprobe"}))
+                 "attach kernel functions only with fentry, kprobe (kprobe.multi, then one "
+                 "each), kprobe.multi, or, in packet mode, tracepoint (default: each in turn)")
+      ->check(CLI::IsMember({"fentry", "kprobe", "kprobe.multi", "tracepoint"}))
       ->type_name("METHOD");
   app.add_flag("--repl", request.repl,
                "an interactive session, reading lines from standard input (the default when "
