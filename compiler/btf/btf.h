@@ -111,8 +111,9 @@ class Btf {
                                                               uint32_t max_position) const;
   /// Tracepoints of vmlinux (their `btf_trace_<event>` typedefs) with a pointer to struct
   /// `name` among their arguments: each event's handler and that argument's index among the
-  /// event's own (a tp_btf context's slot).
-  std::vector<std::pair<std::string, uint32_t>> tracepointsTaking(std::string_view name) const;
+  /// event's own (a tp_btf context's slot). Each Function is named after its event and has
+  /// the handler's parameters (`void *__data` first), unnamed.
+  std::vector<std::pair<Function, uint32_t>> tracepointsTaking(std::string_view name) const;
 
   std::optional<BtfType> findStruct(std::string_view name) const;
   std::optional<BtfType> findUnion(std::string_view name) const;

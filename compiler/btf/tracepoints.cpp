@@ -68,8 +68,8 @@ std::optional<Function> Btf::loadedTracepointHandler(std::string_view event) con
   return templateHandler(event, *typedef_type, *proto);
 }
 
-std::vector<std::pair<std::string, uint32_t>> Btf::tracepointsTaking(std::string_view name) const {
-  std::vector<std::pair<std::string, uint32_t>> out;
+std::vector<std::pair<Function, uint32_t>> Btf::tracepointsTaking(std::string_view name) const {
+  std::vector<std::pair<Function, uint32_t>> out;
   const ::btf* btf = files_.front().btf;
   for (uint32_t id = 1; id < btf__type_cnt(btf); ++id) {
     const btf_type* t = btf__type_by_id(btf, id);
@@ -79,12 +79,15 @@ std::vector<std::pair<std::string, uint32_t>> Btf::tracepointsTaking(std::string
     auto proto = typedefProto(BtfType{&files_.front(), id});
     if (!proto) continue;
     Function handler;
+    handler.name = std::string(typedef_name.substr(std::string_view("btf_trace_").size()));
+    handler.func = BtfType{&files_.front(), id};
+    handler.return_type = BtfType{proto->file, proto->get()->type};
     for (uint16_t i = 0; i < btf_vlen(proto->get()); ++i) {
       handler.params.push_back({"", BtfType{proto->file, btf_params(proto->get())[i].type}});
     }
     // (void *__data, args...): a tp_btf program's ctx[i] is args[i].
     if (auto i = parameterPointingTo(handler, name, 1, UINT32_MAX)) {
-      out.emplace_back(std::string(typedef_name.substr(std::string_view("btf_trace_").size())), *i - 1);
+      out.emplace_back(std::move(handler), *i - 1);
     }
   }
   return out;

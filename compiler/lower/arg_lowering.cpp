@@ -102,9 +102,16 @@ llvm::Value* cookieByte(llvm::IRBuilder<>& b, llvm::Value* cookie, uint32_t shif
 /// cookie says where its function takes the skb): six loads and selects, no branches.
 llvm::Value* ExprLowering::registerAt(llvm::Value* position) {
   const PtRegsLayout& layout = ptRegsLayout(args_.arch);
-  llvm::Value* v = readRegister(layout.args[0]);
+  // Volatile: LLVM would otherwise fold the selects of loads into one load from a chosen
+  // offset of the context, which the verifier refuses ("dereference of modified ctx ptr").
+  auto read = [&](const RegisterSlot& reg) {
+    llvm::Value* v = readRegister(reg);
+    if (auto* load = llvm::dyn_cast<llvm::LoadInst>(v)) load->setVolatile(true);
+    return v;
+  };
+  llvm::Value* v = read(layout.args[0]);
   for (uint32_t i = 1; i < layout.args.size(); ++i) {
-    v = b_.CreateSelect(b_.CreateICmpEQ(position, b_.getInt64(i)), readRegister(layout.args[i]), v);
+    v = b_.CreateSelect(b_.CreateICmpEQ(position, b_.getInt64(i)), read(layout.args[i]), v);
   }
   return v;
 }

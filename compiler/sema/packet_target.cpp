@@ -59,16 +59,16 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     out.packet_sites.push_back(std::move(site));
     out.functions.push_back(std::move(f));
   }
-  std::vector<std::pair<std::string, uint32_t>> events = ctx.btf.tracepointsTaking("sk_buff");
+  std::vector<std::pair<btf::Function, uint32_t>> events = ctx.btf.tracepointsTaking("sk_buff");
   std::set<std::string> event_names;
-  for (auto& [event, slot] : events) event_names.insert(event);
+  for (auto& [handler, slot] : events) event_names.insert(handler.name);
   std::map<std::string, std::string> names = tracepointNames(ctx, event_names);
-  for (auto& [event, slot] : events) {
-    std::optional<btf::Function> handler = ctx.btf.findTracepointHandler(event);
-    if (!handler || !use(event)) continue;
+  for (auto& [handler, slot] : events) {
+    const std::string& event = handler.name;
+    if (!use(event)) continue;
     auto named = names.find(event);
     out.packet_sites.push_back({named == names.end() ? event : named->second, "vmlinux", event,
-                                slot, dropReason(*handler, 1),
+                                slot, dropReason(handler, 1),
                                 event == "kfree_skb" || event == "consume_skb"});
   }
   for (size_t i = 0; i < packet.functions.size(); ++i) {
