@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -356,11 +357,32 @@ std::optional<uint32_t> parameterPointingTo(const Function& f, std::string_view 
 
 std::vector<std::pair<Function, uint32_t>> Btf::functionsTaking(std::string_view name,
                                                                  uint32_t max_position) const {
-  std::vector<std::pair<Function, uint32_t>> out;
-  for (std::string_view function : functionNames(true)) {
+  // Tens of thousands of functions: their prototypes are read in place, and a Function (with
+  // its parameters' names) is made only for those that match.
+  index(kFunctions);
+  loadModules();
+  std::vector<std::tuple<std::string_view, BtfType, uint32_t>> matched;
+  for (const auto& [function, entry] : index_->functions) {
     if (function.rfind("__bpf_trace_", 0) == 0) continue;  // tracepoint handlers: not traced
-    auto f = findFunction(function);
-    if (auto i = parameterPointingTo(*f, name, 0, max_position)) out.emplace_back(std::move(*f), *i);
+    BtfType func{entry.first, entry.second};
+    BtfType proto{func.file, func.get()->type};
+    if (proto.id == 0 || !btf_is_func_proto(proto.get())) continue;
+    const btf_param* params = btf_params(proto.get());
+    for (uint32_t i = 0; i < btf_vlen(proto.get()) && i < max_position; ++i) {
+      BtfType t = BtfType{proto.file, params[i].type}.resolved();
+      if (t.id == 0 || !btf_is_ptr(t.get())) continue;
+      BtfType pointee = BtfType{t.file, t.get()->type}.resolved();
+      if (pointee.id != 0 && btf_is_struct(pointee.get()) && pointee.name() == name) {
+        matched.emplace_back(function, func, i);
+        break;
+      }
+    }
+  }
+  std::sort(matched.begin(), matched.end(),
+            [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  std::vector<std::pair<Function, uint32_t>> out;
+  for (const auto& [function, func, i] : matched) {
+    out.emplace_back(functionOf(func, func.file == &files_.front() ? "" : func.file->name), i);
   }
   return out;
 }
