@@ -27,6 +27,9 @@ struct LowerOptions {
   uint32_t dump_bytes = 1024;
   bool want_ir = false;
   bool want_asm = false;
+  /// `packet`: also compile the tracepoint programs kernels without kprobes fall back to
+  /// (about 30; under emulation, seconds of compiling a kernel with kprobes never uses).
+  bool packet_tracepoints = true;
 };
 
 /// The ring buffer a query gets unless told otherwise: room for a burst of 2048 of its

@@ -473,7 +473,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
       ++method;
     }
   }
-  if (graph || tracepoints.empty()) {
+  if (graph || tracepoints.empty() || !object_.options().packet_tracepoints) {
     object_.noteGroup(group, "packet mode attaches kprobe.multi, then a kprobe per function, with "
                              "one program for all of them (fentry would need one each)");
     return;

@@ -152,6 +152,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   }
 
   lower::LowerOptions options;
+  // The tracepoint fallback of packet mode, where this kernel may need it (or it is asked for).
+  options.packet_tracepoints = env.kernel->hasKprobes() != kernel::Known::Yes ||
+                               request.attach == "tracepoint" || !request.btf.empty();
   options.pid = request.pid;
   options.follow_children = child != nullptr;
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
