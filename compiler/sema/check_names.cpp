@@ -300,6 +300,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     scope_.aggregates_allowed = false;  // no aggregates inside aggregates
     scope_.in_entry = inner_entry || f.id == BuiltinFn::Entry;
     BuiltinCall bc{c, {}, ctx_.types, ctx_.diags, ctx_.kernel, ctx_.btf};
+    bc.sources = &ctx_.sources;
     for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
     scope_.aggregates_allowed = inner_allowed;
     scope_.in_entry = inner_entry;
@@ -313,6 +314,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     info.type = f.check(bc);
     info.operands = std::move(bc.operands);
     info.table = std::move(bc.table);
+    info.constant = info.type->kind == TypeKind::Table;  // built when the query is checked
     return info;
   }
   const ast::FnDecl* fn = nullptr;

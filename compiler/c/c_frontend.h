@@ -1,0 +1,63 @@
+// What kq asks of C: the interface between kq and its Clang plugin (libkq-c.so, built from
+// compiler/c/clang/). Plain structs only: no Clang or LLVM type crosses it (the plugin has
+// its own LLVM, libLLVM-16.so, and kq links its own statically), so code travels as
+// bitcode and positions as file, line and column. kq loads the plugin on demand
+// (compiler/c/c_plugin.h): a query that uses no C never maps it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kq::c {
+
+/// Bumped whenever a struct below or CFrontend changes: kq refuses a plugin of another.
+constexpr uint32_t kInterfaceVersion = 1;
+
+/// One of Clang's diagnostics, at a place in a C file (line and column 1-based; 0: none).
+struct CDiagnostic {
+  enum class Level : uint8_t { Error, Warning, Note };
+  Level level = Level::Error;
+  std::string file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  std::string message;
+};
+
+/// Where and how to read C. `file` is a header or source; a relative one is looked for in
+/// `directory` first, then in the machine's system include paths.
+struct CInput {
+  std::string file;
+  std::string directory;
+};
+
+struct Macro {
+  std::string name;
+  int64_t value = 0;
+};
+
+struct MacroResult {
+  /// False when `file` was not found: nothing else is set.
+  bool found = false;
+  /// The header's path as Clang opened it.
+  std::string path;
+  /// Object-like macros with the prefix whose expansion is an integer constant
+  /// expression, in the order the headers define them.
+  std::vector<Macro> macros;
+  /// How many macros had the prefix (those that are not integers included).
+  uint32_t with_prefix = 0;
+  /// Errors of the header itself.
+  std::vector<CDiagnostic> diagnostics;
+};
+
+class CFrontend {
+ public:
+  virtual ~CFrontend() = default;
+  /// `#include`s `input.file` and evaluates its object-like macros starting with `prefix`.
+  virtual MacroResult macros(const CInput& input, const std::string& prefix) = 0;
+};
+
+}  // namespace kq::c
+
+/// The plugin's one entry point: its CFrontend, if it speaks `version` of the interface.
+extern "C" kq::c::CFrontend* kq_c_frontend(uint32_t version);

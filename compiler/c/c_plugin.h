@@ -1,0 +1,25 @@
+// kq's side of its C plugin (c_frontend.h): found and loaded on the first use of C in a
+// process, never before, and its answers kept per file content, so a session pays Clang's
+// start-up once and a header read again costs a hash of its bytes.
+#pragma once
+
+#include <string>
+
+#include "compiler/c/c_frontend.h"
+#include "compiler/diag/result.h"
+
+namespace kq::c {
+
+/// The plugin, loaded on first use from $KQ_C_PLUGIN, or libkq-c.so next to the running
+/// binary, or in kq's install library directory; an Error saying where kq looked.
+Result<CFrontend*> loadFrontend();
+
+/// `frontend.macros(input, prefix)`, answered again without Clang while the header it
+/// read has the same bytes.
+const MacroResult& cachedMacros(CFrontend& frontend, const CInput& input, const std::string& prefix);
+
+/// The directory a file named `source_name` (a script's path, or `<command line>`) lives
+/// in, where its C files are looked for first: "" (the working directory) for no file.
+std::string sourceDirectory(const std::string& source_name);
+
+}  // namespace kq::c
