@@ -414,6 +414,51 @@ def without_tracefs(command):
     return proc.stdout.decode(), proc.stderr.decode()
 
 
+def loaded_objects(*args, env=None):
+    """The shared objects the dynamic linker loaded for `kq ARGS` (LD_DEBUG=files), and kq's
+    exit status and standard error."""
+    proc = subprocess.run([KQ, *args], capture_output=True, timeout=60,
+                          env={**os.environ, "LD_DEBUG": "files", **(env or {})})
+    err = proc.stderr.decode("utf-8", "replace")
+    objects = [line.split("file=", 1)[1].split()[0] for line in err.splitlines() if "file=" in line]
+    return objects, proc.returncode, err
+
+
+class CPlugin(unittest.TestCase):
+    """C goes through libkq-c.so (Clang's libraries), loaded only by a query that uses C."""
+    C_FREE = "trace tracepoint:syscalls:sys_enter_kill select sig"
+    WITH_C = 'let sigs = macros("asm/signal.h", "SIG") trace tracepoint:syscalls:sys_enter_kill select sigs[sig]'
+
+    def test_a_query_without_c_never_loads_the_plugin(self):
+        objects, status, err = loaded_objects("check", "-e", self.C_FREE)
+        self.assertEqual(status, 0, err)
+        self.assertTrue(objects, "LD_DEBUG listed no objects: the test would prove nothing")
+        self.assertFalse([o for o in objects if "kq-c" in o or "clang" in o or "LLVM" in o], objects)
+
+    def test_a_query_with_c_loads_it(self):
+        objects, status, err = loaded_objects("check", "-e", self.WITH_C)
+        self.assertEqual(status, 0, err)
+        self.assertTrue([o for o in objects if o.endswith("/libkq-c.so")], objects)
+        self.assertTrue([o for o in objects if "libclang-cpp" in o], objects)
+
+    def test_a_missing_plugin_is_a_diagnostic(self):
+        status, _, err = kq_env({"KQ_C_PLUGIN": "/nonexistent/libkq-c.so"}, "check", "-e", self.WITH_C)
+        self.assertEqual(status, 1, err)
+        self.assertIn("error: `macros` needs kq's C support [CUnavailable]", err)
+        self.assertIn("kq's C plugin is not installed (looked for /nonexistent/libkq-c.so)", err)
+
+    def test_a_plugin_that_is_not_one_is_a_diagnostic(self):
+        status, _, err = kq_env({"KQ_C_PLUGIN": "/lib/x86_64-linux-gnu/libz.so.1"}, "check", "-e", self.WITH_C)
+        self.assertEqual(status, 1, err)
+        self.assertIn("[CUnavailable]", err)
+        self.assertIn("is not the C plugin of this kq", err)
+
+
+def kq_env(env, *args):
+    proc = subprocess.run([KQ, *args], capture_output=True, timeout=60, env={**os.environ, **env})
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
 @unittest.skipIf(os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"),
                  "mount namespaces need root, and the running kernel's BTF")
 class Tracefs(unittest.TestCase):

@@ -23,6 +23,7 @@ void DiagnosticCollector::HandleDiagnostic(clang::DiagnosticsEngine::Level level
   info.FormatDiagnostic(text);
   d.message = std::string(text);
   if (info.getID() == clang::diag::err_pp_file_not_found) file_not_found = true;
+  bool in_main = false;
   if (info.hasSourceManager() && info.getLocation().isValid()) {
     const clang::SourceManager& sm = info.getSourceManager();
     clang::PresumedLoc at = sm.getPresumedLoc(sm.getFileLoc(info.getLocation()));
@@ -32,11 +33,13 @@ void DiagnosticCollector::HandleDiagnostic(clang::DiagnosticsEngine::Level level
       d.column = at.getColumn();
     }
     clang::SourceLocation expanded = sm.getExpansionLoc(info.getLocation());
-    if (d.level == CDiagnostic::Level::Error && sm.isWrittenInMainFile(expanded)) {
+    in_main = sm.isWrittenInMainFile(expanded);
+    if (d.level == CDiagnostic::Level::Error && in_main) {
       main_file_error_lines.insert(sm.getExpansionLineNumber(expanded));
     }
   }
   diagnostics.push_back(std::move(d));
+  from_main_file.push_back(in_main);
 }
 
 std::unique_ptr<clang::CompilerInstance> makeCompiler(const CUnit& unit,

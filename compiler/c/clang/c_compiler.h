@@ -24,6 +24,8 @@ class DiagnosticCollector : public clang::DiagnosticConsumer {
 
   std::vector<CDiagnostic> diagnostics;
   std::set<uint32_t> main_file_error_lines;
+  /// For each of `diagnostics`: whether it expanded from the main file (kq's own text).
+  std::vector<bool> from_main_file;
   bool file_not_found = false;
 };
 

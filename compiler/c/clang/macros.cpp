@@ -172,6 +172,16 @@ MacroResult evaluateMacros(const CInput& input, const std::string& prefix) {
   std::map<size_t, int64_t> values;
   EvaluateMacros evaluate(values);
   compiler->ExecuteAction(evaluate);
+  // Errors of the header itself (not of kq's lines), with the notes that follow them.
+  bool header_error = false;
+  for (size_t i = 0; i < diags.diagnostics.size(); ++i) {
+    CDiagnostic& d = diags.diagnostics[i];
+    if (d.level == CDiagnostic::Level::Error) header_error = !diags.from_main_file[i];
+    if (header_error && d.level != CDiagnostic::Level::Warning) {
+      result.diagnostics.push_back(std::move(d));
+    }
+  }
+  if (!result.diagnostics.empty()) return result;
   for (size_t i = 0; i < names.size(); ++i) {
     auto value = values.find(i);
     if (value == values.end() || diags.main_file_error_lines.count(static_cast<uint32_t>(i + 2))) {

@@ -13,11 +13,11 @@ namespace {
 
 constexpr const char* kExample = "macros(\"linux/capability.h\", \"CAP_\")";
 
-std::string describe(const c::MacroResult& r) {
+std::string describe(const c::MacroResult& r, size_t names) {
   const auto& list = r.macros;
   std::string out = fmt::format("the macros of {}: {} = {}", r.path, list[0].name, list[0].value);
   if (list.size() > 1) out += fmt::format(", {} = {}", list[1].name, list[1].value);
-  if (list.size() > 2) out += fmt::format(", ... ({} names)", list.size());
+  if (list.size() > 2) out += fmt::format(", ... ({} names)", names);
   return out;
 }
 
@@ -58,8 +58,9 @@ const Type* checkMacros(BuiltinCall& c) {
         .report(DiagKind::NoSuchMacro, prefix_arg.range,
                 found.with_prefix == 0
                     ? fmt::format("no macro of `{}` starts with `{}`", header->value, prefix->value)
-                    : fmt::format("no macro of `{}` starting with `{}` is an integer ({} are not)",
-                                  header->value, prefix->value, found.with_prefix))
+                    : fmt::format("`{}` has {} macro{} starting with `{}`, and none is an integer",
+                                  header->value, found.with_prefix,
+                                  found.with_prefix == 1 ? "" : "s", prefix->value))
         .note("the prefix is case-sensitive; the macros are those the header defines and those "
               "of the headers it includes");
     return c.types.error();
@@ -67,7 +68,7 @@ const Type* checkMacros(BuiltinCall& c) {
   auto table = std::make_shared<LookupTable>();
   // A macro sharing an earlier one's value (`CAP_LAST_CAP`) does not rename it.
   for (const c::Macro& m : found.macros) table->names.emplace(m.value, m.name);
-  table->origin = describe(found);
+  table->origin = describe(found, table->names.size());
   c.table = std::move(table);
   return c.types.table(false);
 }

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""C through Clang in the running kernel: names from the machine's C headers (`macros`)
+printed for real events, checked against values this test reads from the headers itself.
+
+Usage: c_test.py PATH_TO_KQ
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import harness
+from harness import kq, skip_reason
+
+WORKDIR = tempfile.mkdtemp(prefix="kq-c-")
+
+# Sends itself SIGUSR1 twice and SIGUSR2 once with kill(2).
+SIGNALLER = harness.write_file(WORKDIR, "signal_self.py", """
+import os, signal
+for s in (signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(s, lambda *args: None)
+for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGUSR1):
+    os.kill(os.getpid(), s)
+""")
+
+
+def header_defines(header, pattern):
+    """{name: value} of the `#define NAME NUMBER` lines of a system header matching `pattern`."""
+    for base in ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu"):
+        path = os.path.join(base, header)
+        if os.path.exists(path):
+            with open(path) as f:
+                return {m.group(1): int(m.group(2), 0)
+                        for m in re.finditer(r"^#define\s+(" + pattern + r")\s+(\d+)\b", f.read(), re.M)}
+    raise unittest.SkipTest(f"no {header} on this machine (linux-libc-dev)")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class Macros(harness.KqTestCase):
+
+    def test_signal_names_from_asm_signal_h(self):
+        signals = header_defines("asm/signal.h", r"SIG[A-Z0-9]+")
+        self.assertEqual(signals["SIGKILL"], 9)
+        # `-c`: only the command's own kill(2) calls.
+        query = ('let sigs = macros("asm/signal.h", "SIG") '
+                 'trace tracepoint:syscalls:sys_enter_kill '
+                 'group by sigs[sig] select sigs[sig] as signal, count()')
+        status, out, err = kq("-o", "json", query, "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertEqual(sorted((r["signal"], r["count()"]) for r in rows),
+                         [("SIGUSR1", 2), ("SIGUSR2", 1)], out)
+        # The numbers are the header's.
+        status, out, err = kq("-o", "json", query.replace("group by sigs[sig] select sigs[sig] as signal, count()",
+                                                          "select sig, sigs[sig] as name"),
+                              "-c", f"{sys.executable} {SIGNALLER}")
+        self.assertEqual(status, 0, err)
+        for line in out.splitlines():
+            row = json.loads(line)
+            self.assertEqual(signals[row["name"]], row["sig"], line)
+
+    def test_capability_names_match_the_header(self):
+        caps = header_defines("linux/capability.h", r"CAP_[A-Z_]+")
+        self.assertEqual(caps["CAP_SYS_ADMIN"], 21)
+        # Every capability by its number, printed by a real event (kill(2) of signal 0).
+        names = ", ".join(f"caps[{v}] as c{v}" for v in sorted(set(caps.values()))
+                          if v != caps.get("CAP_LAST_CAP"))
+        query = ('let caps = macros("linux/capability.h", "CAP_") '
+                 f'trace tracepoint:syscalls:sys_enter_kill where sig == 0 select {names} limit 1')
+        check = f"{sys.executable} -c 'import os; os.kill(os.getpid(), 0)'"
+        status, out, err = kq("-o", "json", query, "-c", check)
+        self.assertEqual(status, 0, err)
+        row = json.loads(out.splitlines()[0])
+        for name, value in caps.items():
+            if name != "CAP_LAST_CAP":
+                self.assertEqual(row[f"c{value}"], name)
+        # A name compared in `where` is its number, compared in the kernel.
+        query = ('let caps = macros("linux/capability.h", "CAP_") '
+                 'trace tracepoint:syscalls:sys_enter_kill where caps[sig] == "CAP_SYS_ADMIN" '
+                 'select sig limit 1')
+        status, out, err = kq("--dump", "types", query)
+        self.assertEqual(status, 0, err)
+        self.assertIn("compares the key with 21", out)
+
+
+if __name__ == "__main__":
+    harness.main(sys.argv)
