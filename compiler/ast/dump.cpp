@@ -152,7 +152,9 @@ class Dumper : public ExprVisitor<Dumper> {
     visit(e);
   }
 
-  void item(const UseDecl& use) { line("use " + use.module); }
+  void item(const UseDecl& use) {
+    line(use.header.empty() ? "use " + use.module : "use \"" + use.header + "\"");
+  }
 
   void item(const LetDecl& let) {
     line("let " + let.name);

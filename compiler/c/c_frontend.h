@@ -50,11 +50,23 @@ struct MacroResult {
   std::vector<CDiagnostic> diagnostics;
 };
 
+/// A header's types as BTF: Clang compiles, for the BPF target with debug information, a
+/// translation unit declaring `__kq_type_N`, a pointer to each struct, union, enum and
+/// typedef the header itself defines (not its system headers), and writes the object.
+struct HeaderTypesResult {
+  bool found = false;
+  std::string path;
+  /// Errors of the header; without them the object at `object_path` has a .BTF section.
+  std::vector<CDiagnostic> diagnostics;
+};
+
 class CFrontend {
  public:
   virtual ~CFrontend() = default;
   /// `#include`s `input.file` and evaluates its object-like macros starting with `prefix`.
   virtual MacroResult macros(const CInput& input, const std::string& prefix) = 0;
+  /// Writes an object whose BTF holds the types of header `input.file` to `object_path`.
+  virtual HeaderTypesResult headerTypes(const CInput& input, const std::string& object_path) = 0;
 };
 
 }  // namespace kq::c

@@ -39,7 +39,14 @@ class Builder {
 
   // item : useDecl | letDecl | fnDecl | extensionDecl | query, each with an optional `;`
   Item item(P::ItemContext* ctx) {
-    if (auto* use = ctx->useDecl()) return UseDecl{text(use->name()), range(use)};
+    if (auto* use = ctx->useDecl()) {
+      // useDecl : USE name | USE STRING
+      if (use->STRING()) {
+        return UseDecl{"", range(use), decodeString(text(use->STRING())).value,
+                       range(use->STRING())};
+      }
+      return UseDecl{text(use->name()), range(use)};
+    }
     if (auto* let = ctx->letDecl()) {
       return LetDecl{text(let->name()), range(let->name()), expr(let->expr()), range(let)};
     }
@@ -217,9 +224,16 @@ class Builder {
     } else if (auto* t = dynamic_cast<P::SyscallTargetContext*>(ctx)) {
       out.kind = SyscallTarget{pattern(t->pattern()), captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::UprobeTargetContext*>(ctx)) {
-      out.kind = UprobeTarget{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
-                              range(t->UPROBE_PATH()), pattern(t->pattern()),
-                              captureList(t->captureList())};
+      UprobeTarget u{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
+                     range(t->UPROBE_PATH()), pattern(t->pattern()),
+                     captureList(t->captureList())};
+      // typedParams : '(' typedParam (',' typedParam)* ')'; typedParam : typeName name
+      if (auto* params = t->typedParams()) {
+        for (P::TypedParamContext* p : params->typedParam()) {
+          u.params.push_back({typeName(p->typeName()), text(p->name()), range(p->name())});
+        }
+      }
+      out.kind = std::move(u);
     } else if (auto* t = dynamic_cast<P::FunctionTargetContext*>(ctx)) {
       FunctionTarget f;
       std::vector<P::PatternContext*> parts = t->pattern();

@@ -74,6 +74,14 @@ const Type* kernelIntType(Context& ctx, const std::string& name) {
 
 const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
   const Type* base = nullptr;
+  // A `use "header.h"` type first: a header may not redefine a kernel type (c_headers.cpp).
+  static constexpr const char* kTags[] = {"", "struct ", "union ", "enum "};
+  auto header_type = ctx.header_types.find(kTags[static_cast<int>(name.tag)] + name.name);
+  if (header_type != ctx.header_types.end()) {
+    base = ctx.types.fromBtf(header_type->second);
+    for (uint32_t i = 0; i < name.pointer_depth; ++i) base = ctx.types.pointerTo(base);
+    return base;
+  }
   switch (name.tag) {
     case ast::TypeName::Tag::Struct:
     case ast::TypeName::Tag::Union:

@@ -7,6 +7,7 @@
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/TargetParser/Host.h>
 
 namespace kq::c {
 
@@ -42,13 +43,24 @@ void DiagnosticCollector::HandleDiagnostic(clang::DiagnosticsEngine::Level level
   from_main_file.push_back(in_main);
 }
 
+std::vector<std::string> bpfTargetArgs() {
+  std::string host = llvm::sys::getDefaultTargetTriple();
+  std::string multiarch = host.substr(0, host.find('-')) + "-linux-gnu";
+  return {"-target", "bpf", "-idirafter", "/usr/local/include", "-idirafter",
+          "/usr/include/" + multiarch, "-idirafter", "/usr/include"};
+}
+
 std::unique_ptr<clang::CompilerInstance> makeCompiler(const CUnit& unit,
                                                       DiagnosticCollector& diags) {
   // The driver finds the system include paths of the target (and GCC's, for the host) as
   // the clang binary would, from the resource directory of the libclang kq was built with.
-  std::vector<std::string> args = {KQ_CLANG_BINARY, "-fsyntax-only", "-resource-dir",
-                                   KQ_CLANG_RESOURCE_DIR, "-ferror-limit=0",
-                                   "-fno-color-diagnostics"};
+  std::vector<std::string> args = {KQ_CLANG_BINARY, "-resource-dir", KQ_CLANG_RESOURCE_DIR,
+                                   "-ferror-limit=0", "-fno-color-diagnostics"};
+  if (unit.object_path.empty()) {
+    args.push_back("-fsyntax-only");
+  } else {
+    args.insert(args.end(), {"-c", "-o", unit.object_path});
+  }
   args.insert(args.end(), unit.args.begin(), unit.args.end());
   args.push_back("-x");
   args.push_back("c");

@@ -36,7 +36,13 @@ struct CUnit {
   std::string text;
   /// Driver arguments besides the file (`-target bpf`, `-O2`, `-g`).
   std::vector<std::string> args;
+  /// Where the object goes; "" for a syntax check only.
+  std::string object_path = "";
 };
+
+/// Driver arguments for the BPF target: its layout is the 64-bit hosts' (LP64), and the
+/// host's system headers are found after Clang's own.
+std::vector<std::string> bpfTargetArgs();
 
 /// A compiler ready to run an action on `unit`, reporting to `diags`; null if Clang's
 /// driver refused the arguments (said in `diags`).

@@ -2,6 +2,7 @@
 #include <llvm/Support/TargetSelect.h>
 
 #include "compiler/c/c_frontend.h"
+#include "compiler/c/clang/header_types.h"
 #include "compiler/c/clang/macros.h"
 
 namespace kq::c {
@@ -11,6 +12,9 @@ class ClangFrontend : public CFrontend {
  public:
   MacroResult macros(const CInput& input, const std::string& prefix) override {
     return evaluateMacros(input, prefix);
+  }
+  HeaderTypesResult headerTypes(const CInput& input, const std::string& object_path) override {
+    return compileHeaderTypes(input, object_path);
   }
 };
 
