@@ -120,7 +120,7 @@ typedParams
   ;
 
 typedParam
-  : typeName name
+  : (typeName | IDENT) name
   ;
 
 capture

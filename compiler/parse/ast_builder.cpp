@@ -227,10 +227,13 @@ class Builder {
       UprobeTarget u{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
                      range(t->UPROBE_PATH()), pattern(t->pattern()),
                      captureList(t->captureList())};
-      // typedParams : '(' typedParam (',' typedParam)* ')'; typedParam : typeName name
+      // typedParams : '(' typedParam (',' typedParam)* ')'; typedParam : (typeName | IDENT) name
       if (auto* params = t->typedParams()) {
         for (P::TypedParamContext* p : params->typedParam()) {
-          u.params.push_back({typeName(p->typeName()), text(p->name()), range(p->name())});
+          TypeName type = p->typeName() ? typeName(p->typeName())
+                                        : TypeName{TypeName::Tag::None, text(p->IDENT()), 0,
+                                                   range(p->IDENT())};
+          u.params.push_back({std::move(type), text(p->name()), range(p->name())});
         }
       }
       out.kind = std::move(u);

@@ -96,6 +96,7 @@ const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
         Diagnostic& diag = ctx.diags.report(
             DiagKind::UnknownType, name.range,
             fmt::format("the kernel has no `{} {}`", tag, name.name));
+        if (!ctx.header_types.empty()) diag.note("nor does a header the script `use`s");
         if (is_struct) {
           if (auto close = closestName(name.name, ctx.btf.structNames())) {
             diag.note(fmt::format("did you mean `struct {}`?", *close));
@@ -114,8 +115,9 @@ const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
       } else if (isKernelIntName(name.name)) {
         base = kernelIntType(ctx, name.name);
       } else {
-        ctx.diags.report(DiagKind::UnknownType, name.range,
-                         fmt::format("the kernel has no type `{}`", name.name));
+        Diagnostic& diag = ctx.diags.report(DiagKind::UnknownType, name.range,
+                                            fmt::format("the kernel has no type `{}`", name.name));
+        if (!ctx.header_types.empty()) diag.note("nor does a header the script `use`s");
         return ctx.types.error();
       }
       break;
