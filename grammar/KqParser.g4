@@ -35,10 +35,11 @@ item
   | query ';'?
   ;
 
-// `use net` (a stdlib module), `use "myapp.h"` (a C header's types).
+// `use net` (a stdlib module), `use "myapp.h"` (a C header's types), `use c "helpers.c"`
+// (C functions).
 useDecl
   : USE name
-  | USE STRING
+  | USE name? STRING
   ;
 
 letDecl

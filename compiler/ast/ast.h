@@ -353,6 +353,8 @@ struct UseDecl {
   /// `use "myapp.h"`: the header (then `module` is empty), and where its string is.
   std::string header = "";
   SourceRange header_range = {};
+  /// `use c "helpers.c"`: `header` is a C file whose functions queries call.
+  bool c_source = false;
 };
 
 /// `let big = 1000`.

@@ -153,7 +153,8 @@ class Dumper : public ExprVisitor<Dumper> {
   }
 
   void item(const UseDecl& use) {
-    line(use.header.empty() ? "use " + use.module : "use \"" + use.header + "\"");
+    line(use.header.empty() ? "use " + use.module
+                            : std::string(use.c_source ? "use c \"" : "use \"") + use.header + "\"");
   }
 
   void item(const LetDecl& let) {

@@ -12,7 +12,7 @@
 namespace kq::c {
 
 /// Bumped whenever a struct below or CFrontend changes: kq refuses a plugin of another.
-constexpr uint32_t kInterfaceVersion = 1;
+constexpr uint32_t kInterfaceVersion = 2;
 
 /// One of Clang's diagnostics, at a place in a C file (line and column 1-based; 0: none).
 struct CDiagnostic {
@@ -60,6 +60,33 @@ struct HeaderTypesResult {
   std::vector<CDiagnostic> diagnostics;
 };
 
+/// A C type at a function's boundary, as kq can pass it: an integer or a pointer.
+struct CScalar {
+  enum class Kind : uint8_t { Void, Int, Pointer, Other };
+  Kind kind = Kind::Other;
+  uint32_t bytes = 0;
+  bool is_signed = false;
+  std::string spelling;  // as C writes it: `unsigned int`, `struct ipv6hdr *`
+};
+
+struct CFunctionSignature {
+  std::string name;
+  CScalar return_type;
+  std::vector<CScalar> params;
+  std::vector<std::string> param_names;
+  uint32_t line = 0;  // of its definition in the file
+};
+
+/// `use c "helpers.c"`: the file compiled for the BPF target (-O2) into LLVM bitcode, and
+/// the signatures of the functions it defines with external linkage (the callable ones).
+struct CCompileResult {
+  bool found = false;
+  std::string path;
+  std::string bitcode;
+  std::vector<CFunctionSignature> functions;
+  std::vector<CDiagnostic> diagnostics;  // errors, with their notes
+};
+
 class CFrontend {
  public:
   virtual ~CFrontend() = default;
@@ -67,6 +94,8 @@ class CFrontend {
   virtual MacroResult macros(const CInput& input, const std::string& prefix) = 0;
   /// Writes an object whose BTF holds the types of header `input.file` to `object_path`.
   virtual HeaderTypesResult headerTypes(const CInput& input, const std::string& object_path) = 0;
+  /// Compiles C file `input.file` for the BPF target into bitcode.
+  virtual CCompileResult compileC(const CInput& input) = 0;
 };
 
 }  // namespace kq::c

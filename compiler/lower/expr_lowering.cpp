@@ -235,6 +235,7 @@ Val ExprLowering::call(const ast::Call& c) {
     for (const ast::ExprPtr& a : c.args) args.push_back(value(*a));
     return expand(ei, c, std::move(args));
   }
+  if (ei.ref == sema::Ref::CFunction) return cCall(c, ei);
   return builtinCall(c, ei);
 }
 

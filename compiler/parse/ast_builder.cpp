@@ -40,10 +40,20 @@ class Builder {
   // item : useDecl | letDecl | fnDecl | extensionDecl | query, each with an optional `;`
   Item item(P::ItemContext* ctx) {
     if (auto* use = ctx->useDecl()) {
-      // useDecl : USE name | USE STRING
+      // useDecl : USE name | USE name? STRING
       if (use->STRING()) {
-        return UseDecl{"", range(use), decodeString(text(use->STRING())).value,
-                       range(use->STRING())};
+        UseDecl out{"", range(use), decodeString(text(use->STRING())).value,
+                    range(use->STRING())};
+        if (use->name()) {
+          out.c_source = text(use->name()) == "c";
+          if (!out.c_source) {
+            diags_.report(DiagKind::ExpectedToken, range(use->name()),
+                          fmt::format("`use {} \"...\"` names no kind of file kq reads",
+                                      text(use->name())))
+                .note("`use c \"helpers.c\"` reads C functions, `use \"myapp.h\"` a header's types");
+          }
+        }
+        return out;
       }
       return UseDecl{text(use->name()), range(use)};
     }

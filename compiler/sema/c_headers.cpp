@@ -6,8 +6,10 @@
 
 #include "compiler/c/c_diagnostics.h"
 #include "compiler/c/c_plugin.h"
+#include "compiler/c/c_source.h"
 #include "compiler/c/header_types.h"
 #include "compiler/sema/context.h"
+#include "compiler/sema/expr_checker.h"
 
 namespace kq::sema {
 namespace {
@@ -62,13 +64,106 @@ void loadHeader(Context& ctx, const ast::UseDecl& use) {
   }
 }
 
+/// The kq type of a C function's parameter or result; null for one kq cannot pass.
+const Type* kqType(Context& ctx, const c::CScalar& s) {
+  switch (s.kind) {
+    case c::CScalar::Kind::Void: return ctx.types.voidType();
+    case c::CScalar::Kind::Int: return ctx.types.integer(s.bytes, s.is_signed, s.spelling);
+    case c::CScalar::Kind::Pointer: return ctx.types.pointerTo(ctx.types.voidType());
+    case c::CScalar::Kind::Other: return nullptr;
+  }
+  return nullptr;
+}
+
+void loadCSource(Context& ctx, const ast::UseDecl& use) {
+  c::CInput input{use.header, c::sourceDirectory(ctx.sources.file(use.range.file).name())};
+  Result<const c::CompiledC*> compiled = c::compileCSource(input);
+  if (!compiled) {
+    ctx.diags.report(DiagKind::CUnavailable, use.range, "`use c` needs kq's C support")
+        .note(compiled.error().message);
+    return;
+  }
+  const c::CCompileResult& result = (*compiled)->result;
+  if (!result.found) {
+    ctx.diags.report(DiagKind::HeaderNotFound, use.header_range,
+                     fmt::format("no C file `{}` next to the script", use.header));
+    return;
+  }
+  if (c::reportCDiagnostics(result.diagnostics, DiagKind::CError, use.header_range,
+                            fmt::format("while compiling `{}` for `use c`", use.header),
+                            ctx.sources, ctx.diags)) {
+    return;
+  }
+  for (const c::CFunctionSignature& sig : result.functions) {
+    CFunction fn{sig.name, kqType(ctx, sig.return_type), {}, (*compiled)->bitcode};
+    std::string unsupported = fn.return_type && fn.return_type->kind != TypeKind::Void
+                                  ? ""
+                                  : sig.return_type.spelling;
+    for (const c::CScalar& p : sig.params) {
+      const Type* t = kqType(ctx, p);
+      if (!t || t->kind == TypeKind::Void) unsupported = p.spelling;
+      fn.params.push_back(t);
+    }
+    if (!unsupported.empty()) {
+      ctx.diags
+          .report(DiagKind::Unsupported, use.header_range,
+                  fmt::format("`{}` of `{}` takes or returns `{}`: kq passes integers and "
+                              "pointers, and calls functions that return one",
+                              sig.name, use.header, unsupported))
+          .note(fmt::format("make it `static` if queries do not call it; it is on line {}",
+                            sig.line));
+      continue;
+    }
+    if (ctx.decls.fns.count(sig.name) || ctx.c_functions.count(sig.name)) {
+      ctx.diags.report(DiagKind::DuplicateDeclaration, use.header_range,
+                       fmt::format("`{}` of `{}` is already declared", sig.name, use.header));
+      continue;
+    }
+    ctx.c_functions.emplace(sig.name, std::move(fn));
+  }
+}
+
 }  // namespace
 
 void loadHeaderTypes(Context& ctx) {
   for (const ast::Item& item : ctx.script.items) {
     const auto* use = std::get_if<ast::UseDecl>(&item);
-    if (use && !use->header.empty()) loadHeader(ctx, *use);
+    if (!use || use->header.empty()) continue;
+    if (use->c_source) {
+      loadCSource(ctx, *use);
+    } else {
+      loadHeader(ctx, *use);
+    }
   }
+}
+
+ExprInfo ExprChecker::cCall(const ast::Call& c, const CFunction& fn) {
+  ExprInfo info;
+  info.type = error();
+  std::vector<const Type*> args;
+  for (const ast::ExprPtr& arg : c.args) args.push_back(check(*arg));
+  if (args.size() != fn.params.size()) {
+    report(DiagKind::WrongArgumentCount, c.range,
+           fmt::format("the C function `{}` takes {} argument{}, not {}", fn.name,
+                       fn.params.size(), fn.params.size() == 1 ? "" : "s", args.size()));
+    return info;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Type* wanted = fn.params[i];
+    const Type* got = args[i];
+    if (got->isError()) return info;
+    bool fits = wanted->isPointer() ? got->isPointer() || got->isInteger() : got->isInteger();
+    if (!fits) {
+      report(DiagKind::TypeMismatch, c.args[i]->range,
+             fmt::format("the C function `{}` takes `{}` as argument {}, not `{}`", fn.name,
+                         wanted->spelling, i + 1, got->spelling));
+      return info;
+    }
+  }
+  info.type = fn.return_type;
+  info.ref = Ref::CFunction;
+  info.c_function = &fn;
+  return info;
 }
 
 }  // namespace kq::sema

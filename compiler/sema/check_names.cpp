@@ -324,6 +324,9 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     if (auto it = own.find(c.callee); it != own.end()) fn = it->second;
   }
   if (auto it = ctx_.decls.fns.find(c.callee); !fn && it != ctx_.decls.fns.end()) fn = it->second;
+  if (auto it = ctx_.c_functions.find(c.callee); !fn && it != ctx_.c_functions.end()) {
+    return cCall(c, it->second);
+  }
   if (!fn) {
     unknownCall(c);
     for (const ast::ExprPtr& arg : c.args) check(*arg);

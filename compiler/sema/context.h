@@ -55,6 +55,8 @@ struct Context {
   /// before the kernel's; and the header each is from.
   std::map<std::string, btf::BtfType, std::less<>> header_types = {};
   std::map<std::string, std::string, std::less<>> header_of_type = {};
+  /// Functions of `use c "file.c"` files, by name.
+  std::map<std::string, CFunction, std::less<>> c_functions = {};
 
   /// Parses the stdlib module `name` once; null when there is no such module.
   const ast::Script* loadModule(const std::string& name);

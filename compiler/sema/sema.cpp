@@ -161,6 +161,7 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
   if (failed()) return std::nullopt;
 
   out.modules = std::move(ctx.modules);
+  out.c_functions = std::move(ctx.c_functions);
   return out;
 }
 

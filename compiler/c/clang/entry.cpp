@@ -2,6 +2,7 @@
 #include <llvm/Support/TargetSelect.h>
 
 #include "compiler/c/c_frontend.h"
+#include "compiler/c/clang/compile_c.h"
 #include "compiler/c/clang/header_types.h"
 #include "compiler/c/clang/macros.h"
 
@@ -16,6 +17,7 @@ class ClangFrontend : public CFrontend {
   HeaderTypesResult headerTypes(const CInput& input, const std::string& object_path) override {
     return compileHeaderTypes(input, object_path);
   }
+  CCompileResult compileC(const CInput& input) override { return compileCFile(input); }
 };
 
 }  // namespace
