@@ -140,5 +140,43 @@ trace uprobe:{binary}:handle_request(struct app_req *req, long weight) where req
                          out)
 
 
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+
+HELPERS = harness.write_file(WORKDIR, "helpers.c", """
+typedef unsigned int u32;
+static int is_odd(unsigned x) { return x & 1; }
+int marked(u32 mark) { return mark == 0xdeadbeef; }
+long size_class(u32 len) {
+  if (len < 100) return 0;
+  if (len < 256) return 1;
+  return 2 + is_odd(len);
+}
+""")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class CFunctions(harness.KqTestCase):
+
+    def test_a_c_helper_filters_real_marked_packets(self):
+        # send_udp.py: marked 0xdeadbeef with 200, 50 and 400 bytes of payload (28 bytes of
+        # IPv4 and UDP headers more on the wire), unmarked 300, marked 7 with 500.
+        script = harness.write_file(WORKDIR, "marked.kq", """
+use c "helpers.c"
+trace tracepoint:net:net_dev_xmit where marked(skb->mark) select skb->len as len, size_class(skb->len) as class
+""")
+        status, out, err = kq("-o", "json", script, "-c", f"{sys.executable} {SUPPORT}/send_udp.py")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith('{"time"')]
+        self.assertEqual(sorted((r["len"], r["class"]) for r in rows), [(78, 0), (228, 1), (428, 2)], out)
+
+    def test_a_c_file_with_an_error_shows_clangs_diagnostic(self):
+        bad = harness.write_file(WORKDIR, "bad.c", "int f(int x) {\n  return x +;\n}\n")
+        script = harness.write_file(WORKDIR, "bad.kq", 'use c "bad.c"\n')
+        status, _, err = kq("check", script)
+        self.assertEqual(status, 1, err)
+        self.assertIn(f"{bad}:2:13: error: expected expression [CError]", err)
+        self.assertIn("  return x +;", err)
+
+
 if __name__ == "__main__":
     harness.main(sys.argv)
