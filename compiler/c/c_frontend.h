@@ -12,7 +12,7 @@
 namespace kq::c {
 
 /// Bumped whenever a struct below or CFrontend changes: kq refuses a plugin of another.
-constexpr uint32_t kInterfaceVersion = 2;
+constexpr uint32_t kInterfaceVersion = 3;
 
 /// One of Clang's diagnostics, at a place in a C file (line and column 1-based; 0: none).
 struct CDiagnostic {
@@ -87,6 +87,12 @@ struct CCompileResult {
   std::vector<CDiagnostic> diagnostics;  // errors, with their notes
 };
 
+/// A C file compiled as `clang -target bpf -O2 -g -c` would (ipftrace2's extensions).
+struct CObjectResult {
+  bool found = false;
+  std::vector<CDiagnostic> diagnostics;  // errors, with their notes
+};
+
 class CFrontend {
  public:
   virtual ~CFrontend() = default;
@@ -96,6 +102,10 @@ class CFrontend {
   virtual HeaderTypesResult headerTypes(const CInput& input, const std::string& object_path) = 0;
   /// Compiles C file `input.file` for the BPF target into bitcode.
   virtual CCompileResult compileC(const CInput& input) = 0;
+  /// Compiles C file `input.file` for the BPF target (-O2 -g, then `args`) into the object
+  /// `object_path`.
+  virtual CObjectResult compileObject(const CInput& input, const std::vector<std::string>& args,
+                                      const std::string& object_path) = 0;
 };
 
 }  // namespace kq::c

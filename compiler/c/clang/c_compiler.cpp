@@ -7,6 +7,9 @@
 #include <clang/Lex/PreprocessorOptions.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <mutex>
 #include <llvm/TargetParser/Host.h>
 
 namespace kq::c {
@@ -43,6 +46,16 @@ void DiagnosticCollector::HandleDiagnostic(clang::DiagnosticsEngine::Level level
   from_main_file.push_back(in_main);
 }
 
+void initializeBpfTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeBPFTargetInfo();
+    LLVMInitializeBPFTarget();
+    LLVMInitializeBPFTargetMC();
+    LLVMInitializeBPFAsmPrinter();
+  });
+}
+
 std::vector<std::string> bpfTargetArgs() {
   std::string host = llvm::sys::getDefaultTargetTriple();
   std::string multiarch = host.substr(0, host.find('-')) + "-linux-gnu";
@@ -75,6 +88,7 @@ std::unique_ptr<clang::CompilerInstance> makeCompiler(const CUnit& unit,
   std::shared_ptr<clang::CompilerInvocation> invocation = clang::createInvocation(argv, options);
   if (!invocation) return nullptr;
   invocation->getFrontendOpts().DisableFree = false;  // a session compiles many times
+  if (!unit.object_path.empty()) invocation->getFrontendOpts().OutputFile = unit.object_path;
   invocation->getDiagnosticOpts().ShowCarets = false;  // and no "N errors generated" on stderr
   invocation->getPreprocessorOpts().addRemappedFile(
       unit.path, llvm::MemoryBuffer::getMemBufferCopy(unit.text, unit.path).release());

@@ -44,6 +44,9 @@ struct CUnit {
 /// host's system headers are found after Clang's own.
 std::vector<std::string> bpfTargetArgs();
 
+/// Registers LLVM's BPF target (for objects), once.
+void initializeBpfTarget();
+
 /// A compiler ready to run an action on `unit`, reporting to `diags`; null if Clang's
 /// driver refused the arguments (said in `diags`).
 std::unique_ptr<clang::CompilerInstance> makeCompiler(const CUnit& unit, DiagnosticCollector& diags);

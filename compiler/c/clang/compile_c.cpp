@@ -136,4 +136,38 @@ CCompileResult compileCFile(const CInput& input) {
   return result;
 }
 
+CObjectResult compileCObject(const CInput& input, const std::vector<std::string>& extra,
+                             const std::string& object_path) {
+  CObjectResult result;
+  std::string path = input.file;
+  if (!path.empty() && path[0] != '/' && !input.directory.empty()) path = input.directory + "/" + path;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return result;
+  std::ostringstream text;
+  text << in.rdbuf();
+  result.found = true;
+  std::vector<std::string> args = bpfTargetArgs();
+  args.insert(args.end(), {"-O2", "-g"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  CUnit unit{path, text.str(), args, object_path};
+  DiagnosticCollector diags;
+  std::unique_ptr<clang::CompilerInstance> compiler = makeCompiler(unit, diags);
+  if (compiler) {
+    initializeBpfTarget();
+    clang::EmitObjAction emit;
+    compiler->ExecuteAction(emit);
+  }
+  bool in_error = false;
+  for (CDiagnostic& d : diags.diagnostics) {
+    if (d.level == CDiagnostic::Level::Error) in_error = true;
+    if (d.level == CDiagnostic::Level::Warning) in_error = false;
+    if (in_error) result.diagnostics.push_back(std::move(d));
+  }
+  if (!compiler && result.diagnostics.empty()) {
+    result.diagnostics.push_back({CDiagnostic::Level::Error, "", 0, 0,
+                                  "Clang's driver refused kq's arguments"});
+  }
+  return result;
+}
+
 }  // namespace kq::c

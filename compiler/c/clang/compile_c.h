@@ -6,5 +6,7 @@
 namespace kq::c {
 
 CCompileResult compileCFile(const CInput& input);
+CObjectResult compileCObject(const CInput& input, const std::vector<std::string>& args,
+                             const std::string& object_path);
 
 }  // namespace kq::c

@@ -18,6 +18,10 @@ class ClangFrontend : public CFrontend {
     return compileHeaderTypes(input, object_path);
   }
   CCompileResult compileC(const CInput& input) override { return compileCFile(input); }
+  CObjectResult compileObject(const CInput& input, const std::vector<std::string>& args,
+                              const std::string& object_path) override {
+    return compileCObject(input, args, object_path);
+  }
 };
 
 }  // namespace

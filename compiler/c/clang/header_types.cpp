@@ -68,16 +68,6 @@ class ListTypes : public clang::ASTFrontendAction {
   std::vector<std::string>& out_;
 };
 
-void initializeBpfTarget() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeBPFTargetInfo();
-    LLVMInitializeBPFTarget();
-    LLVMInitializeBPFTargetMC();
-    LLVMInitializeBPFAsmPrinter();
-  });
-}
-
 /// Emits `module` (global variables and their debug information) as a BPF object.
 std::string emitBpfObject(llvm::Module& module, const std::string& path) {
   initializeBpfTarget();
