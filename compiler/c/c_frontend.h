@@ -12,7 +12,7 @@
 namespace kq::c {
 
 /// Bumped whenever a struct below or CFrontend changes: kq refuses a plugin of another.
-constexpr uint32_t kInterfaceVersion = 3;
+constexpr uint32_t kInterfaceVersion = 4;
 
 /// One of Clang's diagnostics, at a place in a C file (line and column 1-based; 0: none).
 struct CDiagnostic {
@@ -39,8 +39,9 @@ struct Macro {
 struct MacroResult {
   /// False when `file` was not found: nothing else is set.
   bool found = false;
-  /// The header's path as Clang opened it.
+  /// The header's path as Clang opened it, and every file it includes, directly or not.
   std::string path;
+  std::vector<std::string> included;
   /// Object-like macros with the prefix whose expansion is an integer constant
   /// expression, in the order the headers define them.
   std::vector<Macro> macros;

@@ -1,6 +1,9 @@
 #include "compiler/c/c_plugin.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <cstdlib>
 #include <filesystem>
@@ -29,12 +32,18 @@ std::vector<std::string> pluginCandidates() {
   return out;
 }
 
-/// A file's bytes, hashed; nullopt when it cannot be read.
-std::optional<size_t> contentHash(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
+/// The bytes of a header and of the files it includes, hashed; nullopt when one cannot be
+/// read.
+std::optional<size_t> contentHash(const std::string& path,
+                                  const std::vector<std::string>& included) {
   std::ostringstream bytes;
-  bytes << in.rdbuf();
+  for (const std::string* file = &path; file; ) {
+    std::ifstream in(*file, std::ios::binary);
+    if (!in) return std::nullopt;
+    bytes << *file << '\0' << in.rdbuf() << '\0';
+    size_t next = file == &path ? 0 : static_cast<size_t>(file - included.data()) + 1;
+    file = next < included.size() ? &included[next] : nullptr;
+  }
   return std::hash<std::string>{}(bytes.str());
 }
 
@@ -63,22 +72,90 @@ Result<CFrontend*> loadFrontend() {
   return Error{"kq's C plugin is not installed (looked for " + tried + ")"};
 }
 
-const MacroResult& cachedMacros(CFrontend& frontend, const CInput& input,
-                                const std::string& prefix) {
-  struct Entry {
-    MacroResult result;
-    std::optional<size_t> hash;  // of the header's bytes when Clang read it
-  };
-  static std::map<std::tuple<std::string, std::string, std::string>, Entry> cache;
+namespace {
+
+struct MacroEntry {
+  MacroResult result;
+  std::optional<size_t> hash;  // of the header's bytes when Clang read it
+};
+
+/// Where a `macros` answer is kept on disk: by what was asked (the answer names the header
+/// Clang found, and its bytes' hash, checked on reading); "" without a cache directory.
+fs::path macroCacheFile(const CInput& input, const std::string& prefix) {
+  fs::path dir = cacheDirectory();
+  if (dir.empty()) return {};
+  std::string asked = std::to_string(kInterfaceVersion) + "\n" + input.file + "\n" +
+                      fs::absolute(input.directory.empty() ? "." : input.directory).string() +
+                      "\n" + prefix;
+  char name[40];
+  snprintf(name, sizeof name, "macros-%016zx.txt", std::hash<std::string>{}(asked));
+  return dir / name;
+}
+
+/// A kept answer whose header (and the files it includes) still have the bytes they had:
+/// the header's path, the hash, how many had the prefix, the included files, one a line,
+/// then `NAME VALUE`s.
+std::optional<MacroEntry> readMacroCache(const fs::path& file) {
+  std::ifstream in(file);
+  MacroEntry entry;
+  size_t hash = 0, files = 0;
+  if (!in || !std::getline(in, entry.result.path) ||
+      !(in >> hash >> entry.result.with_prefix >> files) || files > 100000) {
+    return std::nullopt;
+  }
+  in.ignore(1);
+  for (std::string line; files-- > 0 && std::getline(in, line);) entry.result.included.push_back(line);
+  if (contentHash(entry.result.path, entry.result.included) != hash) return std::nullopt;
+  entry.hash = hash;
+  entry.result.found = true;
+  for (Macro m; in >> m.name >> m.value;) entry.result.macros.push_back(m);
+  return entry;
+}
+
+void writeMacroCache(const fs::path& file, const MacroEntry& entry) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  fs::path partial = file;
+  partial += ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << entry.result.path << "\n" << *entry.hash << " " << entry.result.with_prefix << " "
+        << entry.result.included.size() << "\n";
+    for (const std::string& f : entry.result.included) out << f << "\n";
+    for (const Macro& m : entry.result.macros) out << m.name << " " << m.value << "\n";
+    if (!out) return;
+  }
+  fs::rename(partial, file, ec);
+}
+
+}  // namespace
+
+fs::path cacheDirectory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kq";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "kq";
+  return {};
+}
+
+Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& prefix) {
+  static std::map<std::tuple<std::string, std::string, std::string>, MacroEntry> cache;
   auto key = std::tuple{input.file, input.directory, prefix};
   if (auto it = cache.find(key); it != cache.end() && it->second.result.found &&
-                                 contentHash(it->second.result.path) == it->second.hash) {
-    return it->second.result;
+                                 contentHash(it->second.result.path, it->second.result.included) == it->second.hash) {
+    return &it->second.result;
   }
-  Entry entry{frontend.macros(input, prefix), std::nullopt};
-  if (entry.result.found) entry.hash = contentHash(entry.result.path);
-  Entry& kept = cache[key] = std::move(entry);
-  return kept.result;
+  fs::path file = macroCacheFile(input, prefix);
+  if (!file.empty()) {
+    if (std::optional<MacroEntry> kept = readMacroCache(file)) {
+      return &(cache[key] = std::move(*kept)).result;
+    }
+  }
+  Result<CFrontend*> frontend = loadFrontend();
+  if (!frontend) return frontend.error();
+  MacroEntry entry{(*frontend)->macros(input, prefix), std::nullopt};
+  if (entry.result.found) entry.hash = contentHash(entry.result.path, entry.result.included);
+  bool keep = entry.result.found && entry.hash && entry.result.diagnostics.empty();
+  if (keep && !file.empty()) writeMacroCache(file, entry);
+  return &(cache[key] = std::move(entry)).result;
 }
 
 std::string sourceDirectory(const std::string& source_name) {

@@ -3,6 +3,7 @@
 // start-up once and a header read again costs a hash of its bytes.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "compiler/c/c_frontend.h"
@@ -14,9 +15,13 @@ namespace kq::c {
 /// binary, or in kq's install library directory; an Error saying where kq looked.
 Result<CFrontend*> loadFrontend();
 
-/// `frontend.macros(input, prefix)`, answered again without Clang while the header it
-/// read has the same bytes.
-const MacroResult& cachedMacros(CFrontend& frontend, const CInput& input, const std::string& prefix);
+/// The plugin's `macros(input, prefix)`, answered again without Clang (or the plugin) while
+/// the header it read has the same bytes: kept in the process and in the cache directory.
+/// An Error when the plugin is needed and missing.
+Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& prefix);
+
+/// $XDG_CACHE_HOME/kq, or ~/.cache/kq; empty when neither is set.
+std::filesystem::path cacheDirectory();
 
 /// The directory a file named `source_name` (a script's path, or `<command line>`) lives
 /// in, where its C files are looked for first: "" (the working directory) for no file.

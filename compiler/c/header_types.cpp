@@ -28,13 +28,6 @@ std::optional<std::string> readBytes(const fs::path& path) {
   return bytes.str();
 }
 
-/// $XDG_CACHE_HOME/kq, or ~/.cache/kq; "" when neither is set.
-fs::path cacheDirectory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kq";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "kq";
-  return {};
-}
-
 /// The types `__kq_type_N` point to, by their C names.
 HeaderTypes definedTypes(const btf::Btf& btf) {
   HeaderTypes out;

@@ -1,5 +1,7 @@
 #include "compiler/c/ipft_header.h"
 
+#include "compiler/c/c_plugin.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,14 +31,8 @@ const char* const kIpftModuleHeader =
 
 Result<std::string> ipftIncludeDirectory() {
   namespace fs = std::filesystem;
-  fs::path dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    dir = fs::path(xdg) / "kq";
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    dir = fs::path(home) / ".cache" / "kq";
-  } else {
-    dir = fs::temp_directory_path() / "kq";
-  }
+  fs::path dir = cacheDirectory();
+  if (dir.empty()) dir = fs::temp_directory_path() / "kq";
   dir /= "ipft-include";
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -414,11 +414,12 @@ def without_tracefs(command):
     return proc.stdout.decode(), proc.stderr.decode()
 
 
-def loaded_objects(*args, env=None):
+def loaded_objects(*args, cache=None):
     """The shared objects the dynamic linker loaded for `kq ARGS` (LD_DEBUG=files), and kq's
-    exit status and standard error."""
+    exit status and standard error; `cache`: kq's cache directory (a new one by default)."""
+    cache = cache or tempfile.mkdtemp(prefix="kq-cache-")
     proc = subprocess.run([KQ, *args], capture_output=True, timeout=60,
-                          env={**os.environ, "LD_DEBUG": "files", **(env or {})})
+                          env={**os.environ, "LD_DEBUG": "files", "XDG_CACHE_HOME": cache})
     err = proc.stderr.decode("utf-8", "replace")
     objects = [line.split("file=", 1)[1].split()[0] for line in err.splitlines() if "file=" in line]
     return objects, proc.returncode, err
@@ -441,14 +442,31 @@ class CPlugin(unittest.TestCase):
         self.assertTrue([o for o in objects if o.endswith("/libkq-c.so")], objects)
         self.assertTrue([o for o in objects if "libclang-cpp" in o], objects)
 
+    def test_macros_read_before_are_answered_from_the_cache_without_clang(self):
+        cache = tempfile.mkdtemp(prefix="kq-cache-")
+        first, status, err = loaded_objects("--dump", "types", "-e", self.WITH_C, cache=cache)
+        self.assertEqual(status, 0, err)
+        self.assertTrue([o for o in first if o.endswith("/libkq-c.so")], first)
+        self.assertTrue(os.listdir(os.path.join(cache, "kq")))
+        again, status, err_again = loaded_objects("--dump", "types", "-e", self.WITH_C, cache=cache)
+        self.assertEqual(status, 0, err_again)
+        self.assertFalse([o for o in again if "kq-c" in o or "clang" in o], again)
+        types = lambda text: [l for l in text.splitlines() if "macros of" in l]
+        self.assertTrue(types(kq_env({"XDG_CACHE_HOME": cache}, "--dump", "types", "-e", self.WITH_C)[1]))
+        self.assertEqual(types(kq_env({"XDG_CACHE_HOME": cache}, "--dump", "types", "-e", self.WITH_C)[1]),
+                         types(kq_env({"XDG_CACHE_HOME": tempfile.mkdtemp()}, "--dump", "types", "-e",
+                                      self.WITH_C)[1]))
+
     def test_a_missing_plugin_is_a_diagnostic(self):
-        status, _, err = kq_env({"KQ_C_PLUGIN": "/nonexistent/libkq-c.so"}, "check", "-e", self.WITH_C)
+        status, _, err = kq_env({"KQ_C_PLUGIN": "/nonexistent/libkq-c.so",
+                                 "XDG_CACHE_HOME": tempfile.mkdtemp()}, "check", "-e", self.WITH_C)
         self.assertEqual(status, 1, err)
         self.assertIn("error: `macros` needs kq's C support [CUnavailable]", err)
         self.assertIn("kq's C plugin is not installed (looked for /nonexistent/libkq-c.so)", err)
 
     def test_a_plugin_that_is_not_one_is_a_diagnostic(self):
-        status, _, err = kq_env({"KQ_C_PLUGIN": "/lib/x86_64-linux-gnu/libz.so.1"}, "check", "-e", self.WITH_C)
+        status, _, err = kq_env({"KQ_C_PLUGIN": "/lib/x86_64-linux-gnu/libz.so.1",
+                                 "XDG_CACHE_HOME": tempfile.mkdtemp()}, "check", "-e", self.WITH_C)
         self.assertEqual(status, 1, err)
         self.assertIn("[CUnavailable]", err)
         self.assertIn("is not the C plugin of this kq", err)

@@ -29,14 +29,19 @@ constexpr const char* kEnumeratorPrefix = "__kq_macro_";
 class MacroLister : public clang::PPCallbacks {
  public:
   MacroLister(const clang::SourceManager& sm, std::string prefix, std::vector<std::string>& out,
-              std::string& header)
-      : sm_(sm), prefix_(std::move(prefix)), out_(out), header_(header) {}
+              std::string& header, std::vector<std::string>& included)
+      : sm_(sm), prefix_(std::move(prefix)), out_(out), header_(header), included_(included) {}
 
   void InclusionDirective(clang::SourceLocation hash, const clang::Token&, llvm::StringRef,
                           bool, clang::CharSourceRange, clang::OptionalFileEntryRef file,
                           llvm::StringRef, llvm::StringRef, const clang::Module*,
                           clang::SrcMgr::CharacteristicKind) override {
-    if (file && header_.empty() && sm_.isWrittenInMainFile(hash)) header_ = file->getName().str();
+    if (!file) return;
+    if (header_.empty() && sm_.isWrittenInMainFile(hash)) {
+      header_ = file->getName().str();
+    } else {
+      included_.push_back(file->getName().str());
+    }
   }
 
   void MacroDefined(const clang::Token& name, const clang::MacroDirective* md) override {
@@ -60,17 +65,20 @@ class MacroLister : public clang::PPCallbacks {
   std::string prefix_;
   std::vector<std::string>& out_;
   std::string& header_;
+  std::vector<std::string>& included_;
 };
 
 class ListMacros : public clang::PreprocessOnlyAction {
  public:
-  ListMacros(std::string prefix, std::vector<std::string>& out, std::string& header)
-      : prefix_(std::move(prefix)), out_(out), header_(header) {}
+  ListMacros(std::string prefix, std::vector<std::string>& out, std::string& header,
+             std::vector<std::string>& included)
+      : prefix_(std::move(prefix)), out_(out), header_(header), included_(included) {}
 
  protected:
   bool BeginSourceFileAction(clang::CompilerInstance& ci) override {
     clang::Preprocessor& pp = ci.getPreprocessor();
-    pp.addPPCallbacks(std::make_unique<MacroLister>(ci.getSourceManager(), prefix_, out_, header_));
+    pp.addPPCallbacks(std::make_unique<MacroLister>(ci.getSourceManager(), prefix_, out_, header_,
+                                                     included_));
     return PreprocessOnlyAction::BeginSourceFileAction(ci);
   }
 
@@ -78,6 +86,7 @@ class ListMacros : public clang::PreprocessOnlyAction {
   std::string prefix_;
   std::vector<std::string>& out_;
   std::string& header_;
+  std::vector<std::string>& included_;
 };
 
 /// Reads back the values of the enumerators `__kq_macro_N` (N: the macro's index).
@@ -143,7 +152,7 @@ MacroResult evaluateMacros(const CInput& input, const std::string& prefix) {
       result.diagnostics = std::move(diags.diagnostics);
       return result;
     }
-    ListMacros list(prefix, names, result.path);
+    ListMacros list(prefix, names, result.path, result.included);
     compiler->ExecuteAction(list);
     if (diags.file_not_found && diags.diagnostics.size() >= 1 &&
         diags.diagnostics.front().file == unit.path) {

@@ -32,14 +32,14 @@ const Type* checkMacros(BuiltinCall& c) {
         .note(fmt::format("the prefix is the start the macros' names share, as in `{}`", kExample));
     return c.types.error();
   }
-  Result<c::CFrontend*> frontend = c::loadFrontend();
-  if (!frontend) {
+  c::CInput input{header->value, c::sourceDirectory(c.sources->file(c.call.range.file).name())};
+  Result<const c::MacroResult*> answer = c::cachedMacros(input, prefix->value);
+  if (!answer) {
     c.diags.report(DiagKind::CUnavailable, c.call.range, "`macros` needs kq's C support")
-        .note(frontend.error().message);
+        .note(answer.error().message);
     return c.types.error();
   }
-  c::CInput input{header->value, c::sourceDirectory(c.sources->file(c.call.range.file).name())};
-  const c::MacroResult& found = c::cachedMacros(**frontend, input, prefix->value);
+  const c::MacroResult& found = **answer;
   if (!found.found) {
     c.diags
         .report(DiagKind::HeaderNotFound, header_arg.range,
