@@ -56,7 +56,6 @@ struct MacroResult {
 /// typedef the header itself defines (not its system headers), and writes the object.
 struct HeaderTypesResult {
   bool found = false;
-  std::string path;
   /// Errors of the header; without them the object at `object_path` has a .BTF section.
   std::vector<CDiagnostic> diagnostics;
 };
@@ -74,7 +73,6 @@ struct CFunctionSignature {
   std::string name;
   CScalar return_type;
   std::vector<CScalar> params;
-  std::vector<std::string> param_names;
   uint32_t line = 0;  // of its definition in the file
 };
 

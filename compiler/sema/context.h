@@ -64,7 +64,7 @@ struct Context {
   void loadProperties(std::string_view name = "");
 };
 
-/// Reads the types of every `use "header.h"` into `header_types` (c_headers.cpp).
+/// Reads the types of every `use "header.h"` into `header_types` (c_declarations.cpp).
 void loadHeaderTypes(Context& ctx);
 
 /// The kq type named in a cast or parameter, or the error type after reporting why not.

@@ -74,7 +74,7 @@ const Type* kernelIntType(Context& ctx, const std::string& name) {
 
 const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
   const Type* base = nullptr;
-  // A `use "header.h"` type first: a header may not redefine a kernel type (c_headers.cpp).
+  // A `use "header.h"` type first: a header may not redefine a kernel type (c_declarations.cpp).
   static constexpr const char* kTags[] = {"", "struct ", "union ", "enum "};
   auto header_type = ctx.header_types.find(kTags[static_cast<int>(name.tag)] + name.name);
   if (header_type != ctx.header_types.end()) {

@@ -61,7 +61,6 @@ class Signatures : public clang::ASTConsumer {
       sig.return_type = scalarOf(fn->getReturnType(), *context_);
       for (const clang::ParmVarDecl* p : fn->parameters()) {
         sig.params.push_back(scalarOf(p->getType(), *context_));
-        sig.param_names.push_back(p->getNameAsString());
       }
       sig.line = sm.getExpansionLineNumber(fn->getLocation());
       out_.push_back(std::move(sig));

@@ -1,7 +1,10 @@
-// `use "myapp.h"`: the types a C header defines become kq types for casts and uprobe
-// arguments, kept apart from the kernel's: a name the kernel's BTF has too is an error,
-// so `struct sock` always means the kernel's. The header is read by Clang through
-// compiler/c/header_types.h, which keeps the result by the header's content.
+// C declarations, read through kq's C plugin (compiler/c/):
+// - `use "myapp.h"`: the types a C header defines become kq types for casts and uprobe
+//   arguments, kept apart from the kernel's: a name the kernel's BTF has too is an error,
+//   so `struct sock` always means the kernel's (compiler/c/header_types.h keeps the result
+//   by the header's content);
+// - `use c "helpers.c"`: the file's external functions, callable with their C signatures
+//   (compiler/c/c_source.h), and the check of such a call.
 #include <fmt/format.h>
 
 #include "compiler/c/c_diagnostics.h"
