@@ -128,11 +128,15 @@ class HeaderTypes(harness.KqTestCase):
 use "app.h"
 trace uprobe:{binary}:handle_request(struct app_req *req, long weight) where req->len > 4096
   select req->id, req->kind, req->len, str(req->path) as path, str(req->host) as host, weight
+trace uprobe:{binary}:handle_request(struct app_req *req) where req->kind == APP_PUT select req->id
 """)
         status, out, err = kq("-o", "json", script, "-c", binary)
         self.assertEqual(status, 0, err)
         # The program prints its sum (401) among kq's lines; the last is kq's summary.
         rows = [json.loads(line) for line in out.splitlines() if line.startswith('{"time"')]
+        # The header's enumerator, compared: only the PUT request.
+        self.assertEqual([r["req->id"] for r in rows if "path" not in r], [2], out)
+        rows = [r for r in rows if "path" in r]
         self.assertEqual([(r["req->id"], r["req->kind"], r["req->len"], r["path"], r["host"], r["weight"])
                           for r in rows],
                          [(2, "APP_PUT", 8192, "/big/upload", "beta", 8),
