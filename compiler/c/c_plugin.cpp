@@ -138,6 +138,8 @@ fs::path cacheDirectory() {
 
 Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& prefix) {
   static std::map<std::tuple<std::string, std::string, std::string>, MacroEntry> cache;
+  static const MacroResult not_found;
+  if (namesNoRegularFile(input)) return &not_found;
   auto key = std::tuple{input.file, input.directory, prefix};
   if (auto it = cache.find(key); it != cache.end() && it->second.result.found &&
                                  contentHash(it->second.result.path, it->second.result.included) == it->second.hash) {
@@ -156,6 +158,13 @@ Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& 
   bool keep = entry.result.found && entry.hash && entry.result.diagnostics.empty();
   if (keep && !file.empty()) writeMacroCache(file, entry);
   return &(cache[key] = std::move(entry)).result;
+}
+
+bool namesNoRegularFile(const CInput& input) {
+  fs::path local = fs::path(input.directory.empty() ? "." : input.directory) / input.file;
+  if (fs::path(input.file).is_absolute()) local = input.file;
+  std::error_code ec;
+  return fs::exists(local, ec) && !fs::is_regular_file(local, ec);
 }
 
 std::string sourceDirectory(const std::string& source_name) {

@@ -23,6 +23,10 @@ Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& 
 /// $XDG_CACHE_HOME/kq, or ~/.cache/kq; empty when neither is set.
 std::filesystem::path cacheDirectory();
 
+/// Whether `input.file`, where it is looked for first (next to the script), is something
+/// other than a regular file (a directory, /dev/zero): then kq reads nothing of it.
+bool namesNoRegularFile(const CInput& input);
+
 /// The directory a file named `source_name` (a script's path, or `<command line>`) lives
 /// in, where its C files are looked for first: "" (the working directory) for no file.
 std::string sourceDirectory(const std::string& source_name);

@@ -12,6 +12,8 @@ namespace kq::c {
 
 Result<const CompiledC*> compileCSource(const CInput& input) {
   static std::map<std::string, std::unique_ptr<CompiledC>> compiled;
+  static const CompiledC not_found;
+  if (namesNoRegularFile(input)) return &not_found;
   namespace fs = std::filesystem;
   fs::path path = fs::path(input.directory.empty() ? "." : input.directory) / input.file;
   if (fs::path(input.file).is_absolute()) path = input.file;

@@ -53,6 +53,7 @@ HeaderTypes definedTypes(const btf::Btf& btf) {
 }  // namespace
 
 Result<HeaderTypesAnswer> headerTypes(const CInput& input) {
+  if (namesNoRegularFile(input)) return HeaderTypesAnswer{};
   // Every BTF read, for the process: types point into them.
   static std::map<std::string, std::pair<std::unique_ptr<btf::Btf>, HeaderTypes>> loaded;
 

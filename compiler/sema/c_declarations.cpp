@@ -35,6 +35,11 @@ void loadHeader(Context& ctx, const ast::UseDecl& use) {
         .note(answer.error().message);
     return;
   }
+  if (!answer->found && c::namesNoRegularFile(input)) {
+    ctx.diags.report(DiagKind::HeaderNotFound, use.header_range,
+                     fmt::format("`{}` is not a regular file", use.header));
+    return;
+  }
   if (!answer->found) {
     ctx.diags
         .report(DiagKind::HeaderNotFound, use.header_range,
@@ -87,6 +92,11 @@ void loadCSource(Context& ctx, const ast::UseDecl& use) {
     return;
   }
   const c::CCompileResult& result = (*compiled)->result;
+  if (!result.found && c::namesNoRegularFile(input)) {
+    ctx.diags.report(DiagKind::HeaderNotFound, use.header_range,
+                     fmt::format("`{}` is not a regular file", use.header));
+    return;
+  }
   if (!result.found) {
     ctx.diags.report(DiagKind::HeaderNotFound, use.header_range,
                      fmt::format("no C file `{}` next to the script", use.header));

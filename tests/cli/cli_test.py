@@ -472,6 +472,20 @@ class CPlugin(unittest.TestCase):
         self.assertIn("is not the C plugin of this kq", err)
 
 
+class CHostileFiles(unittest.TestCase):
+    """C named by a script is read only from regular files: not /dev/zero, not a directory."""
+
+    def test_devices_and_directories_are_not_read(self):
+        for text, where in [('use c "/dev/zero"', "use c"), ('use "/dev/zero"', "use"),
+                            ('let x = macros("/dev/zero", "X") trace tracepoint:syscalls:sys_enter_kill select x[sig]', "macros"),
+                            ('use "/tmp"', "use")]:
+            status, _, err = kq("check", "-e", text)
+            self.assertEqual(status, 1, (where, err))
+            self.assertIn("is not a regular file [HeaderNotFound]", err, where)
+        status, _, err = kq("build", "--ipft", "/dev/zero.c", "-o", "/dev/null")
+        self.assertNotEqual(status, 0, err)
+
+
 def kq_env(env, *args):
     proc = subprocess.run([KQ, *args], capture_output=True, timeout=60, env={**os.environ, **env})
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")

@@ -40,6 +40,10 @@ int buildCExtension(const Request& request, Io& io) {
     return 1;
   }
   c::CInput input{request.input, ""};
+  if (c::namesNoRegularFile(input)) {
+    io.err << fmt::format("kq: error: `{}` is not a regular file\n", request.input);
+    return 1;
+  }
   namespace fs = std::filesystem;
   std::string partial = request.object_path + ".kq-tmp";
   c::CObjectResult result =

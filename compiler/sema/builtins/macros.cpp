@@ -40,6 +40,11 @@ const Type* checkMacros(BuiltinCall& c) {
     return c.types.error();
   }
   const c::MacroResult& found = **answer;
+  if (!found.found && c::namesNoRegularFile(input)) {
+    c.diags.report(DiagKind::HeaderNotFound, header_arg.range,
+                   fmt::format("`{}` is not a regular file", header->value));
+    return c.types.error();
+  }
   if (!found.found) {
     c.diags
         .report(DiagKind::HeaderNotFound, header_arg.range,
