@@ -35,8 +35,11 @@ item
   | query ';'?
   ;
 
+// `use net` (a stdlib module), `use "myapp.h"` (a C header's types), `use c "helpers.c"`
+// (C functions).
 useDecl
   : USE name
+  | USE name? STRING
   ;
 
 letDecl
@@ -90,7 +93,7 @@ target
   | PROFILE NUMBER                                    # profileTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
-  | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?   # uprobeTarget
+  | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern (typedParams | captureList)?   # uprobeTarget
   | pattern (':' pattern)? captureList?               # functionTarget
   ;
 
@@ -110,6 +113,16 @@ patternPart
 
 captureList
   : '(' (capture (',' capture)*)? ')'
+  ;
+
+// A user-space function's arguments, declared with their types (`struct req *req`): a
+// uprobe's registers have no types of their own.
+typedParams
+  : '(' typedParam (',' typedParam)* ')'
+  ;
+
+typedParam
+  : (typeName | IDENT) name
   ;
 
 capture

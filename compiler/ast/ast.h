@@ -250,12 +250,21 @@ struct SyscallTarget {
 };
 
 /// `uprobe:/usr/bin/bash:readline`, `uretprobe:...`.
+/// `struct req *req`: a user-space function's argument, declared with its type.
+struct TypedParam {
+  TypeName type;
+  std::string name;
+  SourceRange name_range;
+};
+
 struct UprobeTarget {
   bool on_return;
   std::string binary;
   SourceRange binary_range;
   Pattern symbol;
   std::optional<CaptureList> captures;
+  /// `uprobe:./myapp:handle_request(struct req *req)`: the arguments' types, in order.
+  std::vector<TypedParam> params = {};
 };
 
 /// `packet` (every traceable function taking `struct sk_buff *`), `packet graph`.
@@ -345,6 +354,11 @@ struct Query {
 struct UseDecl {
   std::string module;
   SourceRange range;
+  /// `use "myapp.h"`: the header (then `module` is empty), and where its string is.
+  std::string header = "";
+  SourceRange header_range = {};
+  /// `use c "helpers.c"`: `header` is a C file whose functions queries call.
+  bool c_source = false;
 };
 
 /// `let big = 1000`.

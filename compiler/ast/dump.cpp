@@ -152,7 +152,10 @@ class Dumper : public ExprVisitor<Dumper> {
     visit(e);
   }
 
-  void item(const UseDecl& use) { line("use " + use.module); }
+  void item(const UseDecl& use) {
+    line(use.header.empty() ? "use " + use.module
+                            : std::string(use.c_source ? "use c \"" : "use \"") + use.header + "\"");
+  }
 
   void item(const LetDecl& let) {
     line("let " + let.name);

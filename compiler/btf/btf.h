@@ -25,6 +25,9 @@ using TypeId = uint32_t;
 struct BtfFile {
   std::string name;  // "vmlinux", a module name, or the path given to --btf
   ::btf* btf = nullptr;
+  /// A C header's types (`use "myapp.h"`): user-space memory, laid out as written, so
+  /// read at fixed offsets, never relocated against the kernel's types.
+  bool user_space = false;
 };
 
 /// A type in a particular BTF file. Id 0 is `void`.
@@ -134,6 +137,8 @@ class Btf {
   std::optional<Function> findTracepointHandler(std::string_view event) const;
 
   const BtfFile& vmlinux() const { return files_.front(); }
+  /// Marks this BTF as a C header's types (BtfFile::user_space).
+  void markUserSpace() { files_.front().user_space = true; }
   Function functionOf(BtfType func, const std::string& module) const;
 
  private:

@@ -115,6 +115,11 @@ class BpfModule {
   Result<EmittedObject> emit(bool want_ir, bool want_asm);
   const std::vector<CodegenProblem>& problems() const { return problems_; }
 
+  /// Function `name` of a `use c` file's bitcode (compiled for BPF by the C plugin),
+  /// linked into the module the first time the file is used, each of its functions
+  /// internal and always inlined (c_linking.cpp); an Error when the bitcode is unreadable.
+  Result<llvm::Function*> cFunction(const std::string& bitcode, const std::string& name);
+
  private:
   llvm::DIType* intDi(uint32_t bytes);
   llvm::DIType* arrayOfIntsDi(uint32_t count);
@@ -128,6 +133,7 @@ class BpfModule {
   std::map<uint32_t, llvm::DIType*> int_di_;
   std::vector<CodegenProblem> problems_;
   std::map<const llvm::Function*, std::vector<int>> helpers_;
+  std::map<const std::string*, bool> linked_c_;  // bitcode already linked
 };
 
 }  // namespace kq::lower

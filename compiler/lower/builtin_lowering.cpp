@@ -134,6 +134,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
     case BuiltinFn::Hist:
     case BuiltinFn::Lhist:
     case BuiltinFn::Top:
+    case BuiltinFn::Macros:  // a lookup table: only indexed, never a value
       // Printed from their fields (fmt, cat, join, buf), or kept in maps (aggregates): no
       // value here.
       break;

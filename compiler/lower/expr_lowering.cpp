@@ -115,6 +115,10 @@ Val ExprLowering::value(const ast::Expr& e) {
           if (ei.type->kind == TypeKind::String) return string(e, string_bytes_);
           return builtin(e, *ei.variable);
         case sema::Ref::Enumerator:
+          // A C header's (`use "app.h"`): as the header numbers it.
+          if (ei.type->btf.file && ei.type->btf.file->user_space) {
+            return Val{b_.getInt64(static_cast<uint64_t>(ei.value)), ei.type};
+          }
           // Relocated: enumerators (drop reasons, states) are numbered differently by kernels.
           return Val{enumValue(b_, core_, ei.type->btf, nameOf(e), ei.value), ei.type};
         case sema::Ref::Return: return returnValue(ei.type);
@@ -235,6 +239,7 @@ Val ExprLowering::call(const ast::Call& c) {
     for (const ast::ExprPtr& a : c.args) args.push_back(value(*a));
     return expand(ei, c, std::move(args));
   }
+  if (ei.ref == sema::Ref::CFunction) return cCall(c, ei);
   return builtinCall(c, ei);
 }
 

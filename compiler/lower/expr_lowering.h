@@ -222,6 +222,8 @@ class ExprLowering {
   /// Follows `members` from the current task (probe reads, CO-RE); 0 if BTF lacks a step.
   Val currentTaskChain(const std::vector<std::string>& members);
   Val call(const ast::Call& c);
+  /// A call of a `use c` function, linked from its bitcode and inlined (c_call.cpp).
+  Val cCall(const ast::Call& c, const sema::ExprInfo& ei);
   Val binary(const ast::Binary& b);
   Val compareStrings(const ast::Binary& b);
   /// A folded comparison of a lookup with a name: the key against the keys of that name.

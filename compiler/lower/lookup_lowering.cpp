@@ -27,6 +27,10 @@ Val ExprLowering::lookupKey(const ast::Expr& e) {
     exprs_ = saved;
     return key;
   }
+  // A value of a C header's enum: named by its enumerators (record_layout.cpp).
+  if (ei.type->kind == sema::TypeKind::Enum && ei.type->btf.file && ei.type->btf.file->user_space) {
+    return value(e);
+  }
   return problem("this expression looks nothing up", types_.s64());
 }
 

@@ -36,6 +36,14 @@ uint32_t storageBytes(uint32_t bit_offset, uint32_t bits) {
 llvm::Value* ExprLowering::access(llvm::Value* addr,
                                   const std::vector<std::pair<btf::BtfType, uint32_t>>& steps) {
   for (const auto& [record, index] : steps) {
+    if (record.file->user_space) {
+      // A C header's type: laid out as the header says, at a fixed offset.
+      const ::btf_type* raw = record.get();
+      if (index >= btf_vlen(raw) || btf_member_bitfield_size(raw, index) != 0) return nullptr;
+      uint32_t offset = btf_member_bit_offset(raw, index) / 8;
+      addr = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), addr, offset);
+      continue;
+    }
     const CoreTypes::Record& rec = core_.record(record);
     if (index >= rec.index.size()) return nullptr;
     auto [ir_index, di_index] = rec.index[index];
@@ -73,6 +81,10 @@ Place ExprLowering::member(const ast::Member& m) {
     return Place{base.addr, types_.u64(), false, base.user};
   }
   const sema::MemberPath& path = *ei.member;
+  if (path.bitfield_bits != 0 && path.steps.back().first.file->user_space) {
+    problem("a bitfield of a C header's type (kq reads those of the kernel's types only)", ei.type);
+    return Place{base.addr, types_.u64(), false, base.user};
+  }
   llvm::Value* addr = access(base.addr, path.steps);
   if (!addr) {
     problem("a bitfield that no 8-byte read holds", ei.type);
@@ -82,7 +94,7 @@ Place ExprLowering::member(const ast::Member& m) {
 }
 
 llvm::Value* ExprLowering::elementSize(const sema::Type* element) {
-  if (element->isRecord() && !element->incomplete) {
+  if (element->isRecord() && !element->incomplete && !element->btf.file->user_space) {
     // A kernel struct may be another size on the kernel the program runs on.
     if (llvm::Value* size = typeSize(b_, core_, element->btf)) return size;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <bpf/btf.h>
 #include <fmt/format.h>
 
 #include "compiler/sema/builtins/builtins.h"
@@ -18,6 +19,26 @@ constexpr uint32_t kHeaderBytes = sizeof(runtime::EventHeader);
 
 uint32_t round8(uint32_t n) { return (n + 7) / 8 * 8; }
 
+/// A field for a value of a C header's type (`use "myapp.h"`), whose BTF the runtime
+/// does not have: an enum prints through the names of its enumerators; records and arrays
+/// (whose bytes would need that BTF to print) as their address.
+FieldLayout userSpaceField(const sema::Type* type, FieldLayout f) {
+  if (type->kind == TypeKind::Enum) {
+    f.kind = FieldKind::Table;
+    const ::btf_type* raw = type->btf.get();
+    bool is64 = btf_is_enum64(raw);
+    for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
+      uint32_t name_off = is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
+      int64_t value = is64 ? static_cast<int64_t>(btf_enum64_value(btf_enum64(raw) + i))
+                           : btf_enum(raw)[i].val;
+      f.names.emplace(value, btf__name_by_offset(type->btf.file->btf, name_off));
+    }
+    return f;
+  }
+  f.kind = FieldKind::Pointer;
+  return f;
+}
+
 /// A field for a value of `type`, as the type alone says.
 FieldLayout byType(const sema::Type* type, const LayoutOptions& options) {
   FieldLayout f;
@@ -33,6 +54,13 @@ FieldLayout byType(const sema::Type* type, const LayoutOptions& options) {
     f.type_name = t->spelling;
     f.size = std::min<uint32_t>(t->size, options.dump_bytes);
   };
+  if (const btf::BtfFile* file = type->btf.file; file && file->user_space) {
+    return userSpaceField(type, f);
+  }
+  if (type->isPointer() && type->element->btf.file && type->element->btf.file->user_space) {
+    f.kind = FieldKind::Pointer;  // into a program's memory: the address
+    return f;
+  }
   switch (type->kind) {
     case TypeKind::Bool: f.kind = FieldKind::Bool; break;
     case TypeKind::Enum:

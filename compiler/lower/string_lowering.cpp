@@ -323,7 +323,9 @@ llvm::Value* ExprLowering::storeRecord(const ast::Expr& e, llvm::Value* dst, uin
     addr = b_.CreatePtrToInt(p.addr, b_.getInt64Ty());
     user = p.user;
   }
-  llvm::Value* length = record->isRecord() && !record->incomplete ? typeSize(b_, core_, record->btf) : nullptr;
+  llvm::Value* length = record->isRecord() && !record->incomplete && !record->btf.file->user_space
+                            ? typeSize(b_, core_, record->btf)
+                            : nullptr;
   if (!length) {
     probeRead(dst, size, addr, user, false);
     return addr;

@@ -39,7 +39,24 @@ class Builder {
 
   // item : useDecl | letDecl | fnDecl | extensionDecl | query, each with an optional `;`
   Item item(P::ItemContext* ctx) {
-    if (auto* use = ctx->useDecl()) return UseDecl{text(use->name()), range(use)};
+    if (auto* use = ctx->useDecl()) {
+      // useDecl : USE name | USE name? STRING
+      if (use->STRING()) {
+        UseDecl out{"", range(use), decodeString(text(use->STRING())).value,
+                    range(use->STRING())};
+        if (use->name()) {
+          out.c_source = text(use->name()) == "c";
+          if (!out.c_source) {
+            diags_.report(DiagKind::ExpectedToken, range(use->name()),
+                          fmt::format("`use {} \"...\"` names no kind of file kq reads",
+                                      text(use->name())))
+                .note("`use c \"helpers.c\"` reads C functions, `use \"myapp.h\"` a header's types");
+          }
+        }
+        return out;
+      }
+      return UseDecl{text(use->name()), range(use)};
+    }
     if (auto* let = ctx->letDecl()) {
       return LetDecl{text(let->name()), range(let->name()), expr(let->expr()), range(let)};
     }
@@ -221,9 +238,19 @@ class Builder {
     } else if (auto* t = dynamic_cast<P::SyscallTargetContext*>(ctx)) {
       out.kind = SyscallTarget{pattern(t->pattern()), captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::UprobeTargetContext*>(ctx)) {
-      out.kind = UprobeTarget{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
-                              range(t->UPROBE_PATH()), pattern(t->pattern()),
-                              captureList(t->captureList())};
+      UprobeTarget u{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
+                     range(t->UPROBE_PATH()), pattern(t->pattern()),
+                     captureList(t->captureList())};
+      // typedParams : '(' typedParam (',' typedParam)* ')'; typedParam : (typeName | IDENT) name
+      if (auto* params = t->typedParams()) {
+        for (P::TypedParamContext* p : params->typedParam()) {
+          TypeName type = p->typeName() ? typeName(p->typeName())
+                                        : TypeName{TypeName::Tag::None, text(p->IDENT()), 0,
+                                                   range(p->IDENT())};
+          u.params.push_back({std::move(type), text(p->name()), range(p->name())});
+        }
+      }
+      out.kind = std::move(u);
     } else if (auto* t = dynamic_cast<P::FunctionTargetContext*>(ctx)) {
       FunctionTarget f;
       std::vector<P::PatternContext*> parts = t->pattern();

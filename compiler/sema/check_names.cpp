@@ -301,6 +301,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     scope_.in_entry = inner_entry || f.id == BuiltinFn::Entry;
     BuiltinCall bc{c, {}, ctx_.types, ctx_.diags, ctx_.kernel, ctx_.btf};
     bc.target = scope_.target;
+    bc.sources = &ctx_.sources;
     for (const ast::ExprPtr& arg : c.args) bc.args.push_back(check(*arg));
     scope_.aggregates_allowed = inner_allowed;
     scope_.in_entry = inner_entry;
@@ -315,6 +316,7 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     info.operands = std::move(bc.operands);
     info.table = std::move(bc.table);
     info.packet_filter = std::move(bc.packet_filter);
+    info.constant = info.type->kind == TypeKind::Table;  // built when the query is checked
     return info;
   }
   const ast::FnDecl* fn = nullptr;
@@ -324,6 +326,9 @@ ExprInfo ExprChecker::call(const ast::Call& c) {
     if (auto it = own.find(c.callee); it != own.end()) fn = it->second;
   }
   if (auto it = ctx_.decls.fns.find(c.callee); !fn && it != ctx_.decls.fns.end()) fn = it->second;
+  if (auto it = ctx_.c_functions.find(c.callee); !fn && it != ctx_.c_functions.end()) {
+    return cCall(c, it->second);
+  }
   if (!fn) {
     unknownCall(c);
     for (const ast::ExprPtr& arg : c.args) check(*arg);

@@ -73,6 +73,12 @@ ExprInfo ExprChecker::member(const ast::Member& m) {
     }
     return info;
   }
+  if (path->bitfield_bits != 0 && record->btf.file->user_space) {
+    report(DiagKind::Unsupported, m.member_range,
+           fmt::format("`{}` is a bitfield of a C header's type: kq reads the bitfields of "
+                       "the kernel's types only", m.member));
+    return info;
+  }
   info.type = path->type;
   info.member = std::move(*path);
   return info;

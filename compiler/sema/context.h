@@ -51,12 +51,21 @@ struct Context {
   std::map<const ast::Script*, std::map<std::string, const ast::FnDecl*, std::less<>>> module_fns;
   /// `fn` bodies expanded inline so far in the whole program, against kMaxFnExpansions.
   size_t fn_expansions = 0;
+  /// Types of `use "myapp.h"` headers by their C names (`struct req`, `req_t`), found
+  /// before the kernel's; and the header each is from.
+  std::map<std::string, btf::BtfType, std::less<>> header_types = {};
+  std::map<std::string, std::string, std::less<>> header_of_type = {};
+  /// Functions of `use c "file.c"` files, by name.
+  std::map<std::string, CFunction, std::less<>> c_functions = {};
 
   /// Parses the stdlib module `name` once; null when there is no such module.
   const ast::Script* loadModule(const std::string& name);
   /// Loads the properties that could be named `name` (every property when it is empty).
   void loadProperties(std::string_view name = "");
 };
+
+/// Reads the types of every `use "header.h"` into `header_types` (c_declarations.cpp).
+void loadHeaderTypes(Context& ctx);
 
 /// The kq type named in a cast or parameter, or the error type after reporting why not.
 const Type* resolveTypeName(Context& ctx, const ast::TypeName& name);

@@ -28,6 +28,7 @@ std::string refText(const ExprInfo& info, const SourceManager& sources) {
       }
       return fmt::format("builtin `{}`", builtinFunctions()[info.index].name);
     case Ref::Return: return "return value";
+    case Ref::CFunction: return fmt::format("C function `{}`", info.c_function->name);
     case Ref::Joined: return fmt::format("kept by join {}, value {}", info.index, info.slot);
     case Ref::None: break;
   }

@@ -109,6 +109,8 @@ class ExprChecker {
   // ---- calls (check_names.cpp) ---------------------------------------------------------
 
   ExprInfo call(const ast::Call& c);
+  /// A call of a `use c` function: its arguments' count and types (c_declarations.cpp).
+  ExprInfo cCall(const ast::Call& c, const CFunction& fn);
   static std::string countText(size_t lo, size_t hi);
   void unknownCall(const ast::Call& c);
   /// The type of a function's parameter `i`: its declared type, or (untyped) anything.

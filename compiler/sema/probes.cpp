@@ -355,8 +355,27 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
     if (symbols->empty()) diag.note("the binary has no symbol table (stripped?)");
     return std::nullopt;
   }
-  // User-space functions have no BTF: arguments are registers, as 64-bit integers.
+  // User-space functions have no BTF: arguments are registers, as 64-bit integers, unless
+  // declared with their types (`handle_request(struct req *req)`).
   for (uint32_t i = 0; i < 6; ++i) out.args.push_back({"", ctx.types.u64(), i});
+  for (uint32_t i = 0; i < t.params.size(); ++i) {
+    const ast::TypedParam& p = t.params[i];
+    if (i >= out.args.size()) {
+      ctx.diags.report(DiagKind::Unsupported, p.name_range,
+                       fmt::format("kq reads a user-space function's first {} arguments, and "
+                                   "`{}` is argument {}", out.args.size(), p.name, i + 1));
+      return std::nullopt;
+    }
+    const Type* type = resolveTypeName(ctx, p.type);
+    if (type->isError()) return std::nullopt;
+    if (!type->isInteger() && !type->isPointer()) {
+      ctx.diags.report(DiagKind::InvalidCast, p.type.range,
+                       fmt::format("`{}` is passed in a register: declare it as an integer or a "
+                                   "pointer, not `{}`", p.name, type->spelling));
+      return std::nullopt;
+    }
+    out.args[i] = {p.name, type, i};
+  }
   out.return_type = ctx.types.u64();
   out.attach = {{t.on_return ? AttachKind::Uretprobe : AttachKind::Uprobe, Known::Yes, ""}};
   out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary,

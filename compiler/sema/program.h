@@ -78,9 +78,20 @@ struct ResolvedTarget {
 /// What an identifier or call turned out to be.
 enum class Ref : uint8_t {
   None, Arg, Param, Builtin, Let, Enumerator, Property, Fn, BuiltinFunction, Return,
+  /// A function of a `use c "file.c"` (ExprInfo::c_function).
+  CFunction,
   /// A value the query reads from a joined event (`issue.time`): evaluated when that event
   /// happened, kept, and read back (ResolvedJoin::stored).
   Joined,
+};
+
+/// A function of a `use c "helpers.c"` file: its kq types, and the bitcode (compiled for
+/// BPF by the C plugin) that lowering links into the module and inlines.
+struct CFunction {
+  std::string name;
+  const Type* return_type = nullptr;
+  std::vector<const Type*> params;
+  std::shared_ptr<const std::string> bitcode;
 };
 
 struct ExprInfo;
@@ -102,6 +113,7 @@ struct ExprInfo {
   int64_t value = 0;   // Enumerator
   const ast::LetDecl* let = nullptr;
   const ast::FnDecl* fn = nullptr;  // Fn and Property
+  const CFunction* c_function = nullptr;  // CFunction
   std::optional<MemberPath> member;
   bool constant = false;  // folds to a compile-time value
   /// Fn and Property: the body's expressions, typed for this use.

@@ -88,7 +88,7 @@ void collectDeclarations(Context& ctx) {
 
   for (const ast::Item& item : ctx.script.items) {
     const auto* use = std::get_if<ast::UseDecl>(&item);
-    if (!use) continue;
+    if (!use || !use->header.empty()) continue;  // a C header's types: loadHeaderTypes
     const ast::Script* module = ctx.loadModule(use->module);
     if (!module) {
       std::vector<std::string_view> names;
@@ -148,6 +148,7 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
   // A query whose probe did not resolve is skipped by the expression passes, so one
   // misspelled function does not hide the mistakes in the other queries.
   collectDeclarations(ctx);
+  loadHeaderTypes(ctx);  // before probes, whose arguments may have the headers' types
   if (failed()) return std::nullopt;
   resolveProbes(ctx, out.program);
   size_t after_probes = diags.errorCount();
@@ -160,6 +161,7 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
   if (failed()) return std::nullopt;
 
   out.modules = std::move(ctx.modules);
+  out.c_functions = std::move(ctx.c_functions);
   return out;
 }
 

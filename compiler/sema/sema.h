@@ -20,6 +20,9 @@ struct CheckedProgram {
   Program program;
   std::unique_ptr<TypeTable> types;
   std::vector<std::unique_ptr<ast::Script>> modules;
+  /// Functions of `use c` files, which ExprInfo::c_function points to (a moved map keeps
+  /// its elements where they are).
+  std::map<std::string, CFunction, std::less<>> c_functions;
 };
 
 std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& sources,

@@ -74,6 +74,14 @@ const Type* kernelIntType(Context& ctx, const std::string& name) {
 
 const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
   const Type* base = nullptr;
+  // A `use "header.h"` type first: a header may not redefine a kernel type (c_declarations.cpp).
+  static constexpr const char* kTags[] = {"", "struct ", "union ", "enum "};
+  auto header_type = ctx.header_types.find(kTags[static_cast<int>(name.tag)] + name.name);
+  if (header_type != ctx.header_types.end()) {
+    base = ctx.types.fromBtf(header_type->second);
+    for (uint32_t i = 0; i < name.pointer_depth; ++i) base = ctx.types.pointerTo(base);
+    return base;
+  }
   switch (name.tag) {
     case ast::TypeName::Tag::Struct:
     case ast::TypeName::Tag::Union:
@@ -88,6 +96,7 @@ const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
         Diagnostic& diag = ctx.diags.report(
             DiagKind::UnknownType, name.range,
             fmt::format("the kernel has no `{} {}`", tag, name.name));
+        if (!ctx.header_types.empty()) diag.note("nor does a header the script `use`s");
         if (is_struct) {
           if (auto close = closestName(name.name, ctx.btf.structNames())) {
             diag.note(fmt::format("did you mean `struct {}`?", *close));
@@ -106,8 +115,9 @@ const Type* resolveTypeName(Context& ctx, const ast::TypeName& name) {
       } else if (isKernelIntName(name.name)) {
         base = kernelIntType(ctx, name.name);
       } else {
-        ctx.diags.report(DiagKind::UnknownType, name.range,
-                         fmt::format("the kernel has no type `{}`", name.name));
+        Diagnostic& diag = ctx.diags.report(DiagKind::UnknownType, name.range,
+                                            fmt::format("the kernel has no type `{}`", name.name));
+        if (!ctx.header_types.empty()) diag.note("nor does a header the script `use`s");
         return ctx.types.error();
       }
       break;

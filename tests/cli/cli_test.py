@@ -414,6 +414,83 @@ def without_tracefs(command):
     return proc.stdout.decode(), proc.stderr.decode()
 
 
+def loaded_objects(*args, cache=None):
+    """The shared objects the dynamic linker loaded for `kq ARGS` (LD_DEBUG=files), and kq's
+    exit status and standard error; `cache`: kq's cache directory (a new one by default)."""
+    cache = cache or tempfile.mkdtemp(prefix="kq-cache-")
+    proc = subprocess.run([KQ, *args], capture_output=True, timeout=60,
+                          env={**os.environ, "LD_DEBUG": "files", "XDG_CACHE_HOME": cache})
+    err = proc.stderr.decode("utf-8", "replace")
+    objects = [line.split("file=", 1)[1].split()[0] for line in err.splitlines() if "file=" in line]
+    return objects, proc.returncode, err
+
+
+class CPlugin(unittest.TestCase):
+    """C goes through libkq-c.so (Clang's libraries), loaded only by a query that uses C."""
+    C_FREE = "trace tracepoint:syscalls:sys_enter_kill select sig"
+    WITH_C = 'let sigs = macros("asm/signal.h", "SIG") trace tracepoint:syscalls:sys_enter_kill select sigs[sig]'
+
+    def test_a_query_without_c_never_loads_the_plugin(self):
+        objects, status, err = loaded_objects("check", "-e", self.C_FREE)
+        self.assertEqual(status, 0, err)
+        self.assertTrue(objects, "LD_DEBUG listed no objects: the test would prove nothing")
+        self.assertFalse([o for o in objects if "kq-c" in o or "clang" in o or "LLVM" in o], objects)
+
+    def test_a_query_with_c_loads_it(self):
+        objects, status, err = loaded_objects("check", "-e", self.WITH_C)
+        self.assertEqual(status, 0, err)
+        self.assertTrue([o for o in objects if o.endswith("/libkq-c.so")], objects)
+        self.assertTrue([o for o in objects if "libclang-cpp" in o], objects)
+
+    def test_macros_read_before_are_answered_from_the_cache_without_clang(self):
+        cache = tempfile.mkdtemp(prefix="kq-cache-")
+        first, status, err = loaded_objects("--dump", "types", "-e", self.WITH_C, cache=cache)
+        self.assertEqual(status, 0, err)
+        self.assertTrue([o for o in first if o.endswith("/libkq-c.so")], first)
+        self.assertTrue(os.listdir(os.path.join(cache, "kq")))
+        again, status, err_again = loaded_objects("--dump", "types", "-e", self.WITH_C, cache=cache)
+        self.assertEqual(status, 0, err_again)
+        self.assertFalse([o for o in again if "kq-c" in o or "clang" in o], again)
+        types = lambda text: [l for l in text.splitlines() if "macros of" in l]
+        self.assertTrue(types(kq_env({"XDG_CACHE_HOME": cache}, "--dump", "types", "-e", self.WITH_C)[1]))
+        self.assertEqual(types(kq_env({"XDG_CACHE_HOME": cache}, "--dump", "types", "-e", self.WITH_C)[1]),
+                         types(kq_env({"XDG_CACHE_HOME": tempfile.mkdtemp()}, "--dump", "types", "-e",
+                                      self.WITH_C)[1]))
+
+    def test_a_missing_plugin_is_a_diagnostic(self):
+        status, _, err = kq_env({"KQ_C_PLUGIN": "/nonexistent/libkq-c.so",
+                                 "XDG_CACHE_HOME": tempfile.mkdtemp()}, "check", "-e", self.WITH_C)
+        self.assertEqual(status, 1, err)
+        self.assertIn("error: `macros` needs kq's C support [CUnavailable]", err)
+        self.assertIn("kq's C plugin is not installed (looked for /nonexistent/libkq-c.so)", err)
+
+    def test_a_plugin_that_is_not_one_is_a_diagnostic(self):
+        status, _, err = kq_env({"KQ_C_PLUGIN": "/lib/x86_64-linux-gnu/libz.so.1",
+                                 "XDG_CACHE_HOME": tempfile.mkdtemp()}, "check", "-e", self.WITH_C)
+        self.assertEqual(status, 1, err)
+        self.assertIn("[CUnavailable]", err)
+        self.assertIn("is not the C plugin of this kq", err)
+
+
+class CHostileFiles(unittest.TestCase):
+    """C named by a script is read only from regular files: not /dev/zero, not a directory."""
+
+    def test_devices_and_directories_are_not_read(self):
+        for text, where in [('use c "/dev/zero"', "use c"), ('use "/dev/zero"', "use"),
+                            ('let x = macros("/dev/zero", "X") trace tracepoint:syscalls:sys_enter_kill select x[sig]', "macros"),
+                            ('use "/tmp"', "use")]:
+            status, _, err = kq("check", "-e", text)
+            self.assertEqual(status, 1, (where, err))
+            self.assertIn("is not a regular file [HeaderNotFound]", err, where)
+        status, _, err = kq("build", "--ipft", "/dev/zero.c", "-o", "/dev/null")
+        self.assertNotEqual(status, 0, err)
+
+
+def kq_env(env, *args):
+    proc = subprocess.run([KQ, *args], capture_output=True, timeout=60, env={**os.environ, **env})
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
 @unittest.skipIf(os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"),
                  "mount namespaces need root, and the running kernel's BTF")
 class Tracefs(unittest.TestCase):

@@ -115,6 +115,23 @@ class NothingEndsTheSession(ReplTestCase):
         self.quit(s)
 
 
+class CInTheSession(ReplTestCase):
+    def test_a_header_read_once_serves_every_query(self):
+        # Clang reads the header for the first query (in the session, which keeps the
+        # answer); the second is checked from what the session kept.
+        s = self.session(XDG_CACHE_HOME=tempfile.mkdtemp(dir=WORKDIR))
+        s.enter('let sigs = macros("asm/signal.h", "SIG")')
+        s.wait_prompt()
+        for _ in range(2):
+            s.enter(exec_query(extra="select sigs[9] as name limit 1").replace(" select comm", ""))
+            s.wait_for(r"^TIME +CPU")
+            run_program()
+            s.wait_for(r"sched_process_exec +SIGKILL$")
+            s.wait_for(r"kq: 1 event, 0 lost")
+            s.wait_prompt()
+        self.quit(s)
+
+
 class TabCompletion(ReplTestCase):
     def listed(self, s, since):
         """The words listed under the line since row `since`."""

@@ -91,6 +91,51 @@ class IpftExtension(harness.KqTestCase):
         self.assertEqual(out.splitlines()[:3], [f"backend_len: {n} ( len: {n} tot_len: {n} )"
                                                 for n in (228, 78, 428)], out)
 
+    def test_an_ipftrace2_c_extension_unchanged(self):
+        # Written as ipftrace2's own example (example/extensions/bpf/gso) is, including the
+        # header `ipft --gen bpf-module-header` prints: kq provides it.
+        path = os.path.join(WORKDIR, "ext.c")
+        with open(path, "w") as f:
+            f.write(C_EXTENSION)
+        out = self.run_extension("c", path)
+        lines = out.splitlines()
+        self.assertEqual(lines[-1], "marked: 3 dropped: 0", out)
+        self.assertEqual(lines[:-1], [f"backend_len: {n} ( len: {n} mark: 0xdeadbeef )"
+                                      for n in (228, 78, 428)], out)
+
+    def test_a_c_extension_with_an_error_shows_clangs_diagnostic(self):
+        path = os.path.join(WORKDIR, "bad_ext.c")
+        with open(path, "w") as f:
+            f.write(C_EXTENSION.replace("ev->len = BPF_CORE_READ(skb, len);", "ev->len = skb->lenn;"))
+        status, _, err = kq("build", "--ipft", path, "-o", os.path.join(WORKDIR, "bad.o"))
+        self.assertEqual(status, 1, err)
+        self.assertIn(f"{path}:17:18: error: no member named 'lenn' in 'struct sk_buff'; did you mean 'len'? [CError]", err)
+        self.assertIn("9:16: note: 'len' declared here", err)
+        self.assertFalse(os.path.exists(os.path.join(WORKDIR, "bad.o")))
+
+
+C_EXTENSION = """#include "ipft.h"
+
+struct event {
+  unsigned int len;
+  __u32 mark __ipft_fmt_hex;
+} __ipft_event_struct;
+
+struct sk_buff {
+  unsigned int len;
+  __u32 mark;
+};
+
+__hidden int
+module(void *ctx, struct sk_buff *skb, __u8 data[64])
+{
+  struct event *ev = (struct event *)data;
+  ev->len = BPF_CORE_READ(skb, len);
+  ev->mark = BPF_CORE_READ(skb, mark);
+  return 0;
+}
+"""
+
 
 if __name__ == "__main__":
     RUNNER = sys.argv.pop(2)

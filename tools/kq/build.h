@@ -13,4 +13,8 @@ int buildObject(const Request& request, const sema::CheckedProgram& checked,
                 const SourceManager& sources, FileId file, const KernelEnvironment& env,
                 Diagnostics& diags, bool color, Io& io);
 
+/// `kq build --ipft FILE.c`: an ipftrace2 C extension (build_c.cpp).
+bool isCExtension(const Request& request);
+int buildCExtension(const Request& request, Io& io);
+
 }  // namespace kq::cli

@@ -1,4 +1,5 @@
 #include "tools/kq/cli.h"
+#include "tools/kq/build.h"
 
 #include <cctype>
 #include <cerrno>
@@ -279,6 +280,7 @@ int run(const std::vector<std::string>& args, Io& io) {
     return runObject(request, io);
   }
   request.build = build->parsed();
+  if (isCExtension(request)) return buildCExtension(request, io);
   if (!check->parsed() && !build->parsed()) stop_signals.emplace();
   return compile(request, /*run_after=*/!check->parsed(), io, std::move(piped));
 }

@@ -39,6 +39,7 @@ const std::vector<BuiltinFunction>& builtinFunctions() {
     addFormatFunctions(out);
     addPrintedFunctions(out);
     addNameFunctions(out);
+    addMacroFunctions(out);
     addNetFunctions(out);
     addProbeFunctions(out);
     addAggregateFunctions(out);

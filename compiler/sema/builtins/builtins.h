@@ -76,6 +76,7 @@ enum class BuiltinFn : uint8_t {
   Cat, Join, Buf, Strftime,
   Ntohs, Htons, Ntohl, Htonl, Pcap,
   Entry,
+  Macros,
   Count, Sum, Avg, Min, Max, Hist, Lhist, Top,
 };
 
@@ -107,6 +108,8 @@ struct BuiltinCall {
   const ResolvedTarget* target = nullptr;
   /// `pcap`: the filter, compiled.
   std::shared_ptr<const PacketFilter> packet_filter = nullptr;
+  /// The compilation's files: C read for the call (`macros`) is added for its diagnostics.
+  SourceManager* sources = nullptr;
 
   /// Reports that argument `i` has the wrong type; `wanted` says what it should be.
   const Type* badArgument(size_t i, std::string_view wanted);
@@ -147,6 +150,7 @@ void addProcessVariables(std::vector<BuiltinVariable>& out);
 void addFormatFunctions(std::vector<BuiltinFunction>& out);
 void addPrintedFunctions(std::vector<BuiltinFunction>& out);
 void addNameFunctions(std::vector<BuiltinFunction>& out);
+void addMacroFunctions(std::vector<BuiltinFunction>& out);
 void addNetFunctions(std::vector<BuiltinFunction>& out);
 void addProbeFunctions(std::vector<BuiltinFunction>& out);
 void addAggregateFunctions(std::vector<BuiltinFunction>& out);

@@ -1,0 +1,2 @@
+#define BROKEN_A 1
+int broken(void) { return }

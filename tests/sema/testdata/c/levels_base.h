@@ -1,0 +1,1 @@
+#define LEVEL_BASE 10
