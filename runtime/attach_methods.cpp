@@ -65,13 +65,27 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
       }
     }
   }
+  for (uint32_t g : plan.packet_groups) {
+    if (g >= groups_.size()) continue;
+    groups_[g].packet = true;
+    if (only_ == "fentry") {
+      groups_[g].passed_over.push_back(
+          "fentry: packet mode has no fentry method (it would take a program per function; "
+          "kprobe.multi takes one for all)");
+    }
+  }
   for (Group& g : groups_) settle(g);
 }
 
-std::optional<std::string> AttachMethods::unusable(const Method& method) {
+std::optional<std::string> AttachMethods::unusable(const Group& group, const Method& method) {
   if (method.features.empty()) return std::string("the plan has no programs for it");
   if (method.kernel_function && !only_.empty() && (only_ == "fentry") != method.fentry) {
     return fmt::format("not tried (--attach {})", only_);
+  }
+  if (group.packet && !method.kernel_function && !only_.empty()) {
+    return fmt::format("not tried (--attach {}: packet mode falls back to tracepoints only "
+                       "without --attach)",
+                       only_);
   }
   for (Feature f : method.features) {
     if (auto why = features_.missing(f)) return why;
@@ -87,7 +101,7 @@ std::optional<std::string> AttachMethods::unusable(const Method& method) {
 void AttachMethods::settle(Group& group) {
   while (group.next < group.methods.size()) {
     const Method& m = group.methods[group.next];
-    auto why = unusable(m);
+    auto why = unusable(group, m);
     if (!why) return;
     group.passed_over.push_back(fmt::format("{}: {}", attachName(m.first), *why));
     ++group.next;

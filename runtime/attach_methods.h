@@ -16,7 +16,9 @@ namespace kq::runtime {
 class AttachMethods {
  public:
   /// `only`: "fentry" or "kprobe" (`--attach`) keeps kernel functions to that family; ""
-  /// allows every method.
+  /// allows every method. A packet group (`plan.packet_groups`) then keeps to its kernel
+  /// functions: its tracepoints are a fallback only without `--attach`, and it has no
+  /// fentry method at all.
   AttachMethods(const ProgramPlan& plan, KernelFeatures& features, const std::string& only);
 
   /// The method `group` loads, or nothing when no method can work here.
@@ -47,9 +49,10 @@ class AttachMethods {
     std::vector<Method> methods;  // by number
     size_t next = 0;              // the chosen one, or methods.size()
     std::vector<std::string> passed_over;  // "fentry: why"
+    bool packet = false;                   // `trace packet`: functions, else tracepoints
   };
-  /// Why `method` cannot work here, or nothing.
-  std::optional<std::string> unusable(const Method& method);
+  /// Why `method` of `group` cannot work here, or nothing.
+  std::optional<std::string> unusable(const Group& group, const Method& method);
   void settle(Group& group);
 
   const ProgramPlan& plan_;
