@@ -55,6 +55,8 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
     }
     m.kernel_function = m.kernel_function || isKernelFunction(p.attach);
     m.fentry = m.fentry || p.attach == Attach::Fentry || p.attach == Attach::Fexit;
+    m.at_return = m.at_return || p.attach == Attach::Fexit || p.attach == Attach::Kretprobe ||
+                  p.attach == Attach::KretprobeMulti;
     auto use = helperUse(p.attach);
     for (int id : p.helpers) {
       auto helper = probedHelper(id);
@@ -67,9 +69,19 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
   }
   for (uint32_t g : plan.packet_groups) {
     if (g >= groups_.size()) continue;
-    groups_[g].packet = true;
+    Group& group = groups_[g];
+    group.packet = true;
+    auto tracepoints = [](const Method& m) { return !m.kernel_function && !m.features.empty(); };
+    auto returns = [](const Method& m) { return m.at_return; };
+    if (std::none_of(group.methods.begin(), group.methods.end(), tracepoints)) {
+      group.no_tracepoints =
+          std::any_of(group.methods.begin(), group.methods.end(), returns)
+              ? "tp_btf: not planned (`graph` needs each function's return, which tracepoints "
+                "do not have)"
+              : "tp_btf: not planned (no tracepoint carrying an skb matches the globs)";
+    }
     if (only_ == "fentry") {
-      groups_[g].passed_over.push_back(
+      group.passed_over.push_back(
           "fentry: packet mode has no fentry method (it would take a program per function; "
           "kprobe.multi takes one for all)");
     }
@@ -136,6 +148,7 @@ std::string AttachMethods::failure(uint32_t group) const {
   std::string out = fmt::format("cannot attach to {}:", groupName(plan_, group));
   if (group < groups_.size()) {
     for (const std::string& why : groups_[group].passed_over) out += "\n  " + why;
+    if (!groups_[group].no_tracepoints.empty()) out += "\n  " + groups_[group].no_tracepoints;
   }
   return out;
 }

@@ -42,6 +42,7 @@ class AttachMethods {
     std::vector<Feature> features;       // what its programs need
     bool kernel_function = false;        // fentry/fexit or kprobes of some kind
     bool fentry = false;                 // fentry/fexit
+    bool at_return = false;              // some of its programs run at functions' returns
     /// Helpers its programs call that some kernels refuse in that program family.
     std::vector<std::pair<Helper, HelperUse>> helpers;
   };
@@ -50,6 +51,7 @@ class AttachMethods {
     size_t next = 0;              // the chosen one, or methods.size()
     std::vector<std::string> passed_over;  // "fentry: why"
     bool packet = false;                   // `trace packet`: functions, else tracepoints
+    std::string no_tracepoints;            // a packet group's: why it has no fallback
   };
   /// Why `method` of `group` cannot work here, or nothing.
   std::optional<std::string> unusable(const Group& group, const Method& method);

@@ -130,6 +130,23 @@ TEST(AttachMethods, PacketModeHasNoFentryMethod) {
             "without --attach)");
 }
 
+TEST(AttachMethods, PacketGraphSaysWhyItHasNoTracepoints) {
+  FakeKernel kernel;
+  kernel.absent[Feature::KprobeMulti] = "no kprobe.multi";
+  kernel.absent[Feature::Kprobe] = "no kprobes";
+  ProgramPlan plan;
+  plan.group_names = {"packet (2 functions)"};
+  plan.packet_groups = {0};
+  plan.programs = {program("m", Attach::KprobeMulti, 0, 0), program("mr", Attach::KretprobeMulti, 0, 0),
+                   program("k", Attach::Kprobe, 0, 1), program("kr", Attach::Kretprobe, 0, 1)};
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.firstUnusable(), 0u);
+  EXPECT_EQ(methods.failure(0),
+            "cannot attach to packet (2 functions):\n  kprobe.multi: no kprobe.multi\n  kprobe: "
+            "no kprobes\n  tp_btf: not planned (`graph` needs each function's return, which "
+            "tracepoints do not have)");
+}
+
 TEST(AttachMethods, ARefusedProgramMovesOnlyItsGroupAndEnds) {
   FakeKernel kernel;
   ProgramPlan plan = functionAtExit();
