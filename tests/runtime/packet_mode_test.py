@@ -56,6 +56,30 @@ def attached_through(err):
     return (int(m[1]), m[3], m[4]) if m else None
 
 
+def kq_around(*args, command):
+    """Runs kq with `args` until its ready line, then the shell command `command`, then
+    stops kq with SIGINT: (status, stdout, stderr). Not `-c`: that keeps to the command's
+    processes, and a packet may be handled in softirq on behalf of any task."""
+    proc = subprocess.Popen([harness.KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    said = b""
+    try:
+        deadline = time.monotonic() + 60
+        while attached_through(said.decode()) is None and time.monotonic() < deadline:
+            readable, _, _ = select.select([proc.stderr], [], [], 1)
+            chunk = os.read(proc.stderr.fileno(), 4096) if readable else b""
+            if readable and not chunk:
+                break  # kq ended before it was ready
+            said += chunk
+        if attached_through(said.decode()):
+            subprocess.run(command, shell=True, check=True, timeout=60)
+            time.sleep(0.2)  # the last events through the ring buffer
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    return proc.returncode, out.decode("utf-8", "replace"), (said + err).decode("utf-8", "replace")
+
+
 def how_packet_mode_attaches():
     """The method packet mode uses here, from the ready line of a run sending nothing."""
     status, _, err = kq(f"trace packet where mark == {MARK:#x}", "-c", "true")
@@ -126,7 +150,7 @@ def loopback_traffic(query):
     frames_file = os.path.join(WORKDIR, "frames.json")
     udp, tcp = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM)
     command = f"{sys.executable} {SUPPORT}/loopback_packets.py {frames_file} {MARK:#x} {udp} {tcp}"
-    result = kq(*query, "-c", command)
+    result = kq_around(*query, command=command)
     with open(frames_file) as f:
         frames = [frame_facts(bytes.fromhex(h)) for h in json.load(f)]
     return result, frames
@@ -169,37 +193,22 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
     def test_datagrams_to_a_closed_port_each_a_packet_ending_in_its_drop(self):
         if btf_has_enumerator(NO_SOCKET) is False:
             self.skipTest(f"this kernel's BTF has no {NO_SOCKET}")
-        status, out, err = kq(f"trace packet where mark == {MARK:#x} select len, tuple",
-                              "-c", closed_port_command())
+        status, out, err = kq_around(f"trace packet where mark == {MARK:#x} select len, tuple",
+                                     command=closed_port_command())
         self.assertEqual(status, 0, err)
         self.assertDroppedDatagrams(packet_view(out))
 
-    def test_ready_line_comes_once_attached(self):
-        # A script waits for the line, then sends: every datagram is seen.
-        proc = subprocess.Popen([harness.KQ, f"trace packet where mark == {MARK:#x} select len, tuple"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            said = b""
-            deadline = time.monotonic() + 60
-            while attached_through(said.decode()) is None and time.monotonic() < deadline:
-                readable, _, _ = select.select([proc.stderr.fileno()], [], [], 1)
-                chunk = os.read(proc.stderr.fileno(), 4096) if readable else b""
-                if readable and not chunk:
-                    break
-                said += chunk
-            ready = attached_through(said.decode())
-            self.assertIsNotNone(ready, said.decode())
-            # Functions are counted, the skb tracepoints attached.
-            _, attached, method = ready
-            self.assertEqual(method, "tp_btf")
-            self.assertGreater(int(attached), 0)
-            subprocess.run(closed_port_command(), shell=True, check=True, timeout=30)
-            time.sleep(0.2)
-        finally:
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=30)
-        self.assertEqual(proc.returncode, 0, err)
+    def test_ready_line_says_how_packet_mode_attached(self):
+        # kq_around waits for the line, then sends: every datagram is seen.
+        status, out, err = kq_around(f"trace packet where mark == {MARK:#x} select len, tuple",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
         self.assertDroppedDatagrams(packet_view(out))
+        # Every packet function counted; the tracepoints carrying an skb attached.
+        functions, attached, method = attached_through(err)
+        self.assertEqual(method, "tp_btf")
+        self.assertGreater(int(attached), 0)
+        self.assertRegex(err, rf"(?m)^kq: packet \({functions} functions\): ready, {attached} tracepoints through tp_btf$")
 
     def test_marked_udp_and_tcp_exactly_in_the_per_packet_view(self):
         (status, out, err), frames = loopback_traffic(
@@ -240,8 +249,8 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertIn("skb:skb_copy_datagram_iovec", {e["function"] for e in events})
 
     def test_json_drop_reason(self):
-        status, out, err = kq("-o", "json", f"trace packet where mark == {MARK:#x}",
-                              "-c", closed_port_command())
+        status, out, err = kq_around("-o", "json", f"trace packet where mark == {MARK:#x}",
+                                     command=closed_port_command())
         self.assertEqual(status, 0, err)
         events = json_events(out)
         self.assertEqual(Counter(e.get("drop_reason") for e in events if e["function"] == "skb:kfree_skb"),
@@ -249,8 +258,8 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(sum(e["function"] == "net:net_dev_queue" for e in events), 6)
 
     def test_globs_narrow_the_tracepoints(self):
-        status, out, err = kq("-o", "json", f"trace packet(net_dev_*) where mark == {MARK:#x}",
-                              "-c", closed_port_command())
+        status, out, err = kq_around("-o", "json", f"trace packet(net_dev_*) where mark == {MARK:#x}",
+                                     command=closed_port_command())
         self.assertEqual(status, 0, err)
         sites, attached, method = attached_through(err)
         self.assertEqual((attached, method), (str(sites), "tp_btf"))
@@ -272,12 +281,12 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         length = 333 + UDP4
         query = f"trace packet where mark == {MARK:#x} and len == {length} select len"
         command = closed_port_command(333, 200)
-        status, out, err = kq(query, "-c", command)
+        status, out, err = kq_around(query, command=command)
         self.assertEqual(status, 0, err)
         [untracked] = packet_view(out)
         self.assertEqual({r["len"] for r in untracked.rows}, {str(length)})
         self.assertEqual(untracked.rows[0]["FUNCTION"], "net:net_dev_queue")
-        status, out, err = kq(query + " track", "-c", command)
+        status, out, err = kq_around(query + " track", command=command)
         self.assertEqual(status, 0, err)
         [tracked] = packet_view(out)
         self.assertGreater(len(tracked.rows), len(untracked.rows))
@@ -288,11 +297,12 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
 
     def test_group_by_func_counts_per_tracepoint(self):
         query = f"trace packet where mark == {MARK:#x}"
-        status, out, err = kq("-o", "json", query + " group by func select count()", "-c", closed_port_command())
+        status, out, err = kq_around("-o", "json", query + " group by func select count()",
+                                     command=closed_port_command())
         self.assertEqual(status, 0, err)
         [table] = [line for line in map(json.loads, out.splitlines()) if "rows" in line]
         counts = {row["func"]: row["count()"] for row in table["rows"]}
-        status, out, err = kq("-o", "json", query, "-c", closed_port_command())
+        status, out, err = kq_around("-o", "json", query, command=closed_port_command())
         self.assertEqual(status, 0, err)
         # As many as the events of the same datagrams, but for ICMP's replies: the kernel
         # may rate-limit those (icmp_msgs_per_sec is for the whole machine).
