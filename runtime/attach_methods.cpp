@@ -67,6 +67,8 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
     }
     m.kernel_function = m.kernel_function || isKernelFunction(p.attach);
     m.fentry = m.fentry || p.attach == Attach::Fentry || p.attach == Attach::Fexit;
+    m.at_return = m.at_return || p.attach == Attach::Fexit || p.attach == Attach::Kretprobe ||
+                  p.attach == Attach::KretprobeMulti;
     auto use = helperUse(p.attach);
     for (int id : p.helpers) {
       auto helper = probedHelper(id);
@@ -75,6 +77,25 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
       if (std::find(m.helpers.begin(), m.helpers.end(), needed) == m.helpers.end()) {
         m.helpers.push_back(needed);
       }
+    }
+  }
+  for (uint32_t g : plan.packet_groups) {
+    if (g >= groups_.size()) continue;
+    Group& group = groups_[g];
+    auto tracepoints = [](const Method& m) { return !m.kernel_function && !m.features.empty(); };
+    auto returns = [](const Method& m) { return m.at_return; };
+    if (std::none_of(group.methods.begin(), group.methods.end(), tracepoints)) {
+      group.no_tracepoints =
+          std::any_of(group.methods.begin(), group.methods.end(), returns)
+              ? "tp_btf: not planned (`graph` needs each function's return, which tracepoints "
+                "do not have)"
+              : "tp_btf: not planned (the tracepoints that carry an skb are compiled in where "
+                "the kernel has no kprobes, or with --attach tracepoint, when the globs match some)";
+    }
+    if (only_ == "fentry") {
+      group.passed_over.push_back(
+          "fentry: packet mode has no fentry method (it would take a program per function; "
+          "kprobe.multi takes one for all)");
     }
   }
   for (Group& g : groups_) {
@@ -144,6 +165,7 @@ std::string AttachMethods::failure(uint32_t group) const {
       out += "\n  " + why;
       none_tried = none_tried && why.find("not tried (--attach") != std::string::npos;
     }
+    if (!groups_[group].no_tracepoints.empty()) out += "\n  " + groups_[group].no_tracepoints;
   }
   // `--attach` ruled every method out: say what the methods are, and why.
   if (none_tried && !only_.empty() && group < plan_.group_notes.size() && !plan_.group_notes[group].empty()) {

@@ -15,8 +15,9 @@ namespace kq::runtime {
 
 class AttachMethods {
  public:
-  /// `only`: "fentry" or "kprobe" (`--attach`) keeps kernel functions to that family; ""
-  /// allows every method.
+  /// `only` (`--attach`): "fentry", "kprobe" (kprobe.multi and kprobes), "kprobe.multi" or
+  /// "tracepoint" (packet mode's fallback) keeps the ways to reach kernel functions to that
+  /// one; "" allows every method. A packet group (`plan.packet_groups`) has no fentry method.
   AttachMethods(const ProgramPlan& plan, KernelFeatures& features, const std::string& only);
 
   /// The method `group` loads, or nothing when no method can work here.
@@ -41,6 +42,7 @@ class AttachMethods {
     bool kernel_function = false;        // fentry/fexit or kprobes of some kind
     bool chooses = false;                // its group reaches kernel functions: `--attach` applies
     bool fentry = false;                 // fentry/fexit
+    bool at_return = false;              // some of its programs run at functions' returns
     /// Helpers its programs call that some kernels refuse in that program family.
     std::vector<std::pair<Helper, HelperUse>> helpers;
   };
@@ -48,6 +50,7 @@ class AttachMethods {
     std::vector<Method> methods;  // by number
     size_t next = 0;              // the chosen one, or methods.size()
     std::vector<std::string> passed_over;  // "fentry: why"
+    std::string no_tracepoints;            // a packet group's: why it has no fallback
   };
   /// Why `method` cannot work here, or nothing.
   std::optional<std::string> unusable(const Method& method);

@@ -82,6 +82,16 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     diag.note("`kq list packet` lists the functions packet tracing attaches to");
   }
   if (out.packet_sites.empty()) return std::nullopt;
+  if (packet.graph && out.functions.empty()) {
+    // Tracepoints have no return: a graph of them would attach nothing.
+    Diagnostic& diag = ctx.diags.report(
+        DiagKind::UnknownFunction, target.range,
+        "`packet graph` traces functions' entries and returns, and no traceable function "
+        "matching the globs takes a `struct sk_buff *` (the tracepoints they match have no "
+        "return)");
+    diag.note("without `graph`, the tracepoints are traced");
+    return std::nullopt;
+  }
   auto skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
   out.args.push_back({"skb", skb_ptr, 0});
   out.attach = functionAttachMethods(ctx.kernel, {});

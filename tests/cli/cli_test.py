@@ -244,6 +244,7 @@ class CommandLine(unittest.TestCase):
         status, out, _ = kq("list", "packet")
         self.assertEqual(status, 0)
         self.assertIn("ip_send_skb (skb: arg1)\n", out)
+        self.assertIn("tracepoint:net:net_dev_queue (skb: arg0)\n", out)  # the fallback
 
     def test_check_btf_file_that_is_not_btf(self):
         status, _, err = kq("check", "--btf", "/etc/hostname", "-e", SEED)

@@ -92,6 +92,63 @@ TEST(AttachMethods, AttachOptionKeepsOneFamily) {
             "(--attach fentry)");
 }
 
+/// `trace packet`: kprobe.multi, then a kprobe per function, then the skb tracepoints.
+ProgramPlan packetFunctions() {
+  ProgramPlan plan;
+  plan.group_names = {"packet (2 functions)"};
+  plan.packet_groups = {0};
+  plan.programs = {program("m", Attach::KprobeMulti, 0, 0), program("k", Attach::Kprobe, 0, 1),
+                   program("t0", Attach::TpBtf, 0, 2), program("t1", Attach::TpBtf, 0, 2)};
+  return plan;
+}
+
+TEST(AttachMethods, PacketModeAttachOptionChoosesAmongItsMethods) {
+  FakeKernel kernel;
+  kernel.absent[Feature::KprobeMulti] = "no kprobe.multi";
+  kernel.absent[Feature::Kprobe] = "no kprobes";
+  ProgramPlan plan = packetFunctions();
+  EXPECT_EQ(AttachMethods(plan, kernel, "").chosen(0), 2u);
+  EXPECT_EQ(AttachMethods(plan, kernel, "tracepoint").chosen(0), 2u);
+  AttachMethods kprobe(plan, kernel, "kprobe");
+  EXPECT_EQ(kprobe.firstUnusable(), 0u);
+  EXPECT_EQ(kprobe.failure(0),
+            "cannot attach to packet (2 functions):\n  kprobe.multi: no kprobe.multi\n  kprobe: "
+            "no kprobes\n  tp_btf: not tried (--attach kprobe)");
+  FakeKernel full;
+  EXPECT_EQ(AttachMethods(plan, full, "kprobe.multi").chosen(0), 0u);
+  EXPECT_EQ(AttachMethods(plan, full, "tracepoint").chosen(0), 2u);
+}
+
+TEST(AttachMethods, PacketModeHasNoFentryMethod) {
+  FakeKernel kernel;
+  ProgramPlan plan = packetFunctions();
+  EXPECT_EQ(AttachMethods(plan, kernel, "kprobe").chosen(0), 0u);
+  AttachMethods fentry(plan, kernel, "fentry");
+  EXPECT_EQ(fentry.firstUnusable(), 0u);
+  EXPECT_EQ(fentry.failure(0),
+            "cannot attach to packet (2 functions):\n  fentry: packet mode has no fentry method "
+            "(it would take a program per function; kprobe.multi takes one for all)\n  "
+            "kprobe.multi: not tried (--attach fentry)\n  kprobe: not tried (--attach fentry)\n  "
+            "tp_btf: not tried (--attach fentry)");
+}
+
+TEST(AttachMethods, PacketGraphSaysWhyItHasNoTracepoints) {
+  FakeKernel kernel;
+  kernel.absent[Feature::KprobeMulti] = "no kprobe.multi";
+  kernel.absent[Feature::Kprobe] = "no kprobes";
+  ProgramPlan plan;
+  plan.group_names = {"packet (2 functions)"};
+  plan.packet_groups = {0};
+  plan.programs = {program("m", Attach::KprobeMulti, 0, 0), program("mr", Attach::KretprobeMulti, 0, 0),
+                   program("k", Attach::Kprobe, 0, 1), program("kr", Attach::Kretprobe, 0, 1)};
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.firstUnusable(), 0u);
+  EXPECT_EQ(methods.failure(0),
+            "cannot attach to packet (2 functions):\n  kprobe.multi: no kprobe.multi\n  kprobe: "
+            "no kprobes\n  tp_btf: not planned (`graph` needs each function's return, which "
+            "tracepoints do not have)");
+}
+
 TEST(AttachMethods, ARefusedProgramMovesOnlyItsGroupAndEnds) {
   FakeKernel kernel;
   ProgramPlan plan = functionAtExit();

@@ -1,6 +1,8 @@
 // `kq list`: what a pattern matches, one per line, for scripts and for people.
 #include <bpf/btf.h>
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "compiler/btf/btf.h"
@@ -89,7 +91,8 @@ int listFunctions(const std::string& pattern, const btf::Btf& btf, kernel::Kerne
 }
 
 // Every traceable function taking a `struct sk_buff *`, with that argument's position:
-// the set packet tracing attaches to.
+// the set packet tracing attaches to; then the tracepoints carrying one, which it falls
+// back to where the kernel has no kprobes.
 int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io) {
   auto skb = btf.findStruct("sk_buff");
   if (!skb) {
@@ -100,6 +103,20 @@ int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io)
   for (const auto& [f, i] : btf.functionsTaking("sk_buff", 6)) {
     if (!traceable(kernel, f.name)) continue;
     io.out << fmt::format("{} ({}: arg{})\n", f.name, f.params[i].name.empty() ? "skb" : f.params[i].name, i);
+  }
+  std::map<std::string, uint32_t> events;
+  for (const auto& [event, slot] : btf.tracepointsTaking("sk_buff")) {
+    if (btf.findTracepointHandler(event)) events.emplace(event, slot);
+  }
+  auto categories = kernel.tracepointCategories();
+  if (!categories) return 0;
+  for (const std::string& category : *categories) {
+    auto listed = kernel.tracepointEvents(category);
+    if (!listed) continue;
+    for (const std::string& event : *listed) {
+      auto it = events.find(event);
+      if (it != events.end()) io.out << fmt::format("tracepoint:{}:{} (skb: arg{})\n", category, event, it->second);
+    }
   }
   return 0;
 }

@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""`trace packet` on the running kernel, which has neither kprobes nor fentry: packet mode
+falls back to the tracepoints that carry an skb (tp_btf). Against packets whose path is
+known: marked UDP datagrams to a closed port on loopback (IPv4 and IPv6), each dropped with
+SKB_DROP_REASON_NO_SOCKET, and marked UDP and TCP traffic whose frames a packet socket
+captured. The per-packet view, ipftrace2's JSON fields, the ready line, globs, `track`,
+`group by func`, and what `--attach` and `graph` say where kprobes are missing.
+Usage: packet_mode_test.py PATH_TO_KQ"""
+import ipaddress
+import json
+import os
+import re
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from collections import Counter, namedtuple
+
+import harness
+from harness import kq
+
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
+# This run's own mark: other runs of kq's tests on this machine may send packets at once.
+MARK = 0x6B720000 | (os.getpid() & 0xFFFF)
+SIZES = [10, 150, 400]  # payloads of the datagrams to the closed port
+UDP4, UDP6 = 14 + 20 + 8, 14 + 40 + 8  # loopback's Ethernet, IP and UDP headers
+NO_SOCKET = "SKB_DROP_REASON_NO_SOCKET"
+READY = re.compile(r"^kq: packet \((\d+) (functions|tracepoints)\): ready, ([\d,]+|nothing)"
+                   r"(?: (?:tracepoints?|functions?) through (\S+))?$", re.M)
+
+
+def free_port(kind):
+    with socket.socket(socket.AF_INET6, kind) as s:
+        s.bind(("::", 0))
+        return s.getsockname()[1]
+
+
+CLOSED_PORT = free_port(socket.SOCK_DGRAM)
+
+
+def closed_port_command(*sizes):
+    sizes = sizes or SIZES
+    return (f"{sys.executable} {SUPPORT}/closed_port_udp.py {MARK:#x} {CLOSED_PORT} "
+            + " ".join(map(str, sizes)))
+
+
+def attached_through(err):
+    """What the ready line on stderr says: (sites, attached count, method)."""
+    m = READY.search(err)
+    return (int(m[1]), m[3], m[4]) if m else None
+
+
+def kq_around(*args, command):
+    """Runs kq with `args` until its ready line, then the shell command `command`, then
+    stops kq with SIGINT: (status, stdout, stderr). Not `-c`: that keeps to the command's
+    processes, and a packet may be handled in softirq on behalf of any task."""
+    proc = subprocess.Popen([harness.KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    said = b""
+    try:
+        deadline = time.monotonic() + 60
+        while attached_through(said.decode()) is None and time.monotonic() < deadline:
+            readable, _, _ = select.select([proc.stderr], [], [], 1)
+            chunk = os.read(proc.stderr.fileno(), 4096) if readable else b""
+            if readable and not chunk:
+                break  # kq ended before it was ready
+            said += chunk
+        if attached_through(said.decode()):
+            subprocess.run(command, shell=True, check=True, timeout=60)
+            time.sleep(0.2)  # the last events through the ring buffer
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    return proc.returncode, out.decode("utf-8", "replace"), (said + err).decode("utf-8", "replace")
+
+
+def how_packet_mode_attaches():
+    """The method packet mode uses here, from the ready line of a run sending nothing."""
+    status, _, err = kq(f"trace packet where mark == {MARK:#x}", "-c", "true")
+    ready = attached_through(err)
+    return ready[2] if status == 0 and ready else f"no ready line (exit {status}): {err}"
+
+
+def btf_has_enumerator(name):
+    try:
+        out = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                             capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        return None
+    return f"'{name}'" in out.stdout if out.returncode == 0 else None
+
+
+# The per-packet view: `packet 0x...: N events in T`, a header row, one row per event.
+Packet = namedtuple("Packet", "address count span rows")
+PACKET = re.compile(r"^packet (0x[0-9a-f]+): (\d+) events? in (.+)$")
+UNITS = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def packet_view(text):
+    """The packets of the per-packet view; each row a dict by column, a drop's reason under
+    `drop`, ELAPSED in nanoseconds under `elapsed_ns`."""
+    packets = []
+    for block in text.strip().split("\n\n"):
+        lines = block.splitlines()
+        m = PACKET.match(lines[0])
+        if not m:
+            raise AssertionError(f"not a packet's header: {lines[0]!r}\n{text}")
+        header = lines[1].split()
+        rows = []
+        for line in lines[2:]:
+            # Columns are two or more spaces apart; `+1.2 µs` and tuples have single ones.
+            cells = re.split(r"\s{2,}", line.strip())
+            row = dict(zip(header, cells))
+            if len(cells) == len(header) + 1:
+                row["drop"] = cells[-1]
+            number, unit = row["ELAPSED"].lstrip("+").split()
+            row["elapsed_ns"] = float(number) * UNITS[unit]
+            rows.append(row)
+        packets.append(Packet(m[1], int(m[2]), m[3], rows))
+    return packets
+
+
+def json_events(out):
+    """Streamed events, without the summary kq ends with."""
+    return [e for e in map(json.loads, out.splitlines()) if "summary" not in e]
+
+
+def frame_facts(frame):
+    """(length, tuple) of an Ethernet frame with UDP or TCP over IP, as `select len, tuple`
+    shows it where the frame is queued to `lo`."""
+    if struct.unpack("!H", frame[12:14])[0] == 0x86DD:
+        saddr, daddr, l4 = frame[22:38], frame[38:54], 54
+        end = lambda a, p: f"[{ipaddress.ip_address(a)}]:{p}"
+    else:
+        saddr, daddr, l4 = frame[26:30], frame[30:34], 14 + (frame[14] & 0xF) * 4
+        end = lambda a, p: f"{ipaddress.ip_address(a)}:{p}"
+    sport, dport = struct.unpack("!HH", frame[l4:l4 + 4])
+    return len(frame), f"{end(saddr, sport)} -> {end(daddr, dport)}"
+
+
+def loopback_traffic(query):
+    """kq's JSON events for `query` over loopback_packets.py's marked traffic, and the
+    (length, tuple) of each frame it sent."""
+    frames_file = os.path.join(WORKDIR, "frames.json")
+    udp, tcp = free_port(socket.SOCK_DGRAM), free_port(socket.SOCK_STREAM)
+    command = f"{sys.executable} {SUPPORT}/loopback_packets.py {frames_file} {MARK:#x} {udp} {tcp}"
+    result = kq_around(*query, command=command)
+    with open(frames_file) as f:
+        frames = [frame_facts(bytes.fromhex(h)) for h in json.load(f)]
+    return result, frames
+
+
+@unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
+class PacketModeThroughTracepoints(harness.KqTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        method = how_packet_mode_attaches()
+        if method != "tp_btf":
+            raise unittest.SkipTest(f"packet mode attaches through {method} here, not the "
+                                    "tracepoint fallback (tests/vm covers kernel functions)")
+
+    def assertDroppedDatagrams(self, packets):
+        """`packets` are the closed-port datagrams, in the order sent: each from its
+        queueing on `lo` to its drop, its events in time order."""
+        self.assertEqual(len(packets), 2 * len(SIZES), packets)
+        sent = [(size + UDP4, r"127\.0\.0\.1:\d+ -> 127\.0\.0\.1") for size in SIZES] + \
+               [(size + UDP6, r"\[::1\]:\d+ -> \[::1\]") for size in SIZES]
+        for packet, (length, addresses) in zip(packets, sent):
+            rows = packet.rows
+            self.assertEqual(packet.count, len(rows))
+            self.assertEqual(rows[0]["ELAPSED"], "+0 ns")
+            self.assertEqual("+" + packet.span, rows[-1]["ELAPSED"])
+            self.assertEqual([r["elapsed_ns"] for r in rows], sorted(r["elapsed_ns"] for r in rows))
+            self.assertEqual((rows[0]["FUNCTION"], rows[0]["len"]), ("net:net_dev_queue", str(length)))
+            # The MAC header pulled as `lo` hands the frame to the stack.
+            received = [r["len"] for r in rows if r["FUNCTION"] == "net:netif_receive_skb"]
+            self.assertEqual(received, [str(length - 14)])
+            for row in rows:
+                self.assertRegex(row["tuple"], rf"^{addresses}:{CLOSED_PORT}$")
+            self.assertEqual([(r["FUNCTION"], r.get("drop")) for r in rows if "drop" in r],
+                             [("skb:kfree_skb", f"drop: {NO_SOCKET}")])
+            self.assertEqual(rows[-1]["FUNCTION"], "skb:kfree_skb")
+        firsts = [p.rows[0]["TIME"] for p in packets]
+        self.assertEqual(firsts, sorted(firsts))
+
+    def test_datagrams_to_a_closed_port_each_a_packet_ending_in_its_drop(self):
+        if btf_has_enumerator(NO_SOCKET) is False:
+            self.skipTest(f"this kernel's BTF has no {NO_SOCKET}")
+        status, out, err = kq_around(f"trace packet where mark == {MARK:#x} select len, tuple",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        self.assertDroppedDatagrams(packet_view(out))
+
+    def test_ready_line_says_how_packet_mode_attached(self):
+        # kq_around waits for the line, then sends: every datagram is seen.
+        status, out, err = kq_around(f"trace packet where mark == {MARK:#x} select len, tuple",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        self.assertDroppedDatagrams(packet_view(out))
+        # Every packet function counted; the tracepoints carrying an skb attached.
+        functions, attached, method = attached_through(err)
+        self.assertEqual(method, "tp_btf")
+        self.assertGreater(int(attached), 0)
+        self.assertRegex(err, rf"(?m)^kq: packet \({functions} functions\): ready, {attached} tracepoints through tp_btf$")
+
+    def test_marked_udp_and_tcp_exactly_in_the_per_packet_view(self):
+        (status, out, err), frames = loopback_traffic(
+            [f"trace packet where mark == {MARK:#x} select len, tuple"])
+        self.assertEqual(status, 0, err)
+        packets = packet_view(out)
+        rows = [r for p in packets for r in p.rows]
+        queued = sorted((int(r["len"]), r["tuple"]) for r in rows if r["FUNCTION"] == "net:net_dev_queue")
+        self.assertEqual(queued, sorted(frames))
+        self.assertEqual({t.startswith("[") for _, t in frames}, {True, False})  # IPv4 and IPv6
+        for p in packets:
+            self.assertEqual(p.count, len(p.rows))
+            self.assertEqual([r["elapsed_ns"] for r in p.rows], sorted(r["elapsed_ns"] for r in p.rows))
+            # An skb freed ends its packet: its address, used again, is another one's.
+            frees = [i for i, r in enumerate(p.rows) if r["FUNCTION"] in ("skb:kfree_skb", "skb:consume_skb")]
+            self.assertIn(frees, ([], [len(p.rows) - 1]), p)
+
+    def test_json_has_ipftrace2_fields_and_typed_values(self):
+        (status, out, err), frames = loopback_traffic(
+            ["-o", "json", f"trace packet where mark == {MARK:#x} select len, tuple"])
+        self.assertEqual(status, 0, err)
+        events = json_events(out)
+        for e in events:
+            want = {"packet_id", "timestamp", "processor_id", "module", "function", "is_return", "len", "tuple"}
+            if e["function"] == "skb:kfree_skb":
+                want.add("drop_reason")
+            self.assertEqual(set(e), want, e)
+            self.assertRegex(e["packet_id"], r"^0x[0-9a-f]{16}$")
+            self.assertIs(type(e["timestamp"]), int)
+            self.assertIs(type(e["processor_id"]), int)
+            self.assertIs(e["is_return"], False)
+            self.assertEqual(e["module"], "vmlinux")
+            self.assertRegex(e["function"], r"^[a-z0-9_]+:[a-z0-9_]+$")
+            self.assertIs(type(e["len"]), int)
+        queued = sorted((e["len"], e["tuple"]) for e in events if e["function"] == "net:net_dev_queue")
+        self.assertEqual(queued, sorted(frames))
+        # The TCP data went through the receiving socket.
+        self.assertIn("skb:skb_copy_datagram_iovec", {e["function"] for e in events})
+
+    def test_json_drop_reason(self):
+        status, out, err = kq_around("-o", "json", f"trace packet where mark == {MARK:#x}",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        events = json_events(out)
+        self.assertEqual(Counter(e.get("drop_reason") for e in events if e["function"] == "skb:kfree_skb"),
+                         {NO_SOCKET: 6})
+        self.assertEqual(sum(e["function"] == "net:net_dev_queue" for e in events), 6)
+
+    def test_globs_narrow_the_tracepoints(self):
+        status, out, err = kq_around("-o", "json", f"trace packet(net_dev_*) where mark == {MARK:#x}",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        sites, attached, method = attached_through(err)
+        self.assertEqual((attached, method), (str(sites), "tp_btf"))
+        _, _, full = kq(f"trace packet where mark == {MARK:#x}", "-c", "true")
+        self.assertLess(sites, attached_through(full)[0])
+        functions = Counter(e["function"] for e in json_events(out))
+        self.assertEqual(functions["net:net_dev_queue"], 6)
+        self.assertTrue(all(f.startswith("net:net_dev_") for f in functions), functions)
+
+    def test_a_glob_naming_nothing_is_an_error(self):
+        status, out, err = kq("trace packet(nope_*)", "-c", "true")
+        self.assertEqual((status, out), (1, ""))
+        self.assertIn("no traceable function matching `nope_*` takes a `struct sk_buff *`", err)
+        self.assertIn("[UnknownFunction]", err)
+
+    def test_track_follows_a_packet_after_the_filter_stops_holding(self):
+        # `len` at net_dev_queue counts the Ethernet header; once `lo` received the frame
+        # it does not: 333 bytes of payload are 375 bytes there, 361 afterwards.
+        length = 333 + UDP4
+        query = f"trace packet where mark == {MARK:#x} and len == {length} select len"
+        command = closed_port_command(333, 200)
+        status, out, err = kq_around(query, command=command)
+        self.assertEqual(status, 0, err)
+        [untracked] = packet_view(out)
+        self.assertEqual({r["len"] for r in untracked.rows}, {str(length)})
+        self.assertEqual(untracked.rows[0]["FUNCTION"], "net:net_dev_queue")
+        status, out, err = kq_around(query + " track", command=command)
+        self.assertEqual(status, 0, err)
+        [tracked] = packet_view(out)
+        self.assertGreater(len(tracked.rows), len(untracked.rows))
+        self.assertEqual([r["len"] for r in tracked.rows if r["FUNCTION"] == "net:netif_receive_skb"],
+                         [str(length - 14)])
+        self.assertEqual((tracked.rows[-1]["FUNCTION"], tracked.rows[-1].get("drop")),
+                         ("skb:kfree_skb", f"drop: {NO_SOCKET}"))
+
+    def test_group_by_func_counts_per_tracepoint(self):
+        query = f"trace packet where mark == {MARK:#x}"
+        status, out, err = kq_around("-o", "json", query + " group by func select count()",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        [table] = [line for line in map(json.loads, out.splitlines()) if "rows" in line]
+        counts = {row["func"]: row["count()"] for row in table["rows"]}
+        status, out, err = kq_around("-o", "json", query, command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        # As many as the events of the same datagrams, but for ICMP's replies: the kernel
+        # may rate-limit those (icmp_msgs_per_sec is for the whole machine).
+        events = Counter(e["function"] for e in json_events(out))
+        self.assertEqual({f: n for f, n in counts.items() if f != "icmp:icmp_send"},
+                         {f: n for f, n in events.items() if f != "icmp:icmp_send"})
+        self.assertLessEqual(counts.get("icmp:icmp_send", 0), len(SIZES))
+        self.assertEqual((counts["net:net_dev_queue"], counts["skb:kfree_skb"]), (6, 6))
+
+    def test_attach_fentry_is_refused(self):
+        status, out, err = kq("--attach", "fentry", f"trace packet where mark == {MARK:#x}", "-c", "true")
+        self.assertEqual((status, out), (1, ""), err)
+        self.assertIn("fentry: packet mode has no fentry method", err)
+        self.assertIn("tp_btf: not tried (--attach fentry", err)
+
+    def test_attach_kprobe_does_not_fall_back_to_tracepoints(self):
+        status, out, err = kq("--attach", "kprobe", f"trace packet where mark == {MARK:#x}", "-c", "true")
+        self.assertEqual((status, out), (1, ""), err)
+        self.assertIn("kprobe: this kernel has no kprobe support", err)
+        self.assertIn("tp_btf: not tried (--attach kprobe", err)
+
+    def test_graph_is_checked_but_needs_kprobes_here(self):
+        query = f"trace packet graph where mark == {MARK:#x}"
+        status, out, err = kq("check", query)
+        self.assertEqual(status, 0, err)
+        status, out, err = kq(query, "-c", "true")
+        self.assertEqual((status, out), (1, ""), err)
+        self.assertIn("cannot attach to packet", err)
+        self.assertIn("kprobe: this kernel has no kprobe support", err)
+        self.assertIn("`graph` needs each function's return, which tracepoints do not have", err)
+
+
+if __name__ == "__main__":
+    harness.main(sys.argv)
