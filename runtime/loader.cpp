@@ -58,7 +58,9 @@ std::string LoadedObject::attachedText(uint32_t group) const {
 std::vector<std::string> LoadedObject::readyLines(const ProgramPlan& plan) const {
   std::vector<std::string> out;
   for (uint32_t group : plan.packet_groups) {
+    // `packet (2,361 functions)` names what could be traced; what was is said after.
     std::string name = group < plan.group_names.size() ? plan.group_names[group] : "packet";
+    name = name.substr(0, name.find(" ("));
     out.push_back(fmt::format("{}: ready, {}", name, attachedText(group)));
   }
   return out;

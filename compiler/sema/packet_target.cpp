@@ -25,14 +25,6 @@ std::optional<uint32_t> dropReason(const btf::Function& f, uint32_t first) {
   return std::nullopt;
 }
 
-bool matchesAny(const std::vector<ast::Pattern>& globs, std::string_view name) {
-  if (globs.empty()) return true;
-  for (const ast::Pattern& g : globs) {
-    if (btf::globMatch(g.text, name)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,
@@ -51,9 +43,12 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     }
     return any;
   };
-  // Functions ftrace cannot attach to would make the whole attachment fail.
+  // Functions ftrace cannot attach to would make the whole attachment fail; where its list
+  // cannot be read, kallsyms at least says which functions exist under their own name.
   for (auto& [f, position] : ctx.btf.functionsTaking("sk_buff", kRegisterArgs)) {
-    if (ctx.kernel.inFilterFunctions(f.name) == Known::No || !use(f.name)) continue;
+    Known listed = ctx.kernel.inFilterFunctions(f.name);
+    if (listed == Known::No || (listed == Known::Unknown && ctx.kernel.inKallsyms(f.name) == Known::No)) continue;
+    if (!use(f.name)) continue;
     PacketSite site{f.name, f.module.empty() ? "vmlinux" : f.module, "", position, dropReason(f, 0),
                     f.name == "kfree_skbmem"};
     out.packet_sites.push_back(std::move(site));

@@ -105,9 +105,7 @@ int listPacketFunctions(const btf::Btf& btf, kernel::KernelInfo& kernel, Io& io)
     io.out << fmt::format("{} ({}: arg{})\n", f.name, f.params[i].name.empty() ? "skb" : f.params[i].name, i);
   }
   std::map<std::string, uint32_t> events;
-  for (const auto& [event, slot] : btf.tracepointsTaking("sk_buff")) {
-    if (btf.findTracepointHandler(event)) events.emplace(event, slot);
-  }
+  for (const auto& [handler, slot] : btf.tracepointsTaking("sk_buff")) events.emplace(handler.name, slot);
   auto categories = kernel.tracepointCategories();
   if (!categories) return 0;
   for (const std::string& category : *categories) {
