@@ -73,11 +73,16 @@ void PacketView::print() {
                      [](const PacketEvent& a, const PacketEvent& b) { return a.time_ns < b.time_ns; });
     const PacketLayout& layout = *e.probe->packet;
     packets.push_back({e.probe, e.skb, {}});
-    for (size_t i = 0; i < e.events.size(); ++i) {
-      PacketEvent& ev = e.events[i];
-      bool frees = ev.site < layout.frees.size() && layout.frees[ev.site] && !ev.is_return;
+    bool freed = false;
+    for (PacketEvent& ev : e.events) {
+      // After the skb was freed, the next function entered is another packet's (the returns
+      // of the calls it was freed in are still this one's).
+      if (freed && !ev.is_return) {
+        packets.push_back({e.probe, e.skb, {}});
+        freed = false;
+      }
+      freed = freed || (ev.site < layout.frees.size() && layout.frees[ev.site] && !ev.is_return);
       packets.back().events.push_back(std::move(ev));
-      if (frees && i + 1 < e.events.size()) packets.push_back({e.probe, e.skb, {}});
     }
   }
   std::sort(packets.begin(), packets.end(), [](const Packet& a, const Packet& b) {

@@ -63,6 +63,8 @@ struct PacketAccess {
   /// (`packet graph`) the one its entry saw.
   llvm::Value* skb = nullptr;
   bool at_return = false;
+  /// `packet graph`, at entry: this call's depth in its function on this thread.
+  llvm::Value* depth = nullptr;
 };
 
 /// A packet kprobe's cookie: the site number in the low 32 bits, then the register of the
@@ -155,6 +157,7 @@ class ExprLowering {
   llvm::Value* packetReason();
   llvm::Value* packetFrees();
   bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
+  llvm::Value* packetDepth() const { return args_.packet->depth; }
 
   const sema::ExprInfo& info(const ast::Expr& e) const;
   /// Until `leaveBody`, lowers expressions of the body of the `fn` (or property) that `use`

@@ -19,6 +19,8 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
   }
   if (args.packet->at_return) return;
   ExprLowering lower = lowering(program, p.probe.exprs, args);
+  // Every call counts towards its depth, whichever packet it is for.
+  if (p.graph) args.packet->depth = graphEnter(program, p, lower);
   args.packet->skb = lower.packetSkb();
   // Some tracepoints pass NULL (tcp_send_reset without an skb): no packet then.
   auto* some = llvm::BasicBlock::Create(b.getContext(), "has_skb", program.fn);
@@ -49,7 +51,7 @@ void ProgramEmitter::packetMatched(Program& program, ExprLowering& lower, const 
                               {p.tracked, skbKey(program, lower), value, b.getInt64(0)});
 }
 
-llvm::Value* ProgramEmitter::graphKey(Program& program, ExprLowering& lower) {
+llvm::Value* ProgramEmitter::depthKey(Program& program, ExprLowering& lower) {
   // (thread, site): a function's return meets its entry on the same thread.
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(16);
@@ -59,6 +61,30 @@ llvm::Value* ProgramEmitter::graphKey(Program& program, ExprLowering& lower) {
   return key;
 }
 
+llvm::Value* ProgramEmitter::graphKey(Program& program, ExprLowering& lower, llvm::Value* depth) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* key = program.frame.allocate(24);
+  b.CreateMemCpy(key, llvm::MaybeAlign(8), depthKey(program, lower), llvm::MaybeAlign(8), 16);
+  b.CreateStore(depth, b.CreateGEP(b.getInt8Ty(), key, b.getInt64(16)));
+  return key;
+}
+
+llvm::Value* ProgramEmitter::graphEnter(Program& program, const ProbeUnit& p, ExprLowering& lower) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* depth = lookupOrAdd(program, p.graph_depth, depthKey(program, lower), [&] {
+    llvm::Value* zero = program.frame.allocate(8);
+    b.CreateStore(b.getInt64(0), zero);
+    return zero;
+  }, /*BPF_NOEXIST*/ 1);
+  auto* counted = llvm::BasicBlock::Create(b.getContext(), "depth", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(depth), counted, program.bail);
+  b.SetInsertPoint(counted);
+  // Only this thread changes its own entry: a plain add.
+  llvm::Value* deeper = b.CreateAdd(b.CreateLoad(b.getInt64Ty(), depth), b.getInt64(1));
+  b.CreateStore(deeper, depth);
+  return deeper;
+}
+
 void ProgramEmitter::packetRecorded(Program& program, ExprLowering& lower, const ProbeUnit& p) {
   llvm::IRBuilder<>& b = program.b;
   BpfModule& module = object_.module();
@@ -66,7 +92,7 @@ void ProgramEmitter::packetRecorded(Program& program, ExprLowering& lower, const
     llvm::Value* skb = program.frame.allocate(8);
     b.CreateStore(lower.packetSkb(), skb);
     module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
-                      {p.graph, graphKey(program, lower), skb, b.getInt64(0)});
+                      {p.graph, graphKey(program, lower, lower.packetDepth()), skb, b.getInt64(0)});
   }
   if (p.tracked) {
     auto* forget = llvm::BasicBlock::Create(b.getContext(), "untrack", program.fn);
@@ -92,7 +118,17 @@ void ProgramEmitter::emitPacketReturn(const ProbeUnit& p, ProgramSite site) {
   // Only a function whose entry matched has an entry in the graph map: every other return
   // ends here, silently (most functions see packets that are not the query's).
   ExprLowering site_only = lowering(*program, p.probe.exprs, args);
-  llvm::Value* key = graphKey(*program, site_only);
+  llvm::Value* depth = mapLookup(*program, p.graph_depth, depthKey(*program, site_only));
+  auto* inside = llvm::BasicBlock::Create(b.getContext(), "inside", program->fn);
+  auto* returning = llvm::BasicBlock::Create(b.getContext(), "returning", program->fn);
+  b.CreateCondBr(b.CreateIsNotNull(depth), inside, program->bail);
+  b.SetInsertPoint(inside);
+  // A call entered before kq attached returns at depth 0: nothing of it was kept.
+  llvm::Value* level = b.CreateLoad(b.getInt64Ty(), depth);
+  b.CreateCondBr(b.CreateICmpEQ(level, b.getInt64(0)), program->bail, returning);
+  b.SetInsertPoint(returning);
+  b.CreateStore(b.CreateSub(level, b.getInt64(1)), depth);
+  llvm::Value* key = graphKey(*program, site_only, level);
   llvm::Value* saved = mapLookup(*program, p.graph, key);
   auto* found = llvm::BasicBlock::Create(b.getContext(), "entered", program->fn);
   b.CreateCondBr(b.CreateIsNotNull(saved), found, program->bail);

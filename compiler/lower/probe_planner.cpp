@@ -421,7 +421,10 @@ void ProbePlanner::addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, ui
     p.tracked = object_.addMap({fmt::format("track_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 8, 0});
   }
   if (packet.graph) {
-    p.graph = object_.addMap({fmt::format("graph_{}", query_number), MapType::Hash, kStashEntries, 16, 8, kMapNoPrealloc});
+    // (thread, site, depth): a function calls itself for another skb (loopback's reply goes
+    // through __dev_queue_xmit inside the first call's): each call's return finds its own.
+    p.graph = object_.addMap({fmt::format("graph_{}", query_number), MapType::Hash, kStashEntries, 24, 8, kMapNoPrealloc});
+    p.graph_depth = object_.addMap({fmt::format("graph_depth_{}", query_number), MapType::LruHash, kStashEntries, 16, 8, 0});
   }
 }
 

@@ -84,6 +84,8 @@ struct ProbeUnit {
   llvm::GlobalVariable* tracked = nullptr;
   /// `packet graph`: the skb each function entered with, by (thread, site), for its return.
   llvm::GlobalVariable* graph = nullptr;
+  /// `packet graph`: how deep each thread is in each function (every call counts).
+  llvm::GlobalVariable* graph_depth = nullptr;
 };
 
 /// A program being generated.
@@ -146,7 +148,11 @@ class ProgramEmitter {
   llvm::Value* packetTracked(Program& program, ExprLowering& lower, const ProbeUnit& p);
   void packetMatched(Program& program, ExprLowering& lower, const ProbeUnit& p);
   void packetRecorded(Program& program, ExprLowering& lower, const ProbeUnit& p);
-  llvm::Value* graphKey(Program& program, ExprLowering& lower);
+  /// The (thread, site) key of the depth map, and the (thread, site, depth) key of the graph map.
+  llvm::Value* depthKey(Program& program, ExprLowering& lower);
+  llvm::Value* graphKey(Program& program, ExprLowering& lower, llvm::Value* depth);
+  /// At entry: one call deeper; the new depth.
+  llvm::Value* graphEnter(Program& program, const ProbeUnit& p, ExprLowering& lower);
   void takeStash(Program& program, const ProbeUnit& p, const ProgramSite& site, ArgAccess& args);
   /// The test hook that makes the verifier refuse a program at `at`.
   void rejectedOnPurpose(Program& program, const ast::Expr& at);
