@@ -110,9 +110,7 @@ void ProgramEmitter::emitPacketReturn(const ProbeUnit& p, ProgramSite site) {
   auto program = begin(name, site.section, p.target.target->range);
   llvm::IRBuilder<>& b = program->b;
   ArgAccess& args = site.args;
-  args.ctx = program->fn->getArg(0);
-  args.probe_args = &p.target.args;
-  args.probe = p.target.description;
+  bindArguments(*program, p, site);
   args.packet->at_return = true;
   packetSetup(*program, p, args, site);
   // Only a function whose entry matched has an entry in the graph map: every other return

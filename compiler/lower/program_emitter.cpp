@@ -240,15 +240,20 @@ void ProgramEmitter::takeStash(Program& program, const ProbeUnit& p, const Progr
   object_.module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.stash, key});
 }
 
+void ProgramEmitter::bindArguments(Program& program, const ProbeUnit& p, ProgramSite& site) {
+  ArgAccess& args = site.args;
+  args.ctx = program.fn->getArg(0);
+  args.probe_args = &p.target.args;
+  args.func = site.func;
+  if (args.probe.empty()) args.probe = p.target.description;
+}
+
 void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_stash) {
   std::string name = object_.programName();
   auto program = begin(name, site.section, p.target.target->range);
   llvm::IRBuilder<>& b = program->b;
   ArgAccess& args = site.args;
-  args.ctx = program->fn->getArg(0);
-  args.probe_args = &p.target.args;
-  args.func = site.func;
-  if (args.probe.empty()) args.probe = p.target.description;
+  bindArguments(*program, p, site);
   if (site.syscall_nr) {
     ExprLowering filter = lowering(*program, p.probe.exprs, args);
     syscallFilter(*program, filter, site);

@@ -142,6 +142,8 @@ class ProgramEmitter {
 
  private:
   llvm::Value* stashKey(Program& program, const ProgramSite& site);
+  /// Where the program's arguments are: its context, the probe's, `func` and `probe`.
+  void bindArguments(Program& program, const ProbeUnit& p, ProgramSite& site);
   /// Packet programs (packet_emitter.cpp): the attach cookie and the skb; with `track`, whether the
   /// packet has matched before; after the record, what `track` and `graph` keep.
   void packetSetup(Program& program, const ProbeUnit& p, ArgAccess& args, const ProgramSite& site);

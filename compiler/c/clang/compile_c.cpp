@@ -40,6 +40,22 @@ CScalar scalarOf(clang::QualType type, const clang::ASTContext& context) {
   return out;
 }
 
+/// Clang's errors (each with the notes that follow it), or, when its driver refused the
+/// arguments and said nothing, that.
+std::vector<CDiagnostic> errorsOf(DiagnosticCollector& diags, bool compiler_made) {
+  std::vector<CDiagnostic> out;
+  bool in_error = false;
+  for (CDiagnostic& d : diags.diagnostics) {
+    if (d.level == CDiagnostic::Level::Error) in_error = true;
+    if (d.level == CDiagnostic::Level::Warning) in_error = false;
+    if (in_error) out.push_back(std::move(d));
+  }
+  if (!compiler_made && out.empty()) {
+    out.push_back({CDiagnostic::Level::Error, "", 0, 0, "Clang's driver refused kq's arguments"});
+  }
+  return out;
+}
+
 /// The signatures of the main file's function definitions with external linkage, as the
 /// parser hands each top-level declaration over (before code generation sees it).
 class Signatures : public clang::ASTConsumer {
@@ -113,16 +129,7 @@ CCompileResult compileCFile(const CInput& input) {
   llvm::LLVMContext context;
   CompileWithSignatures action(&context, result.functions);
   if (compiler) compiler->ExecuteAction(action);
-  bool in_error = false;
-  for (CDiagnostic& d : diags.diagnostics) {
-    if (d.level == CDiagnostic::Level::Error) in_error = true;
-    if (d.level == CDiagnostic::Level::Warning) in_error = false;
-    if (in_error) result.diagnostics.push_back(std::move(d));
-  }
-  if (!compiler && result.diagnostics.empty()) {
-    result.diagnostics.push_back({CDiagnostic::Level::Error, "", 0, 0,
-                                  "Clang's driver refused kq's arguments"});
-  }
+  result.diagnostics = errorsOf(diags, compiler != nullptr);
   if (!result.diagnostics.empty()) return result;
   std::unique_ptr<llvm::Module> module = action.takeModule();
   if (!module) {
@@ -156,16 +163,7 @@ CObjectResult compileCObject(const CInput& input, const std::vector<std::string>
     clang::EmitObjAction emit;
     compiler->ExecuteAction(emit);
   }
-  bool in_error = false;
-  for (CDiagnostic& d : diags.diagnostics) {
-    if (d.level == CDiagnostic::Level::Error) in_error = true;
-    if (d.level == CDiagnostic::Level::Warning) in_error = false;
-    if (in_error) result.diagnostics.push_back(std::move(d));
-  }
-  if (!compiler && result.diagnostics.empty()) {
-    result.diagnostics.push_back({CDiagnostic::Level::Error, "", 0, 0,
-                                  "Clang's driver refused kq's arguments"});
-  }
+  result.diagnostics = errorsOf(diags, compiler != nullptr);
   return result;
 }
 
