@@ -344,7 +344,7 @@ class KernelFunctions(unittest.TestCase):
                                       capture_output=True, text=True, timeout=600,
                                       env=dict(os.environ, KQ_IPFT_BACKEND=backend, KQ_TEST_SKIP_LEAK_CHECK="1"))
                 self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-                self.assertRegex(proc.stderr, r"Ran 3 tests.*\n\nOK", proc.stderr)
+                self.assertRegex(proc.stderr, r"Ran \d+ tests.*\n\nOK", proc.stderr)
 
     def run_with_packets(self, *args):
         """kq with `args`, started, sent the marked datagrams once attached, until it ends."""
