@@ -152,6 +152,8 @@ TEST_F(CompletionTest, ClauseWordsAfterAProbe) {
   EXPECT_THAT(candidates("trace ip_send_skb(skb) where skb->len > 1 sel"), ElementsAre("select"));
   EXPECT_THAT(candidates("trace ip_send_skb(skb) group "), ElementsAre("by"));
   EXPECT_THAT(candidates("trace ip_send_skb(skb) limit "), ElementsAre());
+  EXPECT_THAT(candidates("trace packet where mark == 1 tr"), ElementsAre("track", "true"));
+  EXPECT_THAT(candidates("trace packet where mark == 1 track sel"), ElementsAre("select"));
 }
 
 TEST_F(CompletionTest, NothingInsideAString) {

@@ -19,7 +19,7 @@ constexpr size_t kNone = static_cast<size_t>(-1);
 
 constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "info", "jobs",
                                           "let",   "list",  "quit", "stop", "trace", "use"};
-constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join"};
+constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
 constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "return", "true", "false"};
 constexpr std::string_view kTargetWords[] = {"tracepoint:", "syscall:", "uprobe:", "uretprobe:",
                                              "packet", "interval", "profile"};
@@ -310,6 +310,7 @@ Place Completer::locateQuery(size_t start, size_t end) const {
         return Place{Place::Words, {}, {}, {}, false, {"by"}};
       }
       if (clause == "every" || clause == "for" || clause == "limit") return {};
+      if (clause == "track") return {Place::AfterTarget};  // a clause of one word
       Place p = expression(start, end, main, joins);
       p.clause_words = p.what == Place::Expression && depth == 0;
       return p;
