@@ -6,6 +6,7 @@
 #include "compiler/c/clang/compile_c.h"
 
 #include <fstream>
+#include <optional>
 #include <memory>
 #include <sstream>
 
@@ -108,22 +109,35 @@ class CompileWithSignatures : public clang::EmitLLVMOnlyAction {
   std::vector<CFunctionSignature>& out_;
 };
 
+/// The C file `input` names, relative to its directory.
+std::string pathOf(const CInput& input) {
+  if (!input.file.empty() && input.file[0] != '/' && !input.directory.empty()) {
+    return input.directory + "/" + input.file;
+  }
+  return input.file;
+}
+
+std::optional<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 CCompileResult compileCFile(const CInput& input) {
   CCompileResult result;
-  std::string path = input.file;
-  if (!path.empty() && path[0] != '/' && !input.directory.empty()) path = input.directory + "/" + path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return result;
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string path = pathOf(input);
+  std::optional<std::string> text = readFile(path);
+  if (!text) return result;
   result.found = true;
   result.path = path;
 
   std::vector<std::string> args = bpfTargetArgs();
   args.insert(args.end(), {"-O2", "-Wall", "-D__BPF_TRACING__"});
-  CUnit unit{path, text.str(), args};
+  CUnit unit{path, std::move(*text), args};
   DiagnosticCollector diags;
   std::unique_ptr<clang::CompilerInstance> compiler = makeCompiler(unit, diags);
   llvm::LLVMContext context;
@@ -145,17 +159,14 @@ CCompileResult compileCFile(const CInput& input) {
 CObjectResult compileCObject(const CInput& input, const std::vector<std::string>& extra,
                              const std::string& object_path) {
   CObjectResult result;
-  std::string path = input.file;
-  if (!path.empty() && path[0] != '/' && !input.directory.empty()) path = input.directory + "/" + path;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return result;
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string path = pathOf(input);
+  std::optional<std::string> text = readFile(path);
+  if (!text) return result;
   result.found = true;
   std::vector<std::string> args = bpfTargetArgs();
   args.insert(args.end(), {"-O2", "-g"});
   args.insert(args.end(), extra.begin(), extra.end());
-  CUnit unit{path, text.str(), args, object_path};
+  CUnit unit{path, std::move(*text), args, object_path};
   DiagnosticCollector diags;
   std::unique_ptr<clang::CompilerInstance> compiler = makeCompiler(unit, diags);
   if (compiler) {
