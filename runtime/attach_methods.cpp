@@ -9,15 +9,15 @@
 namespace kq::runtime {
 namespace {
 
-bool isKernelFunction(Attach a) {
-  return a == Attach::Fentry || a == Attach::Fexit || a == Attach::Kprobe ||
-         a == Attach::Kretprobe || a == Attach::KprobeMulti || a == Attach::KretprobeMulti;
+bool isKernelFunction(plan::Attach a) {
+  return a == plan::Attach::Fentry || a == plan::Attach::Fexit || a == plan::Attach::Kprobe ||
+         a == plan::Attach::Kretprobe || a == plan::Attach::KprobeMulti || a == plan::Attach::KretprobeMulti;
 }
 
 /// The program family whose rules a helper call in a program of `attach` follows; nothing
 /// for families whose helpers kq does not probe.
-std::optional<HelperUse> helperUse(Attach a) {
-  if (a == Attach::Fentry || a == Attach::Fexit) return HelperUse::Fentry;
+std::optional<HelperUse> helperUse(plan::Attach a) {
+  if (a == plan::Attach::Fentry || a == plan::Attach::Fexit) return HelperUse::Fentry;
   if (isKernelFunction(a)) return HelperUse::Kprobe;
   return std::nullopt;
 }
@@ -31,29 +31,29 @@ std::optional<Helper> probedHelper(int id) {
 }
 
 /// Whether `--attach only` allows a method whose programs start with `first`.
-bool allowedBy(const std::string& only, Attach first) {
-  if (only == "fentry") return first == Attach::Fentry || first == Attach::Fexit;
+bool allowedBy(const std::string& only, plan::Attach first) {
+  if (only == "fentry") return first == plan::Attach::Fentry || first == plan::Attach::Fexit;
   if (only == "kprobe") {
-    return first == Attach::Kprobe || first == Attach::Kretprobe || first == Attach::KprobeMulti ||
-           first == Attach::KretprobeMulti;
+    return first == plan::Attach::Kprobe || first == plan::Attach::Kretprobe || first == plan::Attach::KprobeMulti ||
+           first == plan::Attach::KretprobeMulti;
   }
-  if (only == "kprobe.multi") return first == Attach::KprobeMulti || first == Attach::KretprobeMulti;
-  if (only == "tracepoint") return first == Attach::TpBtf || first == Attach::Tracepoint;
+  if (only == "kprobe.multi") return first == plan::Attach::KprobeMulti || first == plan::Attach::KretprobeMulti;
+  if (only == "tracepoint") return first == plan::Attach::TpBtf || first == plan::Attach::Tracepoint;
   return true;
 }
 
-std::string groupName(const ProgramPlan& plan, uint32_t group) {
+std::string groupName(const plan::ProgramPlan& plan, uint32_t group) {
   return group < plan.group_names.size() ? plan.group_names[group]
                                          : fmt::format("probe {}", group + 1);
 }
 
 }  // namespace
 
-AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
+AttachMethods::AttachMethods(const plan::ProgramPlan& plan, KernelFeatures& features,
                              const std::string& only)
     : plan_(plan), features_(features), only_(only) {
   groups_.resize(plan.group_names.size());
-  for (const PlannedProgram& p : plan.programs) {
+  for (const plan::PlannedProgram& p : plan.programs) {
     if (p.group >= groups_.size()) groups_.resize(p.group + 1);
     std::vector<Method>& methods = groups_[p.group].methods;
     if (p.method >= methods.size()) methods.resize(p.method + 1);
@@ -61,14 +61,14 @@ AttachMethods::AttachMethods(const ProgramPlan& plan, KernelFeatures& features,
     m.number = p.method;
     // Named after its first attach kind: fentry (with fexit), kprobe (with kretprobe).
     if (m.features.empty() || p.attach < m.first) m.first = p.attach;
-    Feature f = featureOf(p.attach);
+    plan::Feature f = plan::featureOf(p.attach);
     if (std::find(m.features.begin(), m.features.end(), f) == m.features.end()) {
       m.features.push_back(f);
     }
     m.kernel_function = m.kernel_function || isKernelFunction(p.attach);
-    m.fentry = m.fentry || p.attach == Attach::Fentry || p.attach == Attach::Fexit;
-    m.at_return = m.at_return || p.attach == Attach::Fexit || p.attach == Attach::Kretprobe ||
-                  p.attach == Attach::KretprobeMulti;
+    m.fentry = m.fentry || p.attach == plan::Attach::Fentry || p.attach == plan::Attach::Fexit;
+    m.at_return = m.at_return || p.attach == plan::Attach::Fexit || p.attach == plan::Attach::Kretprobe ||
+                  p.attach == plan::Attach::KretprobeMulti;
     auto use = helperUse(p.attach);
     for (int id : p.helpers) {
       auto helper = probedHelper(id);
@@ -112,7 +112,7 @@ std::optional<std::string> AttachMethods::unusable(const Method& method) {
   if (!only_.empty() && method.chooses && !allowedBy(only_, method.first)) {
     return fmt::format("not tried (--attach {})", only_);
   }
-  for (Feature f : method.features) {
+  for (plan::Feature f : method.features) {
     if (auto why = features_.missing(f)) return why;
   }
   // A kernel can offer kprobes yet refuse bpf_get_func_ip in them (before 5.15), so a
@@ -128,7 +128,7 @@ void AttachMethods::settle(Group& group) {
     const Method& m = group.methods[group.next];
     auto why = unusable(m);
     if (!why) return;
-    group.passed_over.push_back(fmt::format("{}: {}", attachName(m.first), *why));
+    group.passed_over.push_back(fmt::format("{}: {}", plan::attachName(m.first), *why));
     ++group.next;
   }
 }
@@ -151,7 +151,7 @@ bool AttachMethods::refuse(uint32_t group, const std::string& why) {
   if (group >= groups_.size()) return false;
   Group& g = groups_[group];
   if (g.next >= g.methods.size()) return false;
-  g.passed_over.push_back(fmt::format("{}: {}", attachName(g.methods[g.next].first), why));
+  g.passed_over.push_back(fmt::format("{}: {}", plan::attachName(g.methods[g.next].first), why));
   ++g.next;
   settle(g);
   return g.next < g.methods.size();
@@ -178,7 +178,7 @@ std::string AttachMethods::note(uint32_t group) const {
   std::string out = groupName(plan_, group);
   auto method = chosen(group);
   if (!method) return out + ": not attached";
-  out += fmt::format(": {}", attachName(groups_[group].methods[*method].first));
+  out += fmt::format(": {}", plan::attachName(groups_[group].methods[*method].first));
   const auto& passed = groups_[group].passed_over;
   for (size_t i = 0; i < passed.size(); ++i) {
     out += (i == 0 ? " (passed over " : "; ") + passed[i];

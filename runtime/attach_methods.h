@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "runtime/kernel_features.h"
-#include "runtime/program_plan.h"
+#include "plan/program_plan.h"
 
 namespace kq::runtime {
 
@@ -18,7 +18,7 @@ class AttachMethods {
   /// `only` (`--attach`): "fentry", "kprobe" (kprobe.multi and kprobes), "kprobe.multi" or
   /// "tracepoint" (packet mode's fallback) keeps the ways to reach kernel functions to that
   /// one; "" allows every method. A packet group (`plan.packet_groups`) has no fentry method.
-  AttachMethods(const ProgramPlan& plan, KernelFeatures& features, const std::string& only);
+  AttachMethods(const plan::ProgramPlan& plan, KernelFeatures& features, const std::string& only);
 
   /// The method `group` loads, or nothing when no method can work here.
   std::optional<uint32_t> chosen(uint32_t group) const;
@@ -37,8 +37,8 @@ class AttachMethods {
  private:
   struct Method {
     uint32_t number = 0;
-    Attach first = Attach::Fentry;       // its first attach kind names it
-    std::vector<Feature> features;       // what its programs need
+    plan::Attach first = plan::Attach::Fentry;       // its first attach kind names it
+    std::vector<plan::Feature> features;       // what its programs need
     bool kernel_function = false;        // fentry/fexit or kprobes of some kind
     bool chooses = false;                // its group reaches kernel functions: `--attach` applies
     bool fentry = false;                 // fentry/fexit
@@ -56,7 +56,7 @@ class AttachMethods {
   std::optional<std::string> unusable(const Method& method);
   void settle(Group& group);
 
-  const ProgramPlan& plan_;
+  const plan::ProgramPlan& plan_;
   KernelFeatures& features_;
   std::string only_;
   std::vector<Group> groups_;

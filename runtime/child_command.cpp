@@ -45,7 +45,12 @@ std::unique_ptr<ChildCommand> ChildCommand::start(const std::string& command) {
     close(fds[1]);
     char go;
     if (read(fds[0], &go, 1) != 1) _exit(127);
-    signal(SIGINT, SIG_DFL);
+    // The command starts as a shell would start it: no signal blocked (kq's session reads
+    // its stop signals from a signalfd, with them blocked), none ignored.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }

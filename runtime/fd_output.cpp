@@ -2,6 +2,7 @@
 
 #include <limits.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -10,7 +11,6 @@
 #include <cstring>
 #include <ostream>
 
-#include "runtime/stop_request.h"
 
 namespace kq::runtime {
 namespace {
@@ -29,6 +29,29 @@ int64_t monotonicNs() {
 
 FdOutputBuffer::FdOutputBuffer(int fd) : fd_(fd), buffer_(64 * 1024) {
   setp(buffer_.data(), buffer_.data() + buffer_.size());
+  struct stat st;
+  // A pipe, socket or terminal can make a write wait for its reader; a file cannot.
+  may_block_ = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
+}
+
+bool FdOutputBuffer::stopping() const {
+  if (stop_fd_ < 0) return false;
+  pollfd p{stop_fd_, POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+bool FdOutputBuffer::waitForRoom() {
+  pollfd p[2] = {{fd_, POLLOUT, 0}, {stop_fd_, POLLIN, 0}};
+  for (;;) {
+    int n = poll(p, stop_fd_ >= 0 ? 2 : 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      failure_ = std::strerror(errno);
+      return false;
+    }
+    if (p[0].revents) return true;  // writable, or an error the write will say
+    return waitWritable();           // a stop was requested while the reader is slow
+  }
 }
 
 FdOutputBuffer::~FdOutputBuffer() { sync(); }
@@ -65,12 +88,14 @@ bool FdOutputBuffer::waitWritable() {
 
 bool FdOutputBuffer::writeAll(const char* data, size_t size) {
   while (size > 0) {
-    bool stopping = stopRequested();
-    if (!stopping) give_up_at_ns_ = 0;  // a new session of the REPL: a new grace period
-    if (stopping && !waitWritable()) return false;
-    // A blocking write is interrupted by the stop signal (no SA_RESTART); after it, writes of
-    // at most PIPE_BUF bytes into a pipe that polled writable do not block.
-    size_t chunk = stopping ? std::min<size_t>(size, PIPE_BUF) : size;
+    bool stop = stopping();
+    if (!stop) give_up_at_ns_ = 0;  // a new session of the REPL: a new grace period
+    if (stop && !waitWritable()) return false;
+    // Signals do not interrupt writes (the engine reads them from a signalfd): a write that
+    // could wait for a reader waits in poll, beside the stop request, and then writes at
+    // most PIPE_BUF bytes, which a pipe that polled writable takes without blocking.
+    if (may_block_ && !stop && !waitForRoom()) return false;
+    size_t chunk = may_block_ ? std::min<size_t>(size, PIPE_BUF) : size;
     ssize_t n = write(fd_, data, chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -81,6 +106,10 @@ bool FdOutputBuffer::writeAll(const char* data, size_t size) {
     size -= static_cast<size_t>(n);
   }
   return true;
+}
+
+void setOutputStopFd(std::ostream& out, int stop_fd) {
+  if (auto* buffer = dynamic_cast<FdOutputBuffer*>(out.rdbuf())) buffer->setStopFd(stop_fd);
 }
 
 std::string outputFailure(std::ostream& out) {

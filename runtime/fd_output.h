@@ -1,6 +1,6 @@
 // kq's standard output: a stream buffer on a file descriptor that reports write errors
-// instead of ignoring them, and that stops waiting for a reader once a stop is requested,
-// so a pipe nobody reads cannot keep kq from ending.
+// instead of ignoring them, and that stops waiting for a reader once a stop is requested
+// (its stop fd is readable), so a pipe nobody reads cannot keep kq from ending.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,8 @@ class FdOutputBuffer : public std::streambuf {
 
   /// Why output failed ("Broken pipe"), empty while it has not.
   const std::string& failure() const { return failure_; }
+  /// A file descriptor readable once a stop is requested (an engine Cancellation's), or -1.
+  void setStopFd(int fd) { stop_fd_ = fd; }
 
  protected:
   int_type overflow(int_type c) override;
@@ -25,14 +27,21 @@ class FdOutputBuffer : public std::streambuf {
  private:
   bool writeAll(const char* data, size_t size);
   bool waitWritable();
+  bool waitForRoom();
+  bool stopping() const;
 
   int fd_;
   std::vector<char> buffer_;
   std::string failure_;
   int64_t give_up_at_ns_ = 0;  // once a stop is requested: when to stop waiting for a reader
+  int stop_fd_ = -1;
+  bool may_block_ = true;
 };
 
 /// Why the output of `out` failed, if it is an FdOutputBuffer's and it did; empty otherwise.
 std::string outputFailure(std::ostream& out);
+
+/// Makes the FdOutputBuffer of `out`, if it has one, watch `stop_fd` (-1: nothing).
+void setOutputStopFd(std::ostream& out, int stop_fd);
 
 }  // namespace kq::runtime

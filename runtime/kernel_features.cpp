@@ -20,24 +20,24 @@
 
 namespace kq::runtime {
 
-const char* featureName(Feature feature) {
+const char* featureName(plan::Feature feature) {
   switch (feature) {
-    case Feature::Trampoline: return "fentry/fexit";
-    case Feature::TpBtf: return "tp_btf";
-    case Feature::Kprobe: return "kprobe";
-    case Feature::KprobeMulti: return "kprobe.multi";
-    case Feature::Tracepoint: return "tracepoint";
-    case Feature::Uprobe: return "uprobe";
-    case Feature::PerfEvent: return "perf_event";
+    case plan::Feature::Trampoline: return "fentry/fexit";
+    case plan::Feature::TpBtf: return "tp_btf";
+    case plan::Feature::Kprobe: return "kprobe";
+    case plan::Feature::KprobeMulti: return "kprobe.multi";
+    case plan::Feature::Tracepoint: return "tracepoint";
+    case plan::Feature::Uprobe: return "uprobe";
+    case plan::Feature::PerfEvent: return "perf_event";
   }
   return "?";
 }
 
-std::optional<std::string> WithoutAttach::missing(Feature feature) {
-  for (Attach a : {Attach::Fentry, Attach::Fexit, Attach::Kprobe, Attach::Kretprobe,
-                   Attach::KprobeMulti, Attach::KretprobeMulti, Attach::TpBtf,
-                   Attach::Tracepoint, Attach::Uprobe, Attach::Uretprobe, Attach::PerfEvent}) {
-    if (attach_ == attachName(a) && featureOf(a) == feature) {
+std::optional<std::string> WithoutAttach::missing(plan::Feature feature) {
+  for (plan::Attach a : {plan::Attach::Fentry, plan::Attach::Fexit, plan::Attach::Kprobe, plan::Attach::Kretprobe,
+                   plan::Attach::KprobeMulti, plan::Attach::KretprobeMulti, plan::Attach::TpBtf,
+                   plan::Attach::Tracepoint, plan::Attach::Uprobe, plan::Attach::Uretprobe, plan::Attach::PerfEvent}) {
+    if (attach_ == plan::attachName(a) && plan::featureOf(a) == feature) {
       return std::string("failed on purpose (KQ_TEST_FAIL_ATTACH)");
     }
   }
@@ -46,8 +46,6 @@ std::optional<std::string> WithoutAttach::missing(Feature feature) {
 
 namespace {
 
-/// The caller's vmlinux BTF while a VmlinuxLoan lives.
-const ::btf* lent_vmlinux = nullptr;
 
 /// A file descriptor closed when it goes away.
 struct OwnedFd {
@@ -109,11 +107,13 @@ int perfEventOpen(perf_event_attr& attr) {
 
 class RunningKernel : public KernelFeatures {
  public:
-  std::optional<std::string> missing(Feature feature) override {
+  std::optional<std::string> missing(plan::Feature feature) override {
     auto it = features_.find(feature);
     if (it == features_.end()) it = features_.emplace(feature, probe(feature)).first;
     return it->second;
   }
+
+  void lendVmlinux(const ::btf* vmlinux) override { lent_ = vmlinux; }
 
   std::optional<std::string> missing(Helper helper, HelperUse use) override {
     auto key = std::make_pair(helper, use);
@@ -123,22 +123,22 @@ class RunningKernel : public KernelFeatures {
   }
 
  private:
-  std::optional<std::string> probe(Feature feature) {
+  std::optional<std::string> probe(plan::Feature feature) {
     switch (feature) {
-      case Feature::Trampoline: return probeTrampoline();
-      case Feature::TpBtf: return probeTpBtf();
-      case Feature::Kprobe: return probeKprobe();
-      case Feature::KprobeMulti: return probeKprobeMulti();
-      case Feature::Tracepoint: return probeTracepoint();
-      case Feature::Uprobe: return probeUprobe();
-      case Feature::PerfEvent: return probePerfEvent();
+      case plan::Feature::Trampoline: return probeTrampoline();
+      case plan::Feature::TpBtf: return probeTpBtf();
+      case plan::Feature::Kprobe: return probeKprobe();
+      case plan::Feature::KprobeMulti: return probeKprobeMulti();
+      case plan::Feature::Tracepoint: return probeTracepoint();
+      case plan::Feature::Uprobe: return probeUprobe();
+      case plan::Feature::PerfEvent: return probePerfEvent();
     }
     return std::nullopt;
   }
 
   /// vmlinux BTF: the caller's (VmlinuxLoan), else read once.
   const ::btf* vmlinux() {
-    if (lent_vmlinux) return lent_vmlinux;
+    if (lent_) return lent_;
     if (!vmlinux_loaded_) {
       vmlinux_loaded_ = true;
       vmlinux_.reset(btf__load_vmlinux_btf());
@@ -309,19 +309,13 @@ class RunningKernel : public KernelFeatures {
   };
   bool vmlinux_loaded_ = false;
   std::unique_ptr<::btf, BtfFree> vmlinux_;
-  std::map<Feature, std::optional<std::string>> features_;
+  const ::btf* lent_ = nullptr;  // the caller's vmlinux BTF while a VmlinuxLoan lives
+  std::map<plan::Feature, std::optional<std::string>> features_;
   std::map<std::pair<Helper, HelperUse>, std::optional<std::string>> helpers_;
 };
 
 }  // namespace
 
-VmlinuxLoan::VmlinuxLoan(const ::btf* vmlinux) { lent_vmlinux = vmlinux; }
-
-VmlinuxLoan::~VmlinuxLoan() { lent_vmlinux = nullptr; }
-
-KernelFeatures& runningKernel() {
-  static RunningKernel kernel;
-  return kernel;
-}
+std::unique_ptr<KernelFeatures> probeRunningKernel() { return std::make_unique<RunningKernel>(); }
 
 }  // namespace kq::runtime

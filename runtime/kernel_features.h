@@ -4,10 +4,11 @@
 // fake kernel.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
-#include "runtime/program_plan.h"
+#include "plan/program_plan.h"
 
 struct btf;
 
@@ -26,23 +27,32 @@ class KernelFeatures {
   virtual ~KernelFeatures() = default;
   /// Nothing when the kernel offers `feature`; otherwise why not, in the kernel's terms
   /// ("this kernel has no kprobe support (...)").
-  virtual std::optional<std::string> missing(Feature feature) = 0;
+  virtual std::optional<std::string> missing(plan::Feature feature) = 0;
   /// The same for a helper called from programs of one family.
   virtual std::optional<std::string> missing(Helper helper, HelperUse use) = 0;
+  /// Until called again with null, probes may read `vmlinux` (the caller's parse of this
+  /// kernel's BTF) instead of parsing their own (see VmlinuxLoan).
+  virtual void lendVmlinux(const ::btf* vmlinux) {}
 };
 
-/// The running kernel, probed on first use of each feature and remembered for the process.
-KernelFeatures& runningKernel();
+/// The running kernel, probed on first use of each feature and remembered by the object
+/// (the engine's Host keeps one for as long as it lives).
+std::unique_ptr<KernelFeatures> probeRunningKernel();
 
-/// While it lives, the running kernel's probes take the type ids they need (a function to
-/// try fentry on, a BTF-typed tracepoint) from `vmlinux`, the caller's own parse of this
+/// While it lives, `features`' probes take the type ids they need (a function to try
+/// fentry on, a BTF-typed tracepoint) from `vmlinux`, the caller's own parse of this
 /// kernel's BTF, instead of parsing /sys/kernel/btf/vmlinux again (6 MiB and 3 ms).
 class VmlinuxLoan {
  public:
-  explicit VmlinuxLoan(const ::btf* vmlinux);
-  ~VmlinuxLoan();
+  VmlinuxLoan(KernelFeatures& features, const ::btf* vmlinux) : features_(features) {
+    features_.lendVmlinux(vmlinux);
+  }
+  ~VmlinuxLoan() { features_.lendVmlinux(nullptr); }
   VmlinuxLoan(const VmlinuxLoan&) = delete;
   VmlinuxLoan& operator=(const VmlinuxLoan&) = delete;
+
+ private:
+  KernelFeatures& features_;
 };
 
 /// `features`, except that the attach kind named `attach` ("fentry", "kprobe": the
@@ -51,16 +61,17 @@ class WithoutAttach : public KernelFeatures {
  public:
   WithoutAttach(KernelFeatures& features, std::string attach)
       : features_(features), attach_(std::move(attach)) {}
-  std::optional<std::string> missing(Feature feature) override;
+  std::optional<std::string> missing(plan::Feature feature) override;
   std::optional<std::string> missing(Helper helper, HelperUse use) override {
     return features_.missing(helper, use);
   }
+  void lendVmlinux(const ::btf* vmlinux) override { features_.lendVmlinux(vmlinux); }
 
  private:
   KernelFeatures& features_;
   std::string attach_;
 };
 
-const char* featureName(Feature feature);
+const char* featureName(plan::Feature feature);
 
 }  // namespace kq::runtime

@@ -1,6 +1,6 @@
 #include "runtime/kernel_types.h"
 
-#include "kernel/btf_file.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -117,7 +117,7 @@ KernelTypes::~KernelTypes() {
 const ::btf* KernelTypes::vmlinux() {
   if (!vmlinux_loaded_) {
     vmlinux_loaded_ = true;
-    ::btf* loaded = kernel::readKernelBtf(dir_ + "/vmlinux");
+    ::btf* loaded = host::readKernelBtf(dir_ + "/vmlinux");
     if (loaded) vmlinux_ = owned_vmlinux_ = loaded;
   }
   return vmlinux_;
@@ -135,7 +135,7 @@ const std::vector<::btf*>& KernelTypes::modules() {
   // libbpf takes the base as non-const but only reads it.
   auto* base = const_cast<::btf*>(vmlinux_);
   for (const std::string& path : paths) {
-    if (::btf* module = kernel::readKernelBtf(path, base)) modules_.push_back(module);
+    if (::btf* module = host::readKernelBtf(path, base)) modules_.push_back(module);
   }
   return modules_;
 }

@@ -2,6 +2,7 @@
 
 #include <bpf/libbpf.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -9,7 +10,10 @@
 namespace kq::runtime {
 namespace {
 
-bool g_verbose = false;
+// libbpf has one printer per process (libbpf_set_print takes no context): kq installs one,
+// which routes each message to the capture of the thread that caused it, and to stderr
+// with -v.
+std::atomic<bool> g_verbose{false};
 
 /// Appends a whole message, however long (a verifier log is one message of megabytes).
 void appendFormatted(std::string& out, const char* format, va_list args) {
@@ -25,13 +29,13 @@ void appendFormatted(std::string& out, const char* format, va_list args) {
   va_end(copy);
   out.resize(at + static_cast<size_t>(n));
 }
-std::string* g_capture = nullptr;
+thread_local std::string* t_capture = nullptr;
 
-std::mutex g_lock;  // kprobes are attached from several threads
+std::mutex g_stderr;  // kprobes are attached from several threads
 
 int print(enum libbpf_print_level level, const char* format, va_list args) {
-  std::lock_guard<std::mutex> hold(g_lock);
-  if (g_capture) appendFormatted(*g_capture, format, args);
+  if (t_capture) appendFormatted(*t_capture, format, args);
+  std::lock_guard<std::mutex> hold(g_stderr);
   if (!g_verbose || level == LIBBPF_DEBUG) return 0;
   return std::vfprintf(stderr, format, args);
 }
@@ -40,20 +44,15 @@ struct Install {
   Install() { libbpf_set_print(print); }
 } g_install;
 
-std::string g_text;
-
 }  // namespace
 
 void setLibbpfVerbose(bool verbose) { g_verbose = verbose; }
 
-LibbpfCapture::LibbpfCapture() {
-  g_text.clear();
-  g_capture = &g_text;
-}
+LibbpfCapture::LibbpfCapture() : outer_(t_capture) { t_capture = &text_; }
 
-LibbpfCapture::~LibbpfCapture() { g_capture = nullptr; }
+LibbpfCapture::~LibbpfCapture() { t_capture = outer_; }
 
-const std::string& LibbpfCapture::text() const { return g_text; }
+const std::string& LibbpfCapture::text() const { return text_; }
 
 void captureForTest(const char* format, ...) {
   va_list args;

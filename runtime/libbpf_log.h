@@ -10,12 +10,19 @@ namespace kq::runtime {
 /// Whether libbpf's messages reach stderr.
 void setLibbpfVerbose(bool verbose);
 
-/// Captures libbpf's messages while it lives.
+/// Captures libbpf's messages caused by this thread while it lives (a capture made inside
+/// another takes them until it goes).
 class LibbpfCapture {
  public:
   LibbpfCapture();
   ~LibbpfCapture();
+  LibbpfCapture(const LibbpfCapture&) = delete;
+  LibbpfCapture& operator=(const LibbpfCapture&) = delete;
   const std::string& text() const;
+
+ private:
+  std::string text_;
+  std::string* outer_;
 };
 
 /// Sends one message through kq's libbpf printer, as libbpf would (for tests).

@@ -19,7 +19,7 @@
 
 #include <fmt/format.h>
 
-#include "kernel/elf_file.h"
+#include "host/elf_file.h"
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/verifier_log.h"
@@ -72,14 +72,14 @@ std::string LoadedObject::attachedText(uint32_t group) const {
   auto it = places_.find(group);
   if (it == places_.end()) return "nothing";
   const Places& p = it->second;
-  bool functions = p.attach != Attach::TpBtf && p.attach != Attach::Tracepoint;
+  bool functions = p.attach != plan::Attach::TpBtf && p.attach != plan::Attach::Tracepoint;
   std::string count = std::to_string(p.count);
   for (int at = static_cast<int>(count.size()) - 3; at > 0; at -= 3) count.insert(at, ",");
   return fmt::format("{} {}{} through {}", count, functions ? "function" : "tracepoint",
-                     p.count == 1 ? "" : "s", attachName(p.attach));
+                     p.count == 1 ? "" : "s", plan::attachName(p.attach));
 }
 
-std::vector<std::string> LoadedObject::readyLines(const ProgramPlan& plan) const {
+std::vector<std::string> LoadedObject::readyLines(const plan::ProgramPlan& plan) const {
   std::vector<std::string> out;
   for (uint32_t group : plan.packet_groups) {
     // `packet (2,361 functions)` names what could be traced; what was is said after.
@@ -104,10 +104,10 @@ bool exists(const char* path) {
 }
 
 /// Why a method cannot work, in the kernel's terms, from an errno.
-std::string explain(Attach attach, int err, bool at_load) {
+std::string explain(plan::Attach attach, int err, bool at_load) {
   err = std::abs(err);
-  bool multi = attach == Attach::KprobeMulti || attach == Attach::KretprobeMulti;
-  bool kprobe = attach == Attach::Kprobe || attach == Attach::Kretprobe || multi;
+  bool multi = attach == plan::Attach::KprobeMulti || attach == plan::Attach::KretprobeMulti;
+  bool kprobe = attach == plan::Attach::Kprobe || attach == plan::Attach::Kretprobe || multi;
   if (kprobe && !exists("/sys/bus/event_source/devices/kprobe")) {
     return "this kernel has no kprobe support (no `kprobe` perf event source: CONFIG_KPROBES "
            "or CONFIG_KPROBE_EVENTS is off)";
@@ -118,15 +118,15 @@ std::string explain(Attach attach, int err, bool at_load) {
                        std::strerror(err));
   }
 
-  bool tracing = attach == Attach::Fentry || attach == Attach::Fexit || attach == Attach::TpBtf;
+  bool tracing = attach == plan::Attach::Fentry || attach == plan::Attach::Fexit || attach == plan::Attach::TpBtf;
   std::string what = at_load ? "loading" : "attaching";
   if (tracing && (err == EPERM || err == EACCES)) {
     return fmt::format("the kernel refused {} a {} program ({}); this kernel does not allow "
                        "BPF trampolines here",
-                       what, attachName(attach), std::strerror(err));
+                       what, plan::attachName(attach), std::strerror(err));
   }
   if (tracing && err == ENOTSUP) {
-    return fmt::format("this kernel cannot attach {} programs ({})", attachName(attach),
+    return fmt::format("this kernel cannot attach {} programs ({})", plan::attachName(attach),
                        std::strerror(err));
   }
   if (err == ENOENT && !at_load) return "the kernel has no such attach point (ENOENT)";
@@ -143,12 +143,12 @@ class Loader {
     std::string why;
   };
 
-  Loader(const std::vector<char>& elf, const ProgramPlan& plan, const LoadOptions& options,
+  Loader(const std::vector<char>& elf, const plan::ProgramPlan& plan, const LoadOptions& options,
          KernelFeatures& features)
       : elf_(elf),
         plan_(plan),
         options_(options),
-        loan_(options.vmlinux ? std::make_unique<VmlinuxLoan>(options.vmlinux) : nullptr),
+        loan_(options.vmlinux ? std::make_unique<VmlinuxLoan>(features, options.vmlinux) : nullptr),
         methods_(plan, features, options.method) {}
 
   /// Loads the object once with each group's first usable method; only when the kernel
@@ -179,14 +179,14 @@ class Loader {
   }
 
  private:
-  const PlannedProgram* plannedByName(const std::string& name) const {
-    for (const PlannedProgram& p : plan_.programs) {
+  const plan::PlannedProgram* plannedByName(const std::string& name) const {
+    for (const plan::PlannedProgram& p : plan_.programs) {
       if (p.function == name) return &p;
     }
     return nullptr;
   }
 
-  bool isChosen(const PlannedProgram& p) const { return methods_.chosen(p.group) == p.method; }
+  bool isChosen(const plan::PlannedProgram& p) const { return methods_.chosen(p.group) == p.method; }
 
   std::optional<LoadFailure> loadOnce(LoadedObject& loaded, Refusal& refusal) {
     LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "kq");
@@ -204,7 +204,7 @@ class Loader {
   void configure(LoadedObject& loaded) {
     bpf_program* prog;
     bpf_object__for_each_program(prog, loaded.object_) {
-      const PlannedProgram* p = plannedByName(bpf_program__name(prog));
+      const plan::PlannedProgram* p = plannedByName(bpf_program__name(prog));
       bool load = p && isChosen(*p);
       bpf_program__set_autoload(prog, load);
       if (load && options_.verifier_log) {
@@ -221,7 +221,7 @@ class Loader {
     int err = bpf_object__load(loaded.object_);
     if (!err) return std::nullopt;
     auto rejection = parseVerifierLog(capture.text());
-    const PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
+    const plan::PlannedProgram* culprit = rejection ? plannedByName(rejection->program) : nullptr;
     if (!culprit) {
       // The log may name the program outside a verifier log ("prog 'x': failed to ...").
       if (auto name = programThatFailed(capture.text())) culprit = plannedByName(*name);
@@ -250,13 +250,13 @@ class Loader {
         const char* log = bpf_program__log_buf(prog, &size);
         loaded.logs_.emplace_back(bpf_program__name(prog), log ? std::string(log) : "");
       }
-      const PlannedProgram* p = plannedByName(bpf_program__name(prog));
+      const plan::PlannedProgram* p = plannedByName(bpf_program__name(prog));
       if (!p) continue;
       std::optional<LoadFailure> failure;
       size_t links_before = loaded.links_.size();
-      if (p->attach == Attach::PerfEvent) {
+      if (p->attach == plan::Attach::PerfEvent) {
         attachPerfEvents(loaded, prog, *p, failure);
-      } else if ((p->attach == Attach::Kprobe || p->attach == Attach::Kretprobe) && !p->symbols.empty()) {
+      } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {
         attachKprobes(loaded, prog, *p, refusal, failure);
       } else if (bpf_link* link = attach(prog, *p)) {
         loaded.links_.push_back({link, p->query});
@@ -264,7 +264,7 @@ class Loader {
         int err = errno;
         refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p)
                                                  : explain(p->attach, err, false)};
-        failure = LoadFailure{fmt::format("cannot attach {} {}: {}", attachName(p->attach),
+        failure = LoadFailure{fmt::format("cannot attach {} {}: {}", plan::attachName(p->attach),
                                           p->target, std::strerror(err))};
       }
       if (failure) return failure;
@@ -274,24 +274,24 @@ class Loader {
   }
 
   /// What a program attached to, for LoadedObject::attachedText.
-  static void countPlaces(LoadedObject& loaded, const PlannedProgram& p, size_t links_before) {
-    if (p.attach == Attach::Fexit || p.attach == Attach::Kretprobe ||
-        p.attach == Attach::KretprobeMulti || p.attach == Attach::Uretprobe) {
+  static void countPlaces(LoadedObject& loaded, const plan::PlannedProgram& p, size_t links_before) {
+    if (p.attach == plan::Attach::Fexit || p.attach == plan::Attach::Kretprobe ||
+        p.attach == plan::Attach::KretprobeMulti || p.attach == plan::Attach::Uretprobe) {
       return;
     }
-    size_t n = p.attach == Attach::KprobeMulti ? p.symbols.size() : loaded.links_.size() - links_before;
+    size_t n = p.attach == plan::Attach::KprobeMulti ? p.symbols.size() : loaded.links_.size() - links_before;
     auto [it, added] = loaded.places_.try_emplace(p.group, LoadedObject::Places{p.attach, 0});
     it->second.count += n;
   }
 
   /// E2BIG from attaching: the kernel's limit of programs at one place, and this script's count.
-  std::string tooManyPrograms(const PlannedProgram& p) const {
+  std::string tooManyPrograms(const plan::PlannedProgram& p) const {
     size_t here = std::count_if(plan_.programs.begin(), plan_.programs.end(),
-                                [&](const PlannedProgram& q) {
+                                [&](const plan::PlannedProgram& q) {
                                   return q.attach == p.attach && q.target == p.target;
                                 });
     bool trampoline =
-        p.attach == Attach::Fentry || p.attach == Attach::Fexit || p.attach == Attach::TpBtf;
+        p.attach == plan::Attach::Fentry || p.attach == plan::Attach::Fexit || p.attach == plan::Attach::TpBtf;
     return fmt::format(
         "the kernel attaches at most {} programs to one {} (counting other tools' programs "
         "there), and this script has {} on {}: fewer queries on it, or one query with `group by`",
@@ -303,7 +303,7 @@ class Loader {
   /// functions that refuse a kprobe are skipped, and said with -v. Each kprobe costs the
   /// kernel a perf event and a registration that waits on RCU, so threads attach them side
   /// by side (measured in tests/vm: 1,600 kprobes).
-  void attachKprobes(LoadedObject& loaded, bpf_program* prog, const PlannedProgram& p,
+  void attachKprobes(LoadedObject& loaded, bpf_program* prog, const plan::PlannedProgram& p,
                      Refusal& refusal, std::optional<LoadFailure>& failure) {
     constexpr size_t kThreads = 8;
     std::mutex lock;
@@ -313,7 +313,7 @@ class Loader {
     auto work = [&] {
       for (size_t i = next++; i < p.symbols.size(); i = next++) {
         LIBBPF_OPTS(bpf_kprobe_opts, opts, .bpf_cookie = i < p.cookies.size() ? p.cookies[i] : 0,
-                    .retprobe = p.attach == Attach::Kretprobe);
+                    .retprobe = p.attach == plan::Attach::Kretprobe);
         bpf_link* link = bpf_program__attach_kprobe_opts(prog, p.symbols[i].c_str(), &opts);
         int why = errno;
         std::lock_guard<std::mutex> hold(lock);
@@ -335,13 +335,13 @@ class Loader {
     } else if (failed) {
       loaded.notes_.push_back(fmt::format("{}: {} of {} functions refused a {}",
                                           plan_.group_names[p.group], failed, p.symbols.size(),
-                                          attachName(p.attach)));
+                                          plan::attachName(p.attach)));
     }
   }
 
   /// A CPU-clock perf event (on CPU 0 for `interval`, on every CPU for `profile`), each with
   /// the program attached; the link owns the event.
-  static bool attachPerfEvents(LoadedObject& loaded, bpf_program* prog, const PlannedProgram& p,
+  static bool attachPerfEvents(LoadedObject& loaded, bpf_program* prog, const plan::PlannedProgram& p,
                                std::optional<LoadFailure>& failure) {
     int cpus = p.frequency_hz ? libbpf_num_possible_cpus() : 1;
     int attached = 0;
@@ -383,16 +383,16 @@ class Loader {
   /// Where function `symbol` of `binary` starts in the file, when one address has that name.
   static std::optional<uint64_t> fileOffset(const std::string& binary, const std::string& symbol) {
     std::string error;
-    std::optional<kernel::ElfFile> file = kernel::readElfFile(binary, error);
+    std::optional<host::ElfFile> file = host::readElfFile(binary, error);
     if (!file) return std::nullopt;
     std::optional<uint64_t> address;
-    for (const kernel::ElfSymbol& f : file->functions) {
+    for (const host::ElfSymbol& f : file->functions) {
       if (f.name != symbol) continue;
       if (address && *address != f.address) return std::nullopt;  // two functions: libbpf says so
       address = f.address;
     }
     if (!address) return std::nullopt;
-    for (const kernel::ElfSegment& seg : file->segments) {
+    for (const host::ElfSegment& seg : file->segments) {
       if (*address >= seg.vaddr && *address < seg.vaddr + seg.filesz) {
         return *address - seg.vaddr + seg.offset;
       }
@@ -400,27 +400,27 @@ class Loader {
     return std::nullopt;
   }
 
-  static bpf_link* attach(bpf_program* prog, const PlannedProgram& p) {
+  static bpf_link* attach(bpf_program* prog, const plan::PlannedProgram& p) {
     switch (p.attach) {
-      case Attach::Kprobe:
-      case Attach::Kretprobe:
-        return bpf_program__attach_kprobe(prog, p.attach == Attach::Kretprobe, p.target.c_str());
-      case Attach::KprobeMulti:
-      case Attach::KretprobeMulti: {
+      case plan::Attach::Kprobe:
+      case plan::Attach::Kretprobe:
+        return bpf_program__attach_kprobe(prog, p.attach == plan::Attach::Kretprobe, p.target.c_str());
+      case plan::Attach::KprobeMulti:
+      case plan::Attach::KretprobeMulti: {
         std::vector<const char*> syms;
         for (const std::string& s : p.symbols) syms.push_back(s.c_str());
         LIBBPF_OPTS(bpf_kprobe_multi_opts, opts, .syms = syms.data(),
                     .cookies = p.cookies.empty() ? nullptr : reinterpret_cast<const __u64*>(p.cookies.data()), .cnt = syms.size(),
-                    .retprobe = p.attach == Attach::KretprobeMulti);
+                    .retprobe = p.attach == plan::Attach::KretprobeMulti);
         return bpf_program__attach_kprobe_multi_opts(prog, nullptr, &opts);
       }
-      case Attach::Uprobe:
-      case Attach::Uretprobe: {
+      case plan::Attach::Uprobe:
+      case plan::Attach::Uretprobe: {
         // At the symbol's file offset, found here: libbpf refuses a name that .dynsym lists
         // once per symbol version (glibc's pthread_create@GLIBC_2.2.5 and @@GLIBC_2.34),
         // even where both are one function.
         std::optional<uint64_t> offset = fileOffset(p.binary, p.target);
-        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.attach == Attach::Uretprobe,
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.attach == plan::Attach::Uretprobe,
                     .func_name = offset ? nullptr : p.target.c_str());
         return bpf_program__attach_uprobe_opts(prog, -1, p.binary.c_str(), offset.value_or(0), &opts);
       }
@@ -430,15 +430,17 @@ class Loader {
   }
 
   const std::vector<char>& elf_;
-  const ProgramPlan& plan_;
+  const plan::ProgramPlan& plan_;
   const LoadOptions& options_;
   std::unique_ptr<VmlinuxLoan> loan_;  // before methods_: the probes choosing them read it
   AttachMethods methods_;
 };
 
-LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan,
+LoadResult loadAndAttach(const std::vector<char>& elf, const plan::ProgramPlan& plan,
                          const LoadOptions& options) {
-  KernelFeatures& kernel = options.features ? *options.features : runningKernel();
+  std::unique_ptr<KernelFeatures> own;
+  if (!options.features) own = probeRunningKernel();
+  KernelFeatures& kernel = options.features ? *options.features : *own;
   // A test hook: make one kind of attachment missing, to exercise the fallback on kernels
   // where it would succeed (tests/vm).
   const char* fail = std::getenv("KQ_TEST_FAIL_ATTACH");

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/kernel_features.h"
-#include "runtime/program_plan.h"
+#include "plan/program_plan.h"
 #include "runtime/verifier_log.h"
 
 struct bpf_object;
@@ -42,7 +42,7 @@ class LoadedObject {
   std::string attachedText(uint32_t group) const;
   /// For each packet group: `packet (2,395 functions): ready, 2,390 functions through
   /// kprobe.multi`, so a user (or a script) knows when to send the packet.
-  std::vector<std::string> readyLines(const ProgramPlan& plan) const;
+  std::vector<std::string> readyLines(const plan::ProgramPlan& plan) const;
   size_t attachedLinks(uint32_t query) const;
   /// Detaches every program of one query (its `for` or `limit` ended it).
   void detach(uint32_t query);
@@ -59,7 +59,7 @@ class LoadedObject {
   };
   std::vector<Link> links_;
   struct Places {
-    Attach attach;
+    plan::Attach attach;
     size_t count = 0;
   };
   std::map<uint32_t, Places> places_;  // by group
@@ -79,7 +79,7 @@ struct LoadOptions {
   /// Attach kernel functions only this way: "fentry" or "kprobe" (`--attach`); "" tries
   /// fentry, then kprobe.
   std::string method;
-  /// What the kernel offers; null: the running kernel, probed once per process.
+  /// What the kernel offers (the engine's Host's); null: the running kernel, probed now.
   KernelFeatures* features = nullptr;
   /// The running kernel's vmlinux BTF, if the caller has parsed it (the compiler has): the
   /// running kernel's feature probes read it rather than parsing their own copy.
@@ -91,7 +91,7 @@ struct LoadOptions {
 };
 
 /// Loads `elf` and attaches its programs as `plan` says.
-LoadResult loadAndAttach(const std::vector<char>& elf, const ProgramPlan& plan,
+LoadResult loadAndAttach(const std::vector<char>& elf, const plan::ProgramPlan& plan,
                          const LoadOptions& options = {});
 
 }  // namespace kq::runtime

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/formatter.h"
+#include "runtime/printed.h"
 
 namespace kq::runtime {
 
@@ -46,7 +46,7 @@ std::string columnsText(const std::vector<std::vector<std::string>>& rows, const
 
 }  // namespace
 
-void PacketView::add(const ProbeLayout& probe, uint64_t skb, PacketEvent event) {
+void PacketView::add(const plan::ProbeLayout& probe, uint64_t skb, PacketEvent event) {
   if (kept_ >= max_events_) {
     ++not_kept_;
     return;
@@ -63,7 +63,7 @@ void PacketView::print() {
   // Each address's events in time order, cut where the skb was freed: a packet of its own
   // then, the address being reused.
   struct Packet {
-    const ProbeLayout* probe;
+    const plan::ProbeLayout* probe;
     uint64_t skb;
     std::vector<PacketEvent> events;
   };
@@ -71,7 +71,7 @@ void PacketView::print() {
   for (Events& e : by_skb_) {
     std::stable_sort(e.events.begin(), e.events.end(),
                      [](const PacketEvent& a, const PacketEvent& b) { return a.time_ns < b.time_ns; });
-    const PacketLayout& layout = *e.probe->packet;
+    const plan::PacketLayout& layout = *e.probe->packet;
     packets.push_back({e.probe, e.skb, {}});
     bool freed = false;
     for (PacketEvent& ev : e.events) {
@@ -101,9 +101,9 @@ void PacketView::print() {
   index_.clear();
 }
 
-void PacketView::printPacket(const ProbeLayout& probe, uint64_t skb,
+void PacketView::printPacket(const plan::ProbeLayout& probe, uint64_t skb,
                              const std::vector<PacketEvent>& events) {
-  const PacketLayout& layout = *probe.packet;
+  const plan::PacketLayout& layout = *probe.packet;
   uint64_t first = events.front().time_ns;
   uint64_t last = events.back().time_ns;
   bool calls = layout.graph;
@@ -115,7 +115,7 @@ void PacketView::printPacket(const ProbeLayout& probe, uint64_t skb,
                       durationText(last - first));
   std::vector<std::string> header{"TIME", "ELAPSED", "CPU", calls ? "DURATION" : "", "FUNCTION"};
   if (!calls) header.erase(header.begin() + 3);
-  for (const FieldLayout& f : probe.fields) {
+  for (const plan::FieldLayout& f : probe.fields) {
     if (!f.hidden && !f.is_capture) header.push_back(f.name);
   }
   std::vector<std::vector<std::string>> rows{header};

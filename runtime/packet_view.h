@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/event_layout.h"
+#include "plan/event_layout.h"
 
 namespace kq::runtime {
 
@@ -30,17 +30,17 @@ class PacketView {
   PacketView(int64_t boot_offset_ns, std::ostream& out, size_t max_events = 1'000'000)
       : offset_(boot_offset_ns), out_(out), max_events_(max_events) {}
 
-  void add(const ProbeLayout& probe, uint64_t skb, PacketEvent event);
+  void add(const plan::ProbeLayout& probe, uint64_t skb, PacketEvent event);
   /// Prints every packet; says how many events were not kept.
   void print();
 
  private:
   struct Events {
-    const ProbeLayout* probe = nullptr;
+    const plan::ProbeLayout* probe = nullptr;
     uint64_t skb = 0;
     std::vector<PacketEvent> events;
   };
-  void printPacket(const ProbeLayout& probe, uint64_t skb, const std::vector<PacketEvent>& events);
+  void printPacket(const plan::ProbeLayout& probe, uint64_t skb, const std::vector<PacketEvent>& events);
 
   int64_t offset_;
   std::ostream& out_;

@@ -11,15 +11,58 @@
 
 #include <fmt/format.h>
 
-#include "runtime/formatter.h"
 
 namespace kq::runtime {
+
+uint64_t readU64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+int64_t readSigned(const uint8_t* p) { return static_cast<int64_t>(readU64(p)); }
+
+std::string clockText(int64_t wall_ns, ClockPrecision precision) {
+  time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
+  struct tm tm;
+  localtime_r(&seconds, &tm);
+  int64_t frac = wall_ns % 1'000'000'000;
+  switch (precision) {
+    case ClockPrecision::Seconds:
+      return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+    case ClockPrecision::Milliseconds:
+      return fmt::format("{:02}:{:02}:{:02}.{:03}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1'000'000);
+    case ClockPrecision::Microseconds:
+      return fmt::format("{:02}:{:02}:{:02}.{:06}", tm.tm_hour, tm.tm_min, tm.tm_sec, frac / 1000);
+  }
+  return "";
+}
+
+std::string stringText(const uint8_t* p, size_t size, bool mark_cut) {
+  std::string out;
+  size_t i = 0;
+  for (; i < size && p[i]; ++i) {
+    unsigned char c = p[i];
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  // A string that fills its field (the read keeps a NUL at the end) was most likely longer
+  // than kq kept: say so (`str(p, n)` keeps more).
+  if (mark_cut && size > 0 && i + 1 >= size) out += "…";
+  return out;
+}
+
 
 std::string fileText(const std::string& path) {
   // Non-blocking: a FIFO without a writer must not stop the output.
   int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return fmt::format("<cannot read {}: {}>", path, std::strerror(errno));
-  std::string bytes(kCatBytes + 1, '\0');
+  std::string bytes(plan::kCatBytes + 1, '\0');
   size_t have = 0;
   int error = 0;
   while (have < bytes.size()) {
@@ -32,8 +75,8 @@ std::string fileText(const std::string& path) {
   close(fd);
   // EAGAIN: a FIFO or a device with nothing to read now, shown as what was read.
   if (error && error != EAGAIN) return fmt::format("<cannot read {}: {}>", path, std::strerror(error));
-  bool cut = have > kCatBytes;
-  bytes.resize(std::min<size_t>(have, kCatBytes));
+  bool cut = have > plan::kCatBytes;
+  bytes.resize(std::min<size_t>(have, plan::kCatBytes));
   if (!cut && !bytes.empty() && bytes.back() == '\n') bytes.pop_back();
   std::string out;
   for (char c : bytes) {
@@ -51,12 +94,12 @@ std::string fileText(const std::string& path) {
 std::string stringListText(const uint8_t* p, uint32_t size, const std::string& separator) {
   if (size < 8) return "";
   uint64_t count = readU64(p);
-  uint64_t room = (size - 8) / kJoinArgBytes;
-  uint64_t shown = std::min<uint64_t>({count, kJoinArgs, room});
+  uint64_t room = (size - 8) / plan::kJoinArgBytes;
+  uint64_t shown = std::min<uint64_t>({count, plan::kJoinArgs, room});
   std::string out;
   for (uint64_t i = 0; i < shown; ++i) {
     if (i) out += separator;
-    out += stringText(p + 8 + i * kJoinArgBytes, kJoinArgBytes, /*mark_cut=*/true);
+    out += stringText(p + 8 + i * plan::kJoinArgBytes, plan::kJoinArgBytes, /*mark_cut=*/true);
   }
   if (count > shown) out += separator + "…";
   return out;
@@ -106,6 +149,28 @@ std::string wallTimeText(const std::string& format, int64_t wall_ns) {
     if (n > 0) return std::string(text.data(), n);
   }
   return "";
+}
+
+std::string errnoName(int64_t value) {
+  static const char* names[] = {
+      nullptr,   "EPERM",   "ENOENT", "ESRCH",   "EINTR",  "EIO",     "ENXIO",  "E2BIG",
+      "ENOEXEC", "EBADF",   "ECHILD", "EAGAIN",  "ENOMEM", "EACCES",  "EFAULT", "ENOTBLK",
+      "EBUSY",   "EEXIST",  "EXDEV",  "ENODEV",  "ENOTDIR", "EISDIR", "EINVAL", "ENFILE",
+      "EMFILE",  "ENOTTY",  "ETXTBSY", "EFBIG",  "ENOSPC", "ESPIPE",  "EROFS",  "EMLINK",
+      "EPIPE",   "EDOM",    "ERANGE",
+  };
+  int64_t n = value < 0 ? -value : value;
+  if (n > 0 && n < static_cast<int64_t>(sizeof names / sizeof *names)) {
+    return value < 0 ? fmt::format("-{}", names[n]) : names[n];
+  }
+  switch (n) {
+    case 38: return value < 0 ? "-ENOSYS" : "ENOSYS";
+    case 95: return value < 0 ? "-EOPNOTSUPP" : "EOPNOTSUPP";
+    case 104: return value < 0 ? "-ECONNRESET" : "ECONNRESET";
+    case 110: return value < 0 ? "-ETIMEDOUT" : "ETIMEDOUT";
+    case 111: return value < 0 ? "-ECONNREFUSED" : "ECONNREFUSED";
+    default: return std::to_string(value);
+  }
 }
 
 }  // namespace kq::runtime

@@ -3,12 +3,25 @@
 // each the same in text and JSON (a string).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "runtime/event_layout.h"
+#include "plan/event_layout.h"
 
 namespace kq::runtime {
+
+/// An 8-byte record slot (records are 8-byte aligned only by layout, so copied out).
+uint64_t readU64(const uint8_t* p);
+int64_t readSigned(const uint8_t* p);
+
+/// Printable text of a NUL-terminated string in `size` bytes (`\x01` escapes); with
+/// `mark_cut`, a string that fills them ends in `…`.
+std::string stringText(const uint8_t* p, size_t size, bool mark_cut = false);
+
+enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
+/// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.
+std::string clockText(int64_t wall_ns, ClockPrecision precision);
 
 /// The contents of the file at `path` (at most kCatBytes; a longer file ends in `…`)
 /// without its last newline; control characters but newlines and tabs as `\xNN`. A file
@@ -25,5 +38,8 @@ std::string bufferText(const uint8_t* p, uint32_t size);
 /// The local time of `wall_ns` (nanoseconds since the epoch) by C's strftime, with `%f` as
 /// the microseconds (six digits), as bpftrace has it.
 std::string wallTimeText(const std::string& format, int64_t wall_ns);
+
+/// `ENOENT` for -2 (or 2), or the number.
+std::string errnoName(int64_t value);
 
 }  // namespace kq::runtime

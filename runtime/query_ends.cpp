@@ -10,14 +10,14 @@ int64_t deadlineAfter(int64_t start_ns, uint64_t after_ns) {
   return start_ns + static_cast<int64_t>(after_ns);
 }
 
-QueryEnds::QueryEnds(const std::vector<QueryLimits>& limits, const ProgramLayout& layout,
+QueryEnds::QueryEnds(const std::vector<plan::QueryLimits>& limits, const plan::ProgramLayout& layout,
                      int64_t start_ns) {
   uint32_t count = layout.queries;
-  for (const ProbeLayout& p : layout.probes) count = std::max(count, p.query + 1);
-  for (const AggregateLayout& a : layout.aggregates) count = std::max(count, a.query + 1);
+  for (const plan::ProbeLayout& p : layout.probes) count = std::max(count, p.query + 1);
+  for (const plan::AggregateLayout& a : layout.aggregates) count = std::max(count, a.query + 1);
   queries_.resize(count);
   ended_.assign(count, false);
-  for (const AggregateLayout& a : layout.aggregates) queries_[a.query].aggregate = true;
+  for (const plan::AggregateLayout& a : layout.aggregates) queries_[a.query].aggregate = true;
   for (uint32_t q = 0; q < count && q < limits.size(); ++q) {
     queries_[q].deadline_ns = deadlineAfter(start_ns, limits[q].for_ns);
     queries_[q].limit = limits[q].limit;

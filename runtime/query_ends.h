@@ -7,15 +7,10 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/event_layout.h"
+#include "plan/event_layout.h"
+#include "plan/query_limits.h"
 
 namespace kq::runtime {
-
-/// One query's `for` and `limit`; 0: none.
-struct QueryLimits {
-  uint64_t for_ns = 0;
-  uint64_t limit = 0;
-};
 
 /// `start_ns + after_ns`, or 0 (never) when that is past what a signed 64-bit clock reaches
 /// (after about 292 years): a duration of 2^63 ns or more must not wrap to the past.
@@ -24,7 +19,7 @@ int64_t deadlineAfter(int64_t start_ns, uint64_t after_ns);
 class QueryEnds {
  public:
   /// `limits[q]` for query q of `layout` (missing: none), counted from `start_ns`.
-  QueryEnds(const std::vector<QueryLimits>& limits, const ProgramLayout& layout,
+  QueryEnds(const std::vector<plan::QueryLimits>& limits, const plan::ProgramLayout& layout,
             int64_t start_ns);
 
   bool ended(uint32_t query) const { return query >= ended_.size() || ended_[query]; }
@@ -32,6 +27,10 @@ class QueryEnds {
   /// An event of `query` was printed; true when it was the last its `limit` allows (the
   /// query has then ended).
   bool printed(uint32_t query);
+  /// Ends `query` now (its handle's stop()).
+  void end(uint32_t query) {
+    if (query < ended_.size()) ended_[query] = true;
+  }
   /// Queries whose `for` has passed by `now_ns`, now ended.
   std::vector<uint32_t> expire(int64_t now_ns);
   /// The earliest `for` deadline of a running query.

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/formatter.h"
+#include "runtime/printed.h"
 
 namespace kq::runtime {
 namespace {
@@ -128,17 +128,17 @@ TypeDumper::~TypeDumper() {
   for (auto& [btf, dumper] : dumpers_) btf_dump__free(dumper);
 }
 
-void TypeDumper::prepare(const ProgramLayout& layout) {
-  for (const ProbeLayout& probe : layout.probes) {
-    for (const FieldLayout& f : probe.fields) typeOf(f);
+void TypeDumper::prepare(const plan::ProgramLayout& layout) {
+  for (const plan::ProbeLayout& probe : layout.probes) {
+    for (const plan::FieldLayout& f : probe.fields) typeOf(f);
   }
-  for (const AggregateLayout& aggregate : layout.aggregates) {
-    for (const FieldLayout& f : aggregate.keys) typeOf(f);
+  for (const plan::AggregateLayout& aggregate : layout.aggregates) {
+    for (const plan::FieldLayout& f : aggregate.keys) typeOf(f);
   }
 }
 
-KernelType TypeDumper::typeOf(const FieldLayout& f) {
-  if (f.kind != FieldKind::Enum && f.kind != FieldKind::Record) return {};
+KernelType TypeDumper::typeOf(const plan::FieldLayout& f) {
+  if (f.kind != plan::FieldKind::Enum && f.kind != plan::FieldKind::Record) return {};
   if (auto it = fields_.find(&f); it != fields_.end()) return it->second;
   KernelType type;
   if (types_) {
@@ -156,12 +156,12 @@ KernelType TypeDumper::typeOf(const FieldLayout& f) {
   return dumpers_[btf] = dumper;  // null too: not tried again
 }
 
-std::string TypeDumper::enumText(const FieldLayout& f, int64_t value) {
+std::string TypeDumper::enumText(const plan::FieldLayout& f, int64_t value) {
   KernelType type = typeOf(f);
   return type ? enumeratorName(type.btf, type.id, value) : std::to_string(value);
 }
 
-std::string TypeDumper::recordText(const FieldLayout& f, const uint8_t* bytes) {
+std::string TypeDumper::recordText(const plan::FieldLayout& f, const uint8_t* bytes) {
   KernelType type = typeOf(f);
   if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
                                         : fmt::format("(no type `{}` in this kernel)", f.type_name);
@@ -183,7 +183,7 @@ std::string TypeDumper::recordText(const FieldLayout& f, const uint8_t* bytes) {
   return out;
 }
 
-nlohmann::ordered_json TypeDumper::recordJson(const FieldLayout& f, const uint8_t* bytes) {
+nlohmann::ordered_json TypeDumper::recordJson(const plan::FieldLayout& f, const uint8_t* bytes) {
   KernelType type = typeOf(f);
   return type ? jsonOf(type.btf, type.id, bytes, f.size, 0) : Json(nullptr);
 }

@@ -6,7 +6,7 @@
 // - Files named `fail_*` must make kq report errors; only they may.
 // - `file_tests --autoupdate` (or KQ_AUTOUPDATE=1) rewrites the CHECK lines from kq's actual
 //   output; review the diff before committing.
-// - kq sees the fake kernel of tests/support/fake_kernel.h, except under tests/kernel/,
+// - kq sees the fake kernel of tests/support/fake_kernel.h, except under tests/host/,
 //   whose files check against the running kernel (and skip where it has no BTF). In
 //   `# ARGS:`, `%fakebtf` names a raw BTF file of the fake kernel, for `--btf`.
 // - A final test checks that every diagnostic kind is produced by some file test.
@@ -101,21 +101,21 @@ TestFile loadTestFile(const fs::path& path, const std::string& display_path) {
 }
 
 /// kq's input and output for a test: the script as the only file, output to `out`, and the
-/// fake kernel (or, for tests/kernel/ and `--btf`, a real one).
-kq::cli::Io testIo(std::ostream& out, const std::string& display_path, const std::string& script,
+/// fake kernel (or, for tests/host/ and `--btf`, a real one).
+kq::driver::Io testIo(std::ostream& out, const std::string& display_path, const std::string& script,
                    bool real_kernel) {
-  return kq::cli::Io{out, out,
+  return kq::driver::Io{out, out,
                      [=](const std::string& path, std::string& error) -> std::optional<std::string> {
                        if (path == display_path) return script;
                        error = "No such file or directory";
                        return std::nullopt;
                      },
                      false,
-                     [=](const std::string& btf_path) -> kq::Result<kq::cli::KernelEnvironment> {
+                     [=](const std::string& btf_path) -> kq::Result<kq::driver::KernelEnvironment> {
                        if (real_kernel || !btf_path.empty()) {
-                         return kq::cli::loadKernelEnvironment(btf_path);
+                         return kq::driver::loadKernelEnvironment(btf_path);
                        }
-                       return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
+                       return kq::driver::KernelEnvironment{kq::testing::fakeBtf(),
                                                          kq::testing::fakeKernelInfo()};
                      }};
 }
@@ -126,7 +126,7 @@ class FileTest : public testing::Test {
       : path_(std::move(path)), display_path_(std::move(display_path)) {}
 
   void TestBody() override {
-    bool real_kernel = startsWith(display_path_, "kernel/");
+    bool real_kernel = startsWith(display_path_, "host/");
     if (real_kernel && !fs::exists("/sys/kernel/btf/vmlinux")) {
       GTEST_SKIP() << "this kernel has no BTF (/sys/kernel/btf/vmlinux)";
     }
@@ -135,7 +135,7 @@ class FileTest : public testing::Test {
         << path_ << ": `# CHECK:` lines must all come after the script";
 
     std::ostringstream output;
-    kq::cli::Io io = testIo(output, display_path_, file.script, real_kernel);
+    kq::driver::Io io = testIo(output, display_path_, file.script, real_kernel);
     int status = kq::cli::run(file.args, io);
     std::vector<std::string> actual = splitLines(output.str());
 
@@ -184,7 +184,7 @@ class CheckedCompiles : public testing::Test {
   void TestBody() override {
     TestFile file = loadTestFile(path_, display_path_);
     std::ostringstream output;
-    kq::cli::Io io = testIo(output, display_path_, file.script, /*real_kernel=*/false);
+    kq::driver::Io io = testIo(output, display_path_, file.script, /*real_kernel=*/false);
     int status = kq::cli::run({"--dump", "plan", display_path_}, io);
     EXPECT_EQ(status, 0) << "`kq check` accepts it, so it must compile; output:\n" << output.str();
     EXPECT_EQ(output.str().find("error"), std::string::npos) << output.str();
@@ -193,7 +193,7 @@ class CheckedCompiles : public testing::Test {
   /// Whether `path` is a test this applies to: a script that `kq check` is expected to
   /// accept (not `info` or `list`, nor a parse-only `--dump ast`).
   static bool appliesTo(const fs::path& path, const std::string& display_path) {
-    if (startsWith(path.filename().string(), "fail_") || startsWith(display_path, "kernel/")) return false;
+    if (startsWith(path.filename().string(), "fail_") || startsWith(display_path, "host/")) return false;
     TestFile file = loadTestFile(path, display_path);
     bool parse_only = std::find(file.args.begin(), file.args.end(), "ast") != file.args.end();
     return file.args[0] != "info" && file.args[0] != "list" && !parse_only;

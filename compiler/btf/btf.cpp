@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "compiler/btf/validate.h"
-#include "kernel/btf_file.h"
+#include "host/btf_file.h"
 
 namespace kq::btf {
 
@@ -144,7 +144,7 @@ Function Btf::functionOf(BtfType func, const std::string& module) const {
 
 Result<std::unique_ptr<Btf>> Btf::loadRunningKernel() {
   std::string path = std::string(kSysfsBtf) + "/vmlinux";
-  ::btf* raw = kernel::readKernelBtf(path);
+  ::btf* raw = host::readKernelBtf(path);
   if (!raw) {
     return Error{fmt::format("cannot read the kernel's BTF at {}: {}", path, errnoText(errno))};
   }
@@ -203,7 +203,7 @@ void Btf::loadModules() const {
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     std::string path = std::string(kSysfsBtf) + "/" + name;
-    ::btf* raw = kernel::readKernelBtf(path, files_.front().btf);
+    ::btf* raw = host::readKernelBtf(path, files_.front().btf);
     // An unreadable or malformed module hides only its own functions.
     if (raw && !findMalformedType(raw).empty()) {
       btf__free(raw);

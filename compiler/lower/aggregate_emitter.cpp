@@ -7,8 +7,8 @@
 namespace kq::lower {
 namespace {
 
-using runtime::AggregateKind;
-using runtime::AggregateSlot;
+using plan::AggregateKind;
+using plan::AggregateSlot;
 
 /// The entry of `key` in `map`, added from the zero value when missing; a group that
 /// cannot be added (the table is full) is counted as lost.
@@ -31,7 +31,7 @@ llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVa
   auto* table_full = llvm::BasicBlock::Create(b.getContext(), "table_full", program.fn);
   b.CreateCondBr(b.CreateIsNotNull(entry), found, table_full);
   b.SetInsertPoint(table_full);
-  emitter.countLost(program, runtime::Lost::TableFull);
+  emitter.countLost(program, plan::Lost::TableFull);
   b.SetInsertPoint(found);
   return entry;
 }
@@ -65,7 +65,7 @@ llvm::Value* linearBucket(llvm::IRBuilder<>& b, llvm::Value* x, const AggregateS
   return b.CreateSelect(b.CreateICmpUGT(index, last), last, index);
 }
 
-/// min/max: a seen flag, then the value's encoding (runtime::encodeExtreme), of which the
+/// min/max: a seen flag, then the value's encoding (plan::encodeExtreme), of which the
 /// slot keeps the largest by compare-and-swap: exact when CPUs race, in at most
 /// kCasAttempts tries (each failure means another CPU stored a larger one meanwhile, so
 /// the loop ends quickly; it is unrolled, as the verifier wants bounded code).

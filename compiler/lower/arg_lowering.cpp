@@ -30,7 +30,7 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
     case ArgAccess::Kind::PtRegs:
       return registerArg(index, type);
     case ArgAccess::Kind::TracepointRecord: {
-      const kernel::TracepointField* f = recordField(index);
+      const host::TracepointField* f = recordField(index);
       if (!f) return problem(fmt::format("the tracepoint record has no field for argument {}", index), type);
       uint32_t size = f->size == 1 || f->size == 2 || f->size == 4 ? f->size : 8;
       llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f->offset));
@@ -188,11 +188,11 @@ llvm::Value* ExprLowering::readRegister(const RegisterSlot& reg, llvm::Value* re
   return b_.CreateLoad(b_.getInt64Ty(), addr);
 }
 
-const kernel::TracepointField* ExprLowering::recordField(uint32_t index) const {
+const host::TracepointField* ExprLowering::recordField(uint32_t index) const {
   // Arguments count the record's fields, without a syscall record's `__syscall_nr`.
   if (!args_.format) return nullptr;
   uint32_t seen = 0;
-  for (const kernel::TracepointField& f : args_.format->fields) {
+  for (const host::TracepointField& f : args_.format->fields) {
     if (args_.skip_syscall_nr && f.name == "__syscall_nr") continue;
     if (seen++ == index) return &f;
   }

@@ -7,7 +7,7 @@
 namespace kq::lower {
 namespace {
 
-using runtime::Attach;
+using plan::Attach;
 
 struct ContextMethod {
   const char* enter;

@@ -85,7 +85,7 @@ struct ArgAccess {
   /// At exit: the value each `entry(x)` had at entry (saved by the entry program).
   std::map<const ast::Expr*, llvm::Value*> entry_values;
   /// TracepointRecord: field offsets.
-  const kernel::TracepointFormat* format = nullptr;
+  const host::TracepointFormat* format = nullptr;
   bool skip_syscall_nr = false;
   /// Where the return value is: ctx[return_slot] (fexit), the return register of
   /// pt_regs (kretprobe, uretprobe), or the `ret` field of a sys_exit record.
@@ -136,12 +136,12 @@ class ExprLowering {
   void storeString(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// Writes argument `index` (a char pointer or a tracepoint string) as a string field.
   void storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst, uint32_t size);
-  /// Writes `join`'s field at `dst` (runtime::FieldKind::StringList): the strings of the
-  /// NULL-terminated array `array`, at most runtime::kJoinArgs, and how many there were.
+  /// Writes `join`'s field at `dst` (plan::FieldKind::StringList): the strings of the
+  /// NULL-terminated array `array`, at most plan::kJoinArgs, and how many there were.
   void storeStringList(const ast::Expr& array, llvm::Value* dst);
   /// Writes `size` bytes of what `e` points at (or is: an array, a struct) at `dst` (`buf`).
   void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
-  /// Writes `ntop(family, addr)`'s field (runtime::FieldKind::IpAddress) at `dst`: the
+  /// Writes `ntop(family, addr)`'s field (plan::FieldKind::IpAddress) at `dst`: the
   /// family, then the 16 bytes (AF_INET6) or 4 bytes `addr` points at, or is.
   void storeIpAddress(const ast::Call& ntop, llvm::Value* dst);
   /// Reads `size` bytes of the struct `e` points at (or is) into `dst`; returns its address.
@@ -193,7 +193,7 @@ class ExprLowering {
   /// The address `steps` (CO-RE member accesses) lead to from `addr`.
   llvm::Value* access(llvm::Value* addr, const std::vector<std::pair<btf::BtfType, uint32_t>>& steps);
   const sema::Type* argType(uint32_t index) const;
-  const kernel::TracepointField* recordField(uint32_t index) const;
+  const host::TracepointField* recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
   Val registerArg(uint32_t index, const sema::Type* type);
   llvm::Value* registerAt(llvm::Value* position);

@@ -4,7 +4,7 @@
 // query look their own key up, copy what was kept out of the map, and go on with the values
 // readable as the join's; an event that passes the query's `where` takes the entry out (a
 // match makes one row). Per-CPU counters
-// say how many events were kept, matched, unmatched and too old (runtime::JoinCount); the
+// say how many events were kept, matched, unmatched and too old (plan::JoinCount); the
 // runtime works out the evicted ones from them.
 #include <fmt/format.h>
 
@@ -26,7 +26,7 @@ constexpr uint32_t kCopyInlineBytes = 128;
 
 /// Adds one to a join counter (a per-CPU array entry, so a plain add) and goes on.
 void count(ProgramEmitter& emitter, Program& program, const JoinTable& table,
-           runtime::JoinCount what) {
+           plan::JoinCount what) {
   llvm::IRBuilder<>& b = program.b;
   ObjectBuilder& object = emitter.object();
   llvm::Value* index = program.frame.allocate(4);
@@ -57,13 +57,13 @@ llvm::Value* joinKey(Program& program, ExprLowering& lower, const JoinTable& tab
 
 JoinTable makeJoinTable(ObjectBuilder& object, const sema::ResolvedJoin& join, uint32_t query,
                         const LayoutOptions& options) {
-  runtime::ProgramPlan& plan = object.plan();
+  plan::ProgramPlan& plan = object.plan();
   JoinTable table;
   table.join = &join;
   table.value = joinValue(join, options);
   table.key_bytes = static_cast<uint32_t>(8 * join.keys.size());
   uint32_t number = static_cast<uint32_t>(plan.joins.size());
-  table.counters = number * runtime::kJoinCounts;
+  table.counters = number * plan::kJoinCounts;
   std::string map = fmt::format("join_{}", number);
   table.map = object.addMap({map, MapType::LruHash, kJoinEntries, table.key_bytes, table.value.bytes});
   plan.joins.push_back({join.join->name, query, map, table.counters});
@@ -99,12 +99,12 @@ void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower
   auto* done = llvm::BasicBlock::Create(b.getContext(), "join_kept", program.fn);
   b.CreateCondBr(b.CreateICmpEQ(added, b.getInt64(0)), fresh, replaced);
   b.SetInsertPoint(fresh);
-  count(emitter, program, table, runtime::JoinCount::Kept);
+  count(emitter, program, table, plan::JoinCount::Kept);
   b.CreateBr(done);
   b.SetInsertPoint(replaced);
   module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
                     {table.map, key, value, b.getInt64(kUpdateAny)});
-  count(emitter, program, table, runtime::JoinCount::Replaced);
+  count(emitter, program, table, plan::JoinCount::Replaced);
   b.CreateBr(done);
   b.SetInsertPoint(done);
 }
@@ -123,7 +123,7 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
     auto* missing = llvm::BasicBlock::Create(b.getContext(), "join_missing", program.fn);
     b.CreateCondBr(b.CreateIsNotNull(entry), found, missing);
     b.SetInsertPoint(missing);
-    count(emitter, program, table, runtime::JoinCount::Unmatched);
+    count(emitter, program, table, plan::JoinCount::Unmatched);
     b.CreateBr(program.bail);
     b.SetInsertPoint(found);
     // A copy: once the entry is deleted, another CPU may reuse its memory.
@@ -147,7 +147,7 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
                      recent, expired);
       b.SetInsertPoint(expired);
       module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {table.map, key});
-      count(emitter, program, table, runtime::JoinCount::Expired);
+      count(emitter, program, table, plan::JoinCount::Expired);
       b.CreateBr(program.bail);
       b.SetInsertPoint(recent);
     }
@@ -164,7 +164,7 @@ void emitJoinConsume(ProgramEmitter& emitter, Program& program, const std::vecto
   llvm::IRBuilder<>& b = program.b;
   for (const JoinMatch& m : matches) {
     emitter.object().module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {m.table->map, m.key});
-    count(emitter, program, *m.table, runtime::JoinCount::Matched);
+    count(emitter, program, *m.table, plan::JoinCount::Matched);
   }
 }
 

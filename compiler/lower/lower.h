@@ -9,8 +9,8 @@
 #include "compiler/diag/diagnostic.h"
 #include "compiler/lower/bpf_module.h"
 #include "compiler/sema/sema.h"
-#include "runtime/event_layout.h"
-#include "runtime/program_plan.h"
+#include "plan/event_layout.h"
+#include "plan/program_plan.h"
 
 namespace kq::lower {
 
@@ -41,7 +41,7 @@ uint32_t ringBytesFor(uint32_t largest_record);
 
 struct CompiledProgram {
   EmittedObject object;
-  runtime::ProgramPlan plan;
+  plan::ProgramPlan plan;
 };
 
 /// Compiles every query of `checked`. Reports what cannot be compiled as diagnostics;

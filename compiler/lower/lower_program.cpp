@@ -1,5 +1,7 @@
 // The entry point of code generation: the object's shared maps, each query's aggregation
 // and programs (probe_planner.cpp), and LLVM's errors turned into kq diagnostics.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/lower/probe_planner.h"
@@ -31,9 +33,11 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             FileId main_file, const LowerOptions& options,
                                             Diagnostics& diags, std::string* error) {
   ObjectBuilder object(checked, btf, sources, options, diags, main_file);
-  runtime::ProgramPlan& plan = object.plan();
+  plan::ProgramPlan& plan = object.plan();
   object.events = object.module().declareMap("events");
-  object.lost = object.addMap({"lost", MapType::PercpuArray, runtime::kLostReasons, 4, 8});
+  // Each query counts its own losses: kLostReasons counters a query.
+  uint32_t query_count = std::max<uint32_t>(1, static_cast<uint32_t>(checked.program.queries.size()));
+  object.lost = object.addMap({"lost", MapType::PercpuArray, plan::kLostReasons * query_count, 4, 8});
   if (options.follow_children) {
     object.tracked = object.addMap({"tracked", MapType::Hash, 65536, 4, 1, kMapNoPrealloc});
     plan.tracked_map = "tracked";
@@ -52,7 +56,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     layout_options.packet_sites = packet ? &first.chain.back().packet_sites : nullptr;
     layout_options.joins = &queries[q].joins;
     aggregations[q] = aggregationOf(queries[q], first, static_cast<uint32_t>(q), layout_options);
-    runtime::AggregateLayout& layout = aggregations[q]->layout;
+    plan::AggregateLayout& layout = aggregations[q]->layout;
     // Entries are allocated as groups appear: a table of few groups costs little. Small
     // values are per CPU (no cache line for busy CPUs to fight over); histograms, whose
     // values are large, are shared.
@@ -63,7 +67,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             1, layout.key_size, layout.value_size});
     } else {
       aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
-                                            runtime::kAggregateGroups, layout.key_size,
+                                            plan::kAggregateGroups, layout.key_size,
                                             layout.value_size, kMapNoPrealloc});
       largest = std::max(largest, layout.value_size);
     }

@@ -59,7 +59,7 @@ uint32_t ObjectBuilder::offsetOf(uint32_t line, uint32_t column) const {
 }
 
 llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {
-  runtime::PlannedMap planned;
+  plan::PlannedMap planned;
   planned.name = spec.name;
   planned.type = mapTypeName(spec.type);
   planned.key_size = spec.key_size;
@@ -79,7 +79,7 @@ llvm::GlobalVariable* ObjectBuilder::joinCounts() {
     uint32_t joins = 0;
     for (const sema::ResolvedQuery& query : checked_.program.queries) joins += query.joins.size();
     join_counts_ = addMap({"join_counts", MapType::PercpuArray,
-                           std::max<uint32_t>(joins, 1) * runtime::kJoinCounts, 4, 8});
+                           std::max<uint32_t>(joins, 1) * plan::kJoinCounts, 4, 8});
     plan_.join_counts_map = "join_counts";
   }
   return join_counts_;
@@ -97,7 +97,7 @@ void ObjectBuilder::noteGroup(uint32_t group, std::string why) {
 
 std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", program_count_++); }
 
-void ObjectBuilder::addProgram(runtime::PlannedProgram program) {
+void ObjectBuilder::addProgram(plan::PlannedProgram program) {
   program.query = query;
   plan_.programs.push_back(std::move(program));
 }
@@ -134,7 +134,7 @@ void ObjectBuilder::finishScratch() {
   MapSpec spec{"scratch", MapType::PercpuArray, scratch_entries_, 4,
                std::max<uint32_t>(round8(scratch_bytes_), 8)};
   MapCost cost = mapCost(spec);
-  runtime::PlannedMap planned{spec.name, "percpu_array", spec.key_size, spec.value_size,
+  plan::PlannedMap planned{spec.name, "percpu_array", spec.key_size, spec.value_size,
                               spec.max_entries, true, cost.shared, cost.per_cpu};
   plan_.maps.push_back(planned);
   scratch_ = module_.describeMap(scratch_, spec);
@@ -152,14 +152,14 @@ uint32_t ringBytesFor(uint32_t largest_record) {
 
 void ObjectBuilder::finishEvents() {
   uint32_t largest = 0;
-  for (const runtime::ProbeLayout& probe : plan_.layout.probes) {
+  for (const plan::ProbeLayout& probe : plan_.layout.probes) {
     if (probe.writes_records) largest = std::max(largest, probe.size);
   }
   MapSpec spec{"events", MapType::Ringbuf,
                options_.ringbuf_bytes ? options_.ringbuf_bytes : ringBytesFor(largest)};
   MapCost cost = mapCost(spec);
   // First in the plan's list of maps, as it is first in the object.
-  plan_.maps.insert(plan_.maps.begin(), runtime::PlannedMap{spec.name, "ringbuf", 0, 0,
+  plan_.maps.insert(plan_.maps.begin(), plan::PlannedMap{spec.name, "ringbuf", 0, 0,
                                                              spec.max_entries, true, cost.shared,
                                                              cost.per_cpu});
   events = module_.describeMap(events, spec);

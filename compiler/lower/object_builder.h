@@ -13,7 +13,7 @@
 #include "compiler/lower/bpf_module.h"
 #include "compiler/lower/core_types.h"
 #include "compiler/lower/lower.h"
-#include "runtime/program_plan.h"
+#include "plan/program_plan.h"
 
 namespace kq::lower {
 
@@ -33,7 +33,7 @@ class ObjectBuilder {
   uint32_t offsetOf(uint32_t line, uint32_t column) const;
   BpfModule& module() { return module_; }
   CoreTypes& core() { return core_; }
-  runtime::ProgramPlan& plan() { return plan_; }
+  plan::ProgramPlan& plan() { return plan_; }
 
   /// The traced process id (`-p`), a constant of the object's .rodata: a loader can set it
   /// without compiling again. Read it with a volatile load.
@@ -45,7 +45,7 @@ class ObjectBuilder {
   /// Says why `group`'s methods are these (`--dump plan`).
   void noteGroup(uint32_t group, std::string why);
   std::string programName();
-  void addProgram(runtime::PlannedProgram program);
+  void addProgram(plan::PlannedProgram program);
 
   /// The query being lowered (the programs added now belong to it).
   uint32_t query = 0;
@@ -55,7 +55,7 @@ class ObjectBuilder {
   llvm::GlobalVariable* tracked = nullptr;
   /// One all-zero value, as large as the largest aggregate value: new entries copy it.
   llvm::GlobalVariable* zeros = nullptr;
-  /// The per-CPU counters of every join (runtime::JoinCount), made on first use.
+  /// The per-CPU counters of every join (plan::JoinCount), made on first use.
   llvm::GlobalVariable* joinCounts();
 
   // ---- scratch: per-CPU entries, sized to the program needing the most ------------------
@@ -81,7 +81,7 @@ class ObjectBuilder {
   FileId main_file_;
   BpfModule module_;
   CoreTypes core_;
-  runtime::ProgramPlan plan_;
+  plan::ProgramPlan plan_;
   uint32_t program_count_ = 0;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;

@@ -6,7 +6,7 @@
 
 namespace kq::lower {
 
-using runtime::Attach;
+using plan::Attach;
 
 void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess& args,
                                  const ProgramSite& site) {

@@ -12,7 +12,7 @@
 namespace kq::lower {
 namespace {
 
-using runtime::Attach;
+using plan::Attach;
 
 /// Registers a uprobe's arguments are read from (x86-64: di si dx cx r8 r9).
 constexpr uint32_t kUprobeArgs = 6;
@@ -111,7 +111,7 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
                               const JoinTable* keeps, std::vector<const JoinTable*> joins) {
   const sema::ResolvedTarget& target = probe.chain.back();
   const ast::Target& ast_target = *target.target;
-  runtime::ProgramPlan& plan = object_.plan();
+  plan::ProgramPlan& plan = object_.plan();
   bool packet = std::holds_alternative<ast::PacketTarget>(ast_target.kind);
   LayoutOptions layout_options{object_.options().string_bytes, object_.options().dump_bytes,
                                target.functions.size() > 1 || packet, &query.joins};
@@ -123,7 +123,7 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
   p.aggregation = aggregation;
   p.keeps = keeps;
   p.joins = std::move(joins);
-  runtime::ProbeLayout layout;
+  plan::ProbeLayout layout;
   layout.name = target.description;
   layout.query = query_number;
   layout.writes_records = aggregation == nullptr && keeps == nullptr;
@@ -346,12 +346,12 @@ void ProbePlanner::lowerClassicSyscall(const ProbeUnit& p, const std::string& na
 void ProbePlanner::lowerEventGlob(const ProbeUnit& p) {
   // One classic tracepoint program per match, each with its own layout so that every line
   // names the event it came from; the glob's builtins are all its queries can use.
-  runtime::ProgramPlan& plan = object_.plan();
+  plan::ProgramPlan& plan = object_.plan();
   uint32_t group = object_.newGroup(p.target.description);
   for (const std::string& event : p.target.events) {
     std::string category = event.substr(0, event.find(':'));
     std::string name = event.substr(event.find(':') + 1);
-    runtime::ProbeLayout layout = plan.layout.probes[p.id];
+    plan::ProbeLayout layout = plan.layout.probes[p.id];
     layout.name = "tracepoint:" + event;
     if (category == "syscalls") layout.name = "syscall:" + name.substr(std::string("sys_enter_").size());
     ProbeUnit one = p;
@@ -389,9 +389,9 @@ void ProbePlanner::lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u,
   emitter_.emitMain(p, out, /*from_stash=*/true);
 }
 
-void ProbePlanner::addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, uint32_t query_number) {
+void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint32_t query_number) {
   const auto& packet = std::get<ast::PacketTarget>(p.target.target->kind);
-  runtime::PacketLayout& view = layout.packet.emplace();
+  plan::PacketLayout& view = layout.packet.emplace();
   view.graph = packet.graph;
   for (const sema::PacketSite& site : p.target.packet_sites) {
     view.sites.push_back(site.name);
@@ -400,7 +400,7 @@ void ProbePlanner::addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, ui
   }
   std::optional<btf::BtfType> reason = object_.btf().findEnum("skb_drop_reason");
   for (size_t i = 0; i < p.fields.size(); ++i) {
-    runtime::FieldLayout& f = layout.fields[i];
+    plan::FieldLayout& f = layout.fields[i];
     switch (p.fields[i].packet) {
       case Field::Packet::None: break;
       case Field::Packet::Skb: view.skb_field = static_cast<int32_t>(i); break;
@@ -412,7 +412,7 @@ void ProbePlanner::addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, ui
           f.btf_id = reason->id;
           f.type_name = "enum skb_drop_reason";
         } else {
-          f.kind = runtime::FieldKind::Unsigned;
+          f.kind = plan::FieldKind::Unsigned;
         }
         break;
     }

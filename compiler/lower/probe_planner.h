@@ -44,8 +44,8 @@ class ProbePlanner {
   void lowerEventGlob(const ProbeUnit& p);
   void lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u, const std::string& symbol);
   void lowerPacket(const ProbeUnit& p);
-  /// A packet probe's view (runtime::PacketLayout) and its `track` and `graph` maps.
-  void addPacketState(ProbeUnit& p, runtime::ProbeLayout& layout, uint32_t query_number);
+  /// A packet probe's view (plan::PacketLayout) and its `track` and `graph` maps.
+  void addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint32_t query_number);
   void lowerPerfEvent(const ProbeUnit& p, uint64_t period_ns, uint64_t frequency_hz);
   /// The query's stash (one per query, made on first use), keyed by (thread, site).
   llvm::GlobalVariable* stashFor(const sema::ResolvedQuery& query, uint32_t args);

@@ -8,9 +8,9 @@
 
 namespace kq::lower {
 
-using runtime::Attach;
-using runtime::FieldKind;
-using runtime::FieldLayout;
+using plan::Attach;
+using plan::FieldKind;
+using plan::FieldLayout;
 
 std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const std::string& section,
                                                SourceRange at) {
@@ -49,7 +49,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
         .note("the temporaries are mostly strings being compared: compare fewer at once, or "
               "split the query");
   }
-  runtime::PlannedProgram planned;
+  plan::PlannedProgram planned;
   planned.function = name;
   planned.attach = site.attach;
   planned.target = site.target;
@@ -144,11 +144,12 @@ void ProgramEmitter::syscallFilter(Program& program, ExprLowering& lower, const 
   b.SetInsertPoint(native);
 }
 
-void ProgramEmitter::countLost(Program& program, runtime::Lost why) {
-  // A per-CPU counter, so a plain add; then the program ends.
+void ProgramEmitter::countLost(Program& program, plan::Lost why) {
+  // A per-CPU counter of the query's own (plan::ProgramPlan::lost_map), so a plain add;
+  // then the program ends.
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* index = program.frame.allocate(4);
-  b.CreateStore(b.getInt32(static_cast<uint32_t>(why)), index);
+  b.CreateStore(b.getInt32(object_.query * plan::kLostReasons + static_cast<uint32_t>(why)), index);
   llvm::Value* counter = mapLookup(program, object_.lost, index);
   auto* count = llvm::BasicBlock::Create(b.getContext(), "count_lost", program.fn);
   b.CreateCondBr(b.CreateIsNotNull(counter), count, program.bail);
@@ -204,7 +205,7 @@ void ProgramEmitter::emitStash(const ProbeUnit& p, ProgramSite site) {
   auto* kept = llvm::BasicBlock::Create(b.getContext(), "stashed", program->fn);
   b.CreateCondBr(b.CreateICmpEQ(err, b.getInt64(0)), kept, full);
   b.SetInsertPoint(full);
-  countLost(*program, runtime::Lost::StashFull);
+  countLost(*program, plan::Lost::StashFull);
   b.SetInsertPoint(kept);
   reportProblems(lower);
   finish(*program, name, site);
@@ -225,7 +226,7 @@ void ProgramEmitter::takeStash(Program& program, const ProbeUnit& p, const Progr
   auto* missing = llvm::BasicBlock::Create(b.getContext(), "stash_missing", program.fn);
   b.CreateCondBr(b.CreateIsNotNull(saved), found, missing);
   b.SetInsertPoint(missing);
-  countLost(program, runtime::Lost::StashMissing);
+  countLost(program, plan::Lost::StashMissing);
   b.SetInsertPoint(found);
   // The exit program reads what the entry program saved, then forgets it.
   args.entry_ns = b.CreateLoad(b.getInt64Ty(), saved);
@@ -321,7 +322,7 @@ void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const Pr
   auto* full = llvm::BasicBlock::Create(b.getContext(), "full", program.fn);
   b.CreateCondBr(b.CreateIsNotNull(record), reserved, full);
   b.SetInsertPoint(full);
-  countLost(program, runtime::Lost::RingBufferFull);
+  countLost(program, plan::Lost::RingBufferFull);
   b.SetInsertPoint(reserved);
   writeHeader(program, record, p.id);
   for (const Field& f : p.fields) writeField(program, lower, record, f, p.fields);

@@ -21,8 +21,8 @@ namespace kq::lower {
 /// One program of a probe, as the planner decided it.
 struct ProgramSite {
   std::string section;  // ELF section: `fentry/ip_send_skb`, `kprobe.multi`
-  runtime::Attach attach;
-  std::string target;   // what the plan names (see runtime::PlannedProgram)
+  plan::Attach attach;
+  std::string target;   // what the plan names (see plan::PlannedProgram)
   uint32_t group = 0;
   uint32_t method = 0;
   std::string binary;
@@ -38,7 +38,7 @@ struct ProgramSite {
   bool site_is_func_ip = false;
   /// Entry programs: how many arguments this function has, to save for its exit.
   uint32_t arity = 0;
-  /// PerfEvent: see runtime::PlannedProgram.
+  /// PerfEvent: see plan::PlannedProgram.
   uint64_t period_ns = 0;
   uint64_t frequency_hz = 0;
   /// raw_syscalls programs: the one system call they are for (they return at once for
@@ -50,7 +50,7 @@ struct ProgramSite {
 /// A join's map and what it keeps (join_emitter.cpp).
 struct JoinTable {
   const sema::ResolvedJoin* join = nullptr;
-  uint32_t counters = 0;  // its first counter (runtime::PlannedJoin)
+  uint32_t counters = 0;  // its first counter (plan::PlannedJoin)
   llvm::GlobalVariable* map = nullptr;
   uint32_t key_bytes = 0;
   JoinValue value;
@@ -132,7 +132,7 @@ class ProgramEmitter {
   /// turns away every other system call of the machine).
   void syscallFilter(Program& program, ExprLowering& lower, const ProgramSite& site);
   /// Counts an event lost for `why` and ends the program.
-  void countLost(Program& program, runtime::Lost why);
+  void countLost(Program& program, plan::Lost why);
   ObjectBuilder& object() { return object_; }
   /// Writes a field of an aggregate key at `key`, as a record field is written.
   void writeKeyField(Program& program, ExprLowering& lower, llvm::Value* key, const Field& f,

@@ -10,12 +10,12 @@
 namespace kq::lower {
 namespace {
 
-using runtime::AggregateKind;
-using runtime::FieldKind;
-using runtime::FieldLayout;
+using plan::AggregateKind;
+using plan::FieldKind;
+using plan::FieldLayout;
 using sema::TypeKind;
 
-constexpr uint32_t kHeaderBytes = sizeof(runtime::EventHeader);
+constexpr uint32_t kHeaderBytes = sizeof(plan::EventHeader);
 
 uint32_t round8(uint32_t n) { return (n + 7) / 8 * 8; }
 
@@ -319,8 +319,8 @@ uint32_t recordBytes(const std::vector<Field>& fields) {
 
 namespace {
 
-/// Bytes of an aggregate's slot in the map value (see runtime::AggregateSlot).
-uint32_t slotBytes(const runtime::AggregateSlot& s) {
+/// Bytes of an aggregate's slot in the map value (see plan::AggregateSlot).
+uint32_t slotBytes(const plan::AggregateSlot& s) {
   switch (s.kind) {
     case AggregateKind::Count:
     case AggregateKind::Sum:
@@ -334,8 +334,8 @@ uint32_t slotBytes(const runtime::AggregateSlot& s) {
   return 8;
 }
 
-runtime::AggregateSlot slotFor(const sema::ExprInfo& info, std::string name) {
-  runtime::AggregateSlot s;
+plan::AggregateSlot slotFor(const sema::ExprInfo& info, std::string name) {
+  plan::AggregateSlot s;
   s.name = std::move(name);
   s.kind = *info.function->aggregate;
   if (s.kind == AggregateKind::Hist) s.buckets = 65;
@@ -354,7 +354,7 @@ void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Res
   // The key: the `group by` expressions, laid out like record fields, but a struct by its
   // address; a string keeps all the bytes a record would (two paths that differ late stay
   // two groups; one longer than that is marked as cut when printed).
-  runtime::AggregateLayout& layout = agg.layout;
+  plan::AggregateLayout& layout = agg.layout;
   // With `every`, the interval an event counts in leads the key (written by the program).
   layout.interval_bytes = query.shape.every_ns ? 8 : 0;
   uint32_t offset = layout.interval_bytes;
@@ -400,14 +400,14 @@ void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Res
 }
 
 void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::ResolvedProbe& probe) {
-  runtime::AggregateLayout& layout = agg.layout;
+  plan::AggregateLayout& layout = agg.layout;
   uint32_t value = 0;
   size_t column = 0;
   for (const sema::Column& c : query.shape.columns) {
     size_t at = column++;
     if (c.key >= 0) continue;
     const sema::ExprInfo& info = probe.exprs.at(c.expr);
-    runtime::AggregateSlot s = slotFor(info, c.name);
+    plan::AggregateSlot s = slotFor(info, c.name);
     if (s.kind == AggregateKind::Min || s.kind == AggregateKind::Max) {
       // Compared as the argument's type says (a u64 above 2^63 is large, not negative).
       const ast::Expr& arg = *ast::as<ast::Call>(*c.expr).args[0];
@@ -427,9 +427,9 @@ void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Re
   // own mark); a table of sums only gets a count no column shows.
   layout.single = layout.keys.empty() && !layout.interval_bytes;
   bool says_seen = std::any_of(layout.slots.begin(), layout.slots.end(),
-                               [](const runtime::AggregateSlot& s) { return s.kind != AggregateKind::Sum; });
+                               [](const plan::AggregateSlot& s) { return s.kind != AggregateKind::Sum; });
   if (layout.single && !says_seen) {
-    runtime::AggregateSlot seen;
+    plan::AggregateSlot seen;
     seen.kind = AggregateKind::Count;
     seen.name = "events";
     seen.offset = value;

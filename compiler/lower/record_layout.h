@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler/lower/lower.h"
-#include "runtime/event_layout.h"
+#include "plan/event_layout.h"
 
 namespace llvm {
 class GlobalVariable;
@@ -19,12 +19,12 @@ namespace kq::lower {
 
 /// One value a record (or an aggregate key) carries, and the expression that computes it.
 struct Field {
-  runtime::FieldLayout layout;
+  plan::FieldLayout layout;
   const ast::Expr* expr = nullptr;  // null for an argument captured by `*`
   uint32_t arg = 0;                 // the argument, for `*`
   const sema::Type* type = nullptr;
   bool func_ip = false;  // the traced function's address (`func` where one program serves many)
-  /// A `packet` probe's hidden facts (runtime::PacketLayout), computed by its program.
+  /// A `packet` probe's hidden facts (plan::PacketLayout), computed by its program.
   enum class Packet : uint8_t { None, Skb, Site, Return, Reason } packet = Packet::None;
   /// A `fmt` argument inside a `fn`: the `fn` use whose body `expr` belongs to.
   const ast::Expr* within = nullptr;
@@ -32,7 +32,7 @@ struct Field {
 
 /// How a probe of an aggregate query updates its query's map.
 struct Aggregation {
-  runtime::AggregateLayout layout;
+  plan::AggregateLayout layout;
   std::vector<Field> keys;                  // computed into the key, like record fields
   std::vector<const ast::Expr*> arguments;  // each slot's argument (null for count(), top())
   llvm::GlobalVariable* map = nullptr;

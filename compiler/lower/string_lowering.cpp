@@ -147,12 +147,12 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
 void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst,
                                   uint32_t size) {
   if (args_.kind == ArgAccess::Kind::TracepointRecord && type->kind != TypeKind::Pointer) {
-    const kernel::TracepointField* field_of = recordField(index);
+    const host::TracepointField* field_of = recordField(index);
     if (!field_of) {
       problem("the tracepoint record has no such field", type);
       return;
     }
-    const kernel::TracepointField& f = *field_of;
+    const host::TracepointField& f = *field_of;
     llvm::Value* field = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, b_.getInt64(f.offset));
     if (f.type.rfind("__data_loc", 0) == 0) {
       // A tracepoint's `__data_loc` string: a u32 (length << 16 | offset) in the record.
@@ -180,8 +180,8 @@ void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::
 // loop for the verifier to walk, kJoinArgs reads of a pointer and a string. The count is
 // kJoinArgs + 1 when a pointer follows the last string kept.
 void ExprLowering::storeStringList(const ast::Expr& array, llvm::Value* dst) {
-  using runtime::kJoinArgBytes;
-  using runtime::kJoinArgs;
+  using plan::kJoinArgBytes;
+  using plan::kJoinArgs;
   Val base = value(array);  // an array is its address (see Val)
   at(array);
   bool user = base.user;

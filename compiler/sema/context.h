@@ -10,7 +10,7 @@
 #include "compiler/ast/ast.h"
 #include "compiler/btf/btf.h"
 #include "compiler/diag/diagnostic.h"
-#include "compiler/kernel/kernel_info.h"
+#include "host/kernel_info.h"
 #include "compiler/sema/program.h"
 #include "compiler/sema/types.h"
 
@@ -34,7 +34,7 @@ struct Context {
   const ast::Script& script;
   SourceManager& sources;
   const btf::Btf& btf;
-  kernel::KernelInfo& kernel;
+  host::KernelInfo& kernel;
   TypeTable& types;
   Diagnostics& diags;
 

@@ -11,7 +11,7 @@
 namespace kq::sema {
 namespace {
 
-using kernel::Known;
+using host::Known;
 
 /// kprobes read the first six arguments from registers.
 constexpr uint32_t kRegisterArgs = 6;

@@ -2,14 +2,14 @@
 // target names, what arguments it brings into scope, and how it can be attached.
 #include <fmt/format.h>
 
-#include "compiler/kernel/elf_symbols.h"
+#include "host/elf_symbols.h"
 #include "compiler/sema/context.h"
 
 namespace kq::sema {
 
 namespace {
 
-using kernel::Known;
+using host::Known;
 
 void addDidYouMean(Diagnostic& diag, std::string_view name,
                    const std::vector<std::string_view>& candidates) {
@@ -38,7 +38,7 @@ std::vector<ProbeArg> sharedArgs(Context& ctx, const std::vector<btf::Function>&
 
 }  // namespace
 
-std::vector<AttachMethod> functionAttachMethods(kernel::KernelInfo& kernel,
+std::vector<AttachMethod> functionAttachMethods(host::KernelInfo& kernel,
                                                 const std::vector<btf::Function>& fns) {
   Known listed = Known::Yes;
   std::string missing;
@@ -265,7 +265,7 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
   }
   if (out.format) {
     uint32_t i = 0;
-    for (const kernel::TracepointField& field : out.format->fields) {
+    for (const host::TracepointField& field : out.format->fields) {
       if (out.category == "syscalls" && field.name == "__syscall_nr") continue;
       out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
     }
@@ -319,7 +319,7 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
   out.event = "sys_enter_" + matched.front();
   if (auto format = ctx.kernel.tracepointFormat("syscalls", out.event)) {
     uint32_t i = 0;
-    for (const kernel::TracepointField& field : format->fields) {
+    for (const host::TracepointField& field : format->fields) {
       if (field.name == "__syscall_nr") continue;
       out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
     }
@@ -327,7 +327,7 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
   }
   // The exit record's layout is the kernel's, like the entry's: `ret` is wherever it says.
   if (auto exit = ctx.kernel.tracepointFormat("syscalls", "sys_exit_" + matched.front())) {
-    for (const kernel::TracepointField& field : exit->fields) {
+    for (const host::TracepointField& field : exit->fields) {
       if (field.name == "ret") out.exit_ret_offset = field.offset;
     }
   }
@@ -337,13 +337,13 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
 std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarget& t) {
   ResolvedTarget out;
   out.binary = t.binary;
-  auto symbols = kernel::readFunctionSymbols(t.binary);
+  auto symbols = host::readFunctionSymbols(t.binary);
   if (!symbols) {
     ctx.diags.report(DiagKind::UnknownBinary, t.binary_range, symbols.error().message);
     return std::nullopt;
   }
   std::vector<std::string_view> names;
-  for (const kernel::ElfSymbol& s : *symbols) {
+  for (const host::ElfSymbol& s : *symbols) {
     names.push_back(s.name);
     if (btf::globMatch(t.symbol.text, s.name)) out.symbols.push_back(s.name);
   }

@@ -10,26 +10,26 @@
 
 #include "compiler/ast/ast.h"
 #include "compiler/btf/btf.h"
-#include "compiler/kernel/kernel_info.h"
+#include "host/kernel_info.h"
 #include "compiler/sema/lookup_table.h"
 #include "compiler/sema/packet_filter.h"
 #include "compiler/sema/types.h"
-#include "runtime/program_plan.h"
+#include "plan/program_plan.h"
 
 namespace kq::sema {
 
-/// A way to attach a probe, in the order kq will try them (runtime::Attach: the same
+/// A way to attach a probe, in the order kq will try them (plan::Attach: the same
 /// names the plan and the loader use).
-using AttachKind = runtime::Attach;
+using AttachKind = plan::Attach;
 
 struct AttachMethod {
   AttachKind kind;
-  kernel::Known available;
+  host::Known available;
   std::string why;  // why it is unavailable or unknown; empty when available
 };
 
 /// How kernel functions can be attached here: fentry/fexit first, then kprobes.
-std::vector<AttachMethod> functionAttachMethods(kernel::KernelInfo& kernel,
+std::vector<AttachMethod> functionAttachMethods(host::KernelInfo& kernel,
                                                 const std::vector<btf::Function>& functions);
 
 /// A name a probe brings into scope: an argument, a tracepoint field.
@@ -58,7 +58,7 @@ struct ResolvedTarget {
   std::vector<btf::Function> functions;
   std::string category;  // tracepoint
   std::string event;     // tracepoint event, or `sys_enter_<name>` for syscalls
-  std::optional<kernel::TracepointFormat> format;  // classic tracepoint record
+  std::optional<host::TracepointFormat> format;  // classic tracepoint record
   /// A syscall: the offset of `ret` in its `sys_exit_<name>` record (from tracefs).
   std::optional<uint32_t> exit_ret_offset;
   /// `packet`: where packets are seen: each of `functions` (in order), then tracepoints.

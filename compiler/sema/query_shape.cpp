@@ -195,7 +195,7 @@ void checkAggregateQuery(Context& ctx, ResolvedQuery& query) {
     std::string name = item.alias ? *item.alias : sourceText(ctx.sources, *item.expr);
     if (isAggregate(probe, *item.expr)) {
       const ExprInfo* info = infoOf(probe.exprs, *item.expr);
-      if (info->function->aggregate == runtime::AggregateKind::Top) {
+      if (info->function->aggregate == plan::AggregateKind::Top) {
         if (top) {
           ctx.diags.report(DiagKind::AggregateMisuse, item.expr->range,
                            "a query keeps one `top`: it decides which groups the table shows")

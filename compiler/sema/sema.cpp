@@ -135,7 +135,7 @@ void resolveProbes(Context& ctx, Program& program) {
 }  // namespace
 
 std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& sources,
-                                      const btf::Btf& btf, kernel::KernelInfo& kernel,
+                                      const btf::Btf& btf, host::KernelInfo& kernel,
                                       Diagnostics& diags) {
   CheckedProgram out;
   out.types = std::make_unique<TypeTable>();

@@ -10,7 +10,7 @@
 #include "compiler/ast/ast.h"
 #include "compiler/btf/btf.h"
 #include "compiler/diag/diagnostic.h"
-#include "compiler/kernel/kernel_info.h"
+#include "host/kernel_info.h"
 #include "compiler/sema/program.h"
 
 namespace kq::sema {
@@ -26,7 +26,7 @@ struct CheckedProgram {
 };
 
 std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& sources,
-                                      const btf::Btf& btf, kernel::KernelInfo& kernel,
+                                      const btf::Btf& btf, host::KernelInfo& kernel,
                                       Diagnostics& diags);
 
 /// `--dump types`: each query's expressions with their types, per probe.

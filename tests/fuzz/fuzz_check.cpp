@@ -11,11 +11,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string script(reinterpret_cast<const char*>(data), size);
   std::ostringstream output;
-  kq::cli::Io io{output, output,
+  kq::driver::Io io{output, output,
                  [&](const std::string&, std::string&) -> std::optional<std::string> { return script; },
                  false,
-                 [](const std::string&) -> kq::Result<kq::cli::KernelEnvironment> {
-                   return kq::cli::KernelEnvironment{kq::testing::fakeBtf(),
+                 [](const std::string&) -> kq::Result<kq::driver::KernelEnvironment> {
+                   return kq::driver::KernelEnvironment{kq::testing::fakeBtf(),
                                                      kq::testing::fakeKernelInfo()};
                  }};
   int status = kq::cli::run({"check", "fuzz.kq"}, io);

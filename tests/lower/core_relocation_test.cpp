@@ -23,7 +23,7 @@ constexpr int kByteOffset = 0, kByteSize = 1, kLShift = 4, kRShift = 5, kTypeSiz
 class CoreRelocationTest : public ::testing::Test {
  protected:
   std::unique_ptr<btf::Btf> btf_ = testing::fakeBtf();
-  std::unique_ptr<kernel::KernelInfo> kernel_ = testing::fakeKernelInfo();
+  std::unique_ptr<host::KernelInfo> kernel_ = testing::fakeKernelInfo();
 
   /// The optimized IR of `text`, and its disassembly in `bpf_`; "" when it does not compile.
   std::string compileIr(const std::string& text) {

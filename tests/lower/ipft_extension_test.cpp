@@ -22,7 +22,7 @@ namespace {
 class IpftExtensionTest : public ::testing::Test {
  protected:
   std::unique_ptr<btf::Btf> kernel_btf_ = testing::fakeBtf();
-  std::unique_ptr<kernel::KernelInfo> kernel_ = testing::fakeKernelInfo();
+  std::unique_ptr<host::KernelInfo> kernel_ = testing::fakeKernelInfo();
   std::vector<char> elf_;
   ::btf* btf_ = nullptr;
 

@@ -22,7 +22,7 @@ struct Compiled {
 class LowerTest : public ::testing::Test {
  protected:
   std::unique_ptr<btf::Btf> btf_ = testing::fakeBtf();
-  std::unique_ptr<kernel::KernelInfo> kernel_ = testing::fakeKernelInfo();
+  std::unique_ptr<host::KernelInfo> kernel_ = testing::fakeKernelInfo();
 
   Compiled compile(const std::string& text) {
     Compiled out;
@@ -57,9 +57,9 @@ TEST_F(LowerTest, FunctionProbesGetFentryThenKprobe) {
   ASSERT_TRUE(c.program) << c.diags.all().size();
   const auto& programs = c.program->plan.programs;
   ASSERT_EQ(programs.size(), 2u);
-  EXPECT_EQ(programs[0].attach, runtime::Attach::Fentry);
+  EXPECT_EQ(programs[0].attach, plan::Attach::Fentry);
   EXPECT_EQ(programs[0].method, 0u);
-  EXPECT_EQ(programs[1].attach, runtime::Attach::Kprobe);
+  EXPECT_EQ(programs[1].attach, plan::Attach::Kprobe);
   EXPECT_EQ(programs[1].method, 1u);
   EXPECT_EQ(programs[0].group, programs[1].group);
 
@@ -82,7 +82,7 @@ TEST_F(LowerTest, TracepointsWithBtfUseTpBtf) {
   Compiled c = compile("trace tracepoint:net:net_dev_xmit() where skb->len > 100 select skb->len");
   ASSERT_TRUE(c.program);
   ASSERT_EQ(c.program->plan.programs.size(), 1u);
-  EXPECT_EQ(c.program->plan.programs[0].attach, runtime::Attach::TpBtf);
+  EXPECT_EQ(c.program->plan.programs[0].attach, plan::Attach::TpBtf);
   EXPECT_EQ(program(c.bpf, "tp_btf/net_dev_xmit").find("call 113"), std::string::npos) << c.bpf;
 }
 
@@ -117,25 +117,25 @@ TEST_F(LowerTest, LayoutsDescribeEveryField) {
   // With `select`, the columns are what it says; a capture list only names arguments.
   Compiled c = compile("trace tcp_sendmsg(sk, size) where size > 4k select comm, size, hex(size) as h");
   ASSERT_TRUE(c.program);
-  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  const plan::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
   std::vector<std::string> names;
   for (const auto& f : layout.fields) {
     if (!f.hidden) names.push_back(f.name);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"comm", "size", "h"}));
-  EXPECT_EQ(layout.fields.back().kind, runtime::FieldKind::Hex);
-  EXPECT_EQ(layout.fields[0].kind, runtime::FieldKind::String);
+  EXPECT_EQ(layout.fields.back().kind, plan::FieldKind::Hex);
+  EXPECT_EQ(layout.fields[0].kind, plan::FieldKind::String);
   EXPECT_EQ(layout.fields[1].int_bytes, 8);  // size_t
 }
 
 TEST_F(LowerTest, CapturesAreDumpedKsnoopStyle) {
   Compiled c = compile("trace tcp_sendmsg(sk, size)");
   ASSERT_TRUE(c.program);
-  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  const plan::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
   ASSERT_EQ(layout.fields.size(), 3u);
-  EXPECT_EQ(layout.fields[0].kind, runtime::FieldKind::Pointer);  // address of the dump
+  EXPECT_EQ(layout.fields[0].kind, plan::FieldKind::Pointer);  // address of the dump
   EXPECT_TRUE(layout.fields[0].hidden);
-  EXPECT_EQ(layout.fields[1].kind, runtime::FieldKind::Record);
+  EXPECT_EQ(layout.fields[1].kind, plan::FieldKind::Record);
   EXPECT_EQ(layout.fields[1].type_name, "struct sock");
   EXPECT_TRUE(layout.fields[1].is_capture);
   EXPECT_EQ(layout.fields[2].name, "size");
@@ -174,13 +174,13 @@ TEST_F(LowerTest, AggregatesUpdateAMapInsteadOfWritingRecords) {
 TEST_F(LowerTest, FmtInAFnIsFormattedFromItsArguments) {
   Compiled c = compile("use net\ntrace ip_send_skb(skb) select tuple(skb) as flow");
   ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
-  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
-  const runtime::FieldLayout& flow = layout.fields.back();
+  const plan::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  const plan::FieldLayout& flow = layout.fields.back();
   EXPECT_EQ(flow.name, "flow");
-  EXPECT_EQ(flow.kind, runtime::FieldKind::Format);
+  EXPECT_EQ(flow.kind, plan::FieldKind::Format);
   EXPECT_EQ(flow.format, "%s:%d -> %s:%d");
   ASSERT_EQ(flow.args.size(), 4u);
-  EXPECT_EQ(layout.fields.at(flow.args[0]).kind, runtime::FieldKind::IpAddress);  // ntop(family, addr)
+  EXPECT_EQ(layout.fields.at(flow.args[0]).kind, plan::FieldKind::IpAddress);  // ntop(family, addr)
   EXPECT_TRUE(layout.fields.at(flow.args[0]).hidden);
   EXPECT_EQ(layout.fields.at(flow.args[1]).name, "sport(skb)");
 }
@@ -208,7 +208,7 @@ TEST_F(LowerTest, TopCountsAndKeepsItsLimit) {
   ASSERT_TRUE(c.program) << c.diags.all().size();
   const auto& slots = c.program->plan.layout.aggregates.at(0).slots;
   ASSERT_EQ(slots.size(), 1u);
-  EXPECT_EQ(slots[0].kind, runtime::AggregateKind::Top);
+  EXPECT_EQ(slots[0].kind, plan::AggregateKind::Top);
   EXPECT_EQ(slots[0].limit, 5u);
 }
 
@@ -232,21 +232,21 @@ TEST_F(LowerTest, PrintedBuiltinsAreFieldsWithTheirLiterals) {
       "trace syscall:execve(filename, argv) select join(argv, \",\") as j, cat(\"/etc/hostname\") as c, "
       "buf(filename, 12) as b, strftime(\"%T.%f\", time) as t, kaddr(\"ip_send_skb\") as k, pid");
   ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
-  const runtime::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
+  const plan::ProbeLayout& layout = c.program->plan.layout.probes.at(0);
   ASSERT_EQ(layout.fields.size(), 6u);
   const auto& f = layout.fields;
-  EXPECT_EQ(f[0].kind, runtime::FieldKind::StringList);
-  EXPECT_EQ(f[0].size, runtime::kJoinBytes);
+  EXPECT_EQ(f[0].kind, plan::FieldKind::StringList);
+  EXPECT_EQ(f[0].size, plan::kJoinBytes);
   EXPECT_EQ(f[0].separator, ",");
-  EXPECT_EQ(f[1].kind, runtime::FieldKind::File);
+  EXPECT_EQ(f[1].kind, plan::FieldKind::File);
   EXPECT_EQ(f[1].path, "/etc/hostname");
   EXPECT_EQ(f[1].size, 0u);  // read when printed
-  EXPECT_EQ(f[2].kind, runtime::FieldKind::Buffer);
+  EXPECT_EQ(f[2].kind, plan::FieldKind::Buffer);
   EXPECT_EQ(f[2].size, 12u);
   EXPECT_EQ(f[2].offset, f[1].offset);
-  EXPECT_EQ(f[3].kind, runtime::FieldKind::WallTime);
+  EXPECT_EQ(f[3].kind, plan::FieldKind::WallTime);
   EXPECT_EQ(f[3].format, "%T.%f");
-  EXPECT_EQ(f[4].kind, runtime::FieldKind::Hex);
+  EXPECT_EQ(f[4].kind, plan::FieldKind::Hex);
   EXPECT_EQ(f[5].offset, f[4].offset + 8);
   std::string enter = program(c.bpf, "tracepoint/syscalls/sys_enter_execve");
   // The symbol's address is a constant of the program (the fake kernel's kallsyms), which
@@ -256,7 +256,7 @@ TEST_F(LowerTest, PrintedBuiltinsAreFieldsWithTheirLiterals) {
   // argv's pointers and strings are user memory: bpf_probe_read_user(_str), 17 pointers.
   size_t pointers = 0;
   for (size_t at = enter.find("call 112"); at != std::string::npos; at = enter.find("call 112", at + 1)) ++pointers;
-  EXPECT_EQ(pointers, runtime::kJoinArgs + 1 + 1) << enter;  // and buf's 12 bytes
+  EXPECT_EQ(pointers, plan::kJoinArgs + 1 + 1) << enter;  // and buf's 12 bytes
   EXPECT_NE(enter.find("call 114"), std::string::npos) << enter;
 }
 
@@ -265,8 +265,8 @@ TEST_F(LowerTest, JoinAsAKeyFitsItsProgram) {
   ASSERT_TRUE(c.program) << (c.diags.all().empty() ? "" : c.diags.all()[0].message);
   const auto& keys = c.program->plan.layout.aggregates.at(0).keys;
   ASSERT_EQ(keys.size(), 1u);
-  EXPECT_EQ(keys[0].kind, runtime::FieldKind::StringList);
-  EXPECT_EQ(c.program->plan.layout.aggregates.at(0).key_size, runtime::kJoinBytes);
+  EXPECT_EQ(keys[0].kind, plan::FieldKind::StringList);
+  EXPECT_EQ(c.program->plan.layout.aggregates.at(0).key_size, plan::kJoinBytes);
 }
 
 // LLVM's BPF CO-RE pass keeps process-wide state across compilations; kq must survive many

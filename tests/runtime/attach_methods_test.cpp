@@ -10,10 +10,10 @@ namespace {
 /// A kernel offering every feature except those given a reason.
 class FakeKernel : public KernelFeatures {
  public:
-  std::map<Feature, std::string> absent;
+  std::map<plan::Feature, std::string> absent;
   std::map<std::pair<Helper, HelperUse>, std::string> refused_helpers;
   int probes = 0;
-  std::optional<std::string> missing(Feature feature) override {
+  std::optional<std::string> missing(plan::Feature feature) override {
     ++probes;
     auto it = absent.find(feature);
     if (it == absent.end()) return std::nullopt;
@@ -26,8 +26,8 @@ class FakeKernel : public KernelFeatures {
   }
 };
 
-PlannedProgram program(const std::string& name, Attach attach, uint32_t group, uint32_t method) {
-  PlannedProgram p;
+plan::PlannedProgram program(const std::string& name, plan::Attach attach, uint32_t group, uint32_t method) {
+  plan::PlannedProgram p;
   p.function = name;
   p.attach = attach;
   p.group = group;
@@ -36,17 +36,17 @@ PlannedProgram program(const std::string& name, Attach attach, uint32_t group, u
 }
 
 /// `trace ip_send_skb select return`: fentry + fexit, then kprobe + kretprobe.
-ProgramPlan functionAtExit() {
-  ProgramPlan plan;
+plan::ProgramPlan functionAtExit() {
+  plan::ProgramPlan plan;
   plan.group_names = {"ip_send_skb"};
-  plan.programs = {program("e0", Attach::Fentry, 0, 0), program("x0", Attach::Fexit, 0, 0),
-                   program("e1", Attach::Kprobe, 0, 1), program("x1", Attach::Kretprobe, 0, 1)};
+  plan.programs = {program("e0", plan::Attach::Fentry, 0, 0), program("x0", plan::Attach::Fexit, 0, 0),
+                   program("e1", plan::Attach::Kprobe, 0, 1), program("x1", plan::Attach::Kretprobe, 0, 1)};
   return plan;
 }
 
 TEST(AttachMethods, TakesTheFirstMethodTheKernelOffers) {
   FakeKernel kernel;
-  ProgramPlan plan = functionAtExit();
+  plan::ProgramPlan plan = functionAtExit();
   AttachMethods methods(plan, kernel, "");
   EXPECT_EQ(methods.chosen(0), 0u);
   EXPECT_EQ(methods.note(0), "ip_send_skb: fentry");
@@ -54,8 +54,8 @@ TEST(AttachMethods, TakesTheFirstMethodTheKernelOffers) {
 
 TEST(AttachMethods, SkipsAMethodWhoseFeatureIsMissing) {
   FakeKernel kernel;
-  kernel.absent[Feature::Trampoline] = "the kernel refused loading a fentry program (EPERM)";
-  ProgramPlan plan = functionAtExit();
+  kernel.absent[plan::Feature::Trampoline] = "the kernel refused loading a fentry program (EPERM)";
+  plan::ProgramPlan plan = functionAtExit();
   AttachMethods methods(plan, kernel, "");
   EXPECT_EQ(methods.chosen(0), 1u);
   EXPECT_FALSE(methods.firstUnusable());
@@ -66,9 +66,9 @@ TEST(AttachMethods, SkipsAMethodWhoseFeatureIsMissing) {
 
 TEST(AttachMethods, NamesEveryMethodWhenNoneWorks) {
   FakeKernel kernel;
-  kernel.absent[Feature::Trampoline] = "no trampolines";
-  kernel.absent[Feature::Kprobe] = "no kprobes";
-  ProgramPlan plan = functionAtExit();
+  kernel.absent[plan::Feature::Trampoline] = "no trampolines";
+  kernel.absent[plan::Feature::Kprobe] = "no kprobes";
+  plan::ProgramPlan plan = functionAtExit();
   AttachMethods methods(plan, kernel, "");
   EXPECT_EQ(methods.firstUnusable(), 0u);
   EXPECT_EQ(methods.failure(0),
@@ -77,15 +77,15 @@ TEST(AttachMethods, NamesEveryMethodWhenNoneWorks) {
 
 TEST(AttachMethods, AttachOptionKeepsOneFamily) {
   FakeKernel kernel;
-  ProgramPlan plan = functionAtExit();
+  plan::ProgramPlan plan = functionAtExit();
   plan.group_names.push_back("sched_switch");
-  plan.programs.push_back(program("t", Attach::TpBtf, 1, 0));
+  plan.programs.push_back(program("t", plan::Attach::TpBtf, 1, 0));
   AttachMethods kprobe(plan, kernel, "kprobe");
   EXPECT_EQ(kprobe.chosen(0), 1u);
   EXPECT_EQ(kprobe.chosen(1), 0u);  // not a kernel function: untouched
   AttachMethods fentry(plan, kernel, "fentry");
   EXPECT_EQ(fentry.chosen(0), 0u);
-  kernel.absent[Feature::Trampoline] = "no trampolines";
+  kernel.absent[plan::Feature::Trampoline] = "no trampolines";
   AttachMethods none(plan, kernel, "fentry");
   EXPECT_EQ(none.failure(0),
             "cannot attach to ip_send_skb:\n  fentry: no trampolines\n  kprobe: not tried "
@@ -93,20 +93,20 @@ TEST(AttachMethods, AttachOptionKeepsOneFamily) {
 }
 
 /// `trace packet`: kprobe.multi, then a kprobe per function, then the skb tracepoints.
-ProgramPlan packetFunctions() {
-  ProgramPlan plan;
+plan::ProgramPlan packetFunctions() {
+  plan::ProgramPlan plan;
   plan.group_names = {"packet (2 functions)"};
   plan.packet_groups = {0};
-  plan.programs = {program("m", Attach::KprobeMulti, 0, 0), program("k", Attach::Kprobe, 0, 1),
-                   program("t0", Attach::TpBtf, 0, 2), program("t1", Attach::TpBtf, 0, 2)};
+  plan.programs = {program("m", plan::Attach::KprobeMulti, 0, 0), program("k", plan::Attach::Kprobe, 0, 1),
+                   program("t0", plan::Attach::TpBtf, 0, 2), program("t1", plan::Attach::TpBtf, 0, 2)};
   return plan;
 }
 
 TEST(AttachMethods, PacketModeAttachOptionChoosesAmongItsMethods) {
   FakeKernel kernel;
-  kernel.absent[Feature::KprobeMulti] = "no kprobe.multi";
-  kernel.absent[Feature::Kprobe] = "no kprobes";
-  ProgramPlan plan = packetFunctions();
+  kernel.absent[plan::Feature::KprobeMulti] = "no kprobe.multi";
+  kernel.absent[plan::Feature::Kprobe] = "no kprobes";
+  plan::ProgramPlan plan = packetFunctions();
   EXPECT_EQ(AttachMethods(plan, kernel, "").chosen(0), 2u);
   EXPECT_EQ(AttachMethods(plan, kernel, "tracepoint").chosen(0), 2u);
   AttachMethods kprobe(plan, kernel, "kprobe");
@@ -121,7 +121,7 @@ TEST(AttachMethods, PacketModeAttachOptionChoosesAmongItsMethods) {
 
 TEST(AttachMethods, PacketModeHasNoFentryMethod) {
   FakeKernel kernel;
-  ProgramPlan plan = packetFunctions();
+  plan::ProgramPlan plan = packetFunctions();
   EXPECT_EQ(AttachMethods(plan, kernel, "kprobe").chosen(0), 0u);
   AttachMethods fentry(plan, kernel, "fentry");
   EXPECT_EQ(fentry.firstUnusable(), 0u);
@@ -134,13 +134,13 @@ TEST(AttachMethods, PacketModeHasNoFentryMethod) {
 
 TEST(AttachMethods, PacketGraphSaysWhyItHasNoTracepoints) {
   FakeKernel kernel;
-  kernel.absent[Feature::KprobeMulti] = "no kprobe.multi";
-  kernel.absent[Feature::Kprobe] = "no kprobes";
-  ProgramPlan plan;
+  kernel.absent[plan::Feature::KprobeMulti] = "no kprobe.multi";
+  kernel.absent[plan::Feature::Kprobe] = "no kprobes";
+  plan::ProgramPlan plan;
   plan.group_names = {"packet (2 functions)"};
   plan.packet_groups = {0};
-  plan.programs = {program("m", Attach::KprobeMulti, 0, 0), program("mr", Attach::KretprobeMulti, 0, 0),
-                   program("k", Attach::Kprobe, 0, 1), program("kr", Attach::Kretprobe, 0, 1)};
+  plan.programs = {program("m", plan::Attach::KprobeMulti, 0, 0), program("mr", plan::Attach::KretprobeMulti, 0, 0),
+                   program("k", plan::Attach::Kprobe, 0, 1), program("kr", plan::Attach::Kretprobe, 0, 1)};
   AttachMethods methods(plan, kernel, "");
   EXPECT_EQ(methods.firstUnusable(), 0u);
   EXPECT_EQ(methods.failure(0),
@@ -151,10 +151,10 @@ TEST(AttachMethods, PacketGraphSaysWhyItHasNoTracepoints) {
 
 TEST(AttachMethods, ARefusedProgramMovesOnlyItsGroupAndEnds) {
   FakeKernel kernel;
-  ProgramPlan plan = functionAtExit();
+  plan::ProgramPlan plan = functionAtExit();
   plan.group_names.push_back("tcp_sendmsg");
-  plan.programs.push_back(program("f", Attach::Fentry, 1, 0));
-  plan.programs.push_back(program("k", Attach::Kprobe, 1, 1));
+  plan.programs.push_back(program("f", plan::Attach::Fentry, 1, 0));
+  plan.programs.push_back(program("k", plan::Attach::Kprobe, 1, 1));
   AttachMethods methods(plan, kernel, "");
   EXPECT_TRUE(methods.refuse(1, "the kernel refused attaching a fentry program"));
   EXPECT_EQ(methods.chosen(0), 0u);
@@ -170,7 +170,7 @@ TEST(AttachMethods, ARefusedProgramMovesOnlyItsGroupAndEnds) {
 TEST(AttachMethods, ForcedFailureHidesOneAttachKind) {
   FakeKernel kernel;
   WithoutAttach features(kernel, "fentry");
-  ProgramPlan plan = functionAtExit();
+  plan::ProgramPlan plan = functionAtExit();
   AttachMethods methods(plan, features, "");
   EXPECT_EQ(methods.chosen(0), 1u);
   EXPECT_EQ(methods.note(0),
@@ -185,13 +185,13 @@ TEST(AttachMethods, SkipsAMethodCallingAHelperItsProgramFamilyIsRefused) {
   // kernel refuses in kprobes, while fentry is absent: the plain kprobes (which read the
   // address from the registers) are left.
   FakeKernel kernel;
-  kernel.absent[Feature::Trampoline] = "no trampolines";
+  kernel.absent[plan::Feature::Trampoline] = "no trampolines";
   kernel.refused_helpers[{Helper::FuncIp, HelperUse::Kprobe}] =
       "the kernel refused a kprobe program calling bpf_get_func_ip (Invalid argument)";
-  ProgramPlan plan;
+  plan::ProgramPlan plan;
   plan.group_names = {"tcp_*"};
-  plan.programs = {program("f", Attach::Fentry, 0, 0), program("m", Attach::KprobeMulti, 0, 1),
-                   program("k", Attach::Kprobe, 0, 2)};
+  plan.programs = {program("f", plan::Attach::Fentry, 0, 0), program("m", plan::Attach::KprobeMulti, 0, 1),
+                   program("k", plan::Attach::Kprobe, 0, 2)};
   plan.programs[0].helpers = {kGetFuncIp};
   plan.programs[1].helpers = {14, kGetFuncIp};  // bpf_get_current_pid_tgid too: not probed
   AttachMethods methods(plan, kernel, "");
@@ -204,11 +204,11 @@ TEST(AttachMethods, SkipsAMethodCallingAHelperItsProgramFamilyIsRefused) {
 TEST(AttachMethods, AHelperIsJudgedInTheFamilyOfTheProgramCallingIt) {
   FakeKernel kernel;
   kernel.refused_helpers[{Helper::AttachCookie, HelperUse::Fentry}] = "no cookies in fentry";
-  ProgramPlan plan = functionAtExit();
+  plan::ProgramPlan plan = functionAtExit();
   plan.programs[1].helpers = {kGetAttachCookie};  // the fexit program
   plan.programs[3].helpers = {kGetAttachCookie};  // the kretprobe: allowed there
   plan.group_names.push_back("sched_switch");
-  plan.programs.push_back(program("t", Attach::TpBtf, 1, 0));
+  plan.programs.push_back(program("t", plan::Attach::TpBtf, 1, 0));
   plan.programs.back().helpers = {kGetAttachCookie};  // not a family kq probes helpers in
   AttachMethods methods(plan, kernel, "");
   EXPECT_EQ(methods.chosen(0), 1u);

@@ -99,15 +99,15 @@ TEST_F(MadeUpKernel, IdsCountOnlyWhenTheyAreThisKernels) {
 TEST_F(MadeUpKernel, DumpsAModuleTypeByNameWhateverItsId) {
   KernelTypes types(dir_.string());
   TypeDumper dumper(&types);
-  FieldLayout conn;
-  conn.kind = FieldKind::Record;
+  plan::FieldLayout conn;
+  conn.kind = plan::FieldKind::Record;
   conn.size = 8;
   conn.btf_id = 2;  // another kernel's id: not what this kernel calls it
   conn.type_name = "struct kq_mod_conn";
-  ProgramLayout layout;
+  plan::ProgramLayout layout;
   layout.probes.push_back({"p", 0, 48, {conn}, false});
   dumper.prepare(layout);
-  const FieldLayout& field = layout.probes[0].fields[0];
+  const plan::FieldLayout& field = layout.probes[0].fields[0];
   uint32_t bytes[2] = {7, 2};
   std::string text = dumper.recordText(field, reinterpret_cast<const uint8_t*>(bytes));
   EXPECT_NE(text.find("(struct kq_mod_conn){"), std::string::npos) << text;
@@ -119,12 +119,12 @@ TEST_F(MadeUpKernel, DumpsAModuleTypeByNameWhateverItsId) {
   EXPECT_NE(text.find(".id = (unsigned int)8"), std::string::npos) << text;
   EXPECT_EQ(dumper.recordJson(field, reinterpret_cast<const uint8_t*>(bytes))["state"], "KQ_MOD_CLOSED");
 
-  FieldLayout state;
-  state.kind = FieldKind::Enum;
+  plan::FieldLayout state;
+  state.kind = plan::FieldKind::Enum;
   state.type_name = "enum kq_mod_state";
   EXPECT_EQ(dumper.enumText(state, 1), "KQ_MOD_OPEN");
   EXPECT_EQ(dumper.enumText(state, 5), "5");
-  FieldLayout unknown = conn;
+  plan::FieldLayout unknown = conn;
   unknown.type_name = "struct kq_gone";
   EXPECT_EQ(dumper.recordText(unknown, reinterpret_cast<const uint8_t*>(bytes)),
             "(no type `struct kq_gone` in this kernel)");

@@ -18,32 +18,32 @@ namespace {
 
 /// A StringList field holding `strings` (cut to their slots) and the count `count`.
 std::vector<uint8_t> stringList(const std::vector<std::string>& strings, uint64_t count) {
-  std::vector<uint8_t> field(kJoinBytes, 0xaa);  // a ring buffer's record is not zeroed
+  std::vector<uint8_t> field(plan::kJoinBytes, 0xaa);  // a ring buffer's record is not zeroed
   std::memcpy(field.data(), &count, 8);
-  for (size_t i = 0; i < strings.size() && i < kJoinArgs; ++i) {
-    std::string s = strings[i].substr(0, kJoinArgBytes - 1);
-    std::memcpy(field.data() + 8 + i * kJoinArgBytes, s.c_str(), s.size() + 1);
+  for (size_t i = 0; i < strings.size() && i < plan::kJoinArgs; ++i) {
+    std::string s = strings[i].substr(0, plan::kJoinArgBytes - 1);
+    std::memcpy(field.data() + 8 + i * plan::kJoinArgBytes, s.c_str(), s.size() + 1);
   }
   return field;
 }
 
 TEST(Printed, JoinSeparatesTheStringsRead) {
   auto field = stringList({"/bin/echo", "a", "bb", "ccc"}, 4);
-  EXPECT_EQ(stringListText(field.data(), kJoinBytes, " "), "/bin/echo a bb ccc");
-  EXPECT_EQ(stringListText(field.data(), kJoinBytes, ","), "/bin/echo,a,bb,ccc");
-  EXPECT_EQ(stringListText(stringList({}, 0).data(), kJoinBytes, " "), "");
-  EXPECT_EQ(stringListText(stringList({"", "x"}, 2).data(), kJoinBytes, ","), ",x");
+  EXPECT_EQ(stringListText(field.data(), plan::kJoinBytes, " "), "/bin/echo a bb ccc");
+  EXPECT_EQ(stringListText(field.data(), plan::kJoinBytes, ","), "/bin/echo,a,bb,ccc");
+  EXPECT_EQ(stringListText(stringList({}, 0).data(), plan::kJoinBytes, " "), "");
+  EXPECT_EQ(stringListText(stringList({"", "x"}, 2).data(), plan::kJoinBytes, ","), ",x");
 }
 
 TEST(Printed, JoinMarksWhatItCut) {
   std::string long_arg(100, 'x');
   auto field = stringList({"echo", long_arg}, 2);
-  EXPECT_EQ(stringListText(field.data(), kJoinBytes, " "), "echo " + std::string(kJoinArgBytes - 1, 'x') + "…");
+  EXPECT_EQ(stringListText(field.data(), plan::kJoinBytes, " "), "echo " + std::string(plan::kJoinArgBytes - 1, 'x') + "…");
   std::vector<std::string> many;
-  for (uint32_t i = 0; i < kJoinArgs; ++i) many.push_back(std::to_string(i));
+  for (uint32_t i = 0; i < plan::kJoinArgs; ++i) many.push_back(std::to_string(i));
   std::string all = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15";
-  EXPECT_EQ(stringListText(stringList(many, kJoinArgs).data(), kJoinBytes, " "), all);
-  EXPECT_EQ(stringListText(stringList(many, kJoinArgs + 1).data(), kJoinBytes, " "), all + " …");
+  EXPECT_EQ(stringListText(stringList(many, plan::kJoinArgs).data(), plan::kJoinBytes, " "), all);
+  EXPECT_EQ(stringListText(stringList(many, plan::kJoinArgs + 1).data(), plan::kJoinBytes, " "), all + " …");
 }
 
 TEST(Printed, BufShowsPrintableAsciiAndEscapesTheRest) {
@@ -92,9 +92,9 @@ TEST(Printed, CatShowsAFileWithoutItsLastNewline) {
   EXPECT_EQ(fileText(path), "line one\n\tline two\\x1b");
   {
     std::ofstream out(path);
-    out << std::string(kCatBytes + 5, 'y');
+    out << std::string(plan::kCatBytes + 5, 'y');
   }
-  EXPECT_EQ(fileText(path), std::string(kCatBytes, 'y') + "…");
+  EXPECT_EQ(fileText(path), std::string(plan::kCatBytes, 'y') + "…");
   unlink(path.c_str());
   EXPECT_EQ(fileText(path), "<cannot read " + path + ": No such file or directory>");
   EXPECT_EQ(fileText("/"), "<cannot read /: Is a directory>");

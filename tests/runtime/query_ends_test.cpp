@@ -2,13 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/session_summary.h"
 
 namespace kq::runtime {
 namespace {
 
-ProgramLayout twoQueries() {
-  ProgramLayout layout;
+plan::ProgramLayout twoQueries() {
+  plan::ProgramLayout layout;
   layout.queries = 2;
   layout.probes.resize(2);
   layout.probes[1].query = 1;
@@ -16,7 +15,7 @@ ProgramLayout twoQueries() {
 }
 
 TEST(QueryEnds, ForEndsOnlyItsQuery) {
-  ProgramLayout layout = twoQueries();
+  plan::ProgramLayout layout = twoQueries();
   QueryEnds ends({{1000, 0}, {0, 0}}, layout, /*start_ns=*/5000);
   EXPECT_EQ(ends.nextDeadline(), 6000);
   EXPECT_TRUE(ends.expire(5999).empty());
@@ -28,7 +27,7 @@ TEST(QueryEnds, ForEndsOnlyItsQuery) {
 }
 
 TEST(QueryEnds, ForOf2To63NanosecondsOrMoreNeverEnds) {
-  ProgramLayout layout = twoQueries();
+  plan::ProgramLayout layout = twoQueries();
   QueryEnds ends({{1ull << 63, 0}, {UINT64_MAX, 0}}, layout, /*start_ns=*/5000);
   EXPECT_FALSE(ends.nextDeadline());
   EXPECT_TRUE(ends.expire(INT64_MAX).empty());
@@ -37,7 +36,7 @@ TEST(QueryEnds, ForOf2To63NanosecondsOrMoreNeverEnds) {
 }
 
 TEST(QueryEnds, LimitEndsItsQueryAtTheLastPrintedEvent) {
-  ProgramLayout layout = twoQueries();
+  plan::ProgramLayout layout = twoQueries();
   QueryEnds ends({{0, 2}, {0, 1}}, layout, 0);
   EXPECT_FALSE(ends.printed(0));
   EXPECT_TRUE(ends.printed(0));
@@ -48,31 +47,13 @@ TEST(QueryEnds, LimitEndsItsQueryAtTheLastPrintedEvent) {
 }
 
 TEST(QueryEnds, LimitOnAnAggregateQueryCutsItsTable) {
-  ProgramLayout layout = twoQueries();
+  plan::ProgramLayout layout = twoQueries();
   layout.aggregates.resize(1);
   layout.aggregates[0].query = 1;
   QueryEnds ends({{0, 3}, {0, 5}}, layout, 0);
   EXPECT_EQ(ends.tableRows(0), 0u);
   EXPECT_EQ(ends.tableRows(1), 5u);
   for (int i = 0; i < 10; ++i) EXPECT_FALSE(ends.printed(1));
-}
-
-TEST(SessionSummary, SaysEveryLostReasonInPlainWords) {
-  ProgramPlan plan;
-  plan.layout.probes.resize(1);
-  plan.maps.push_back({"events", "ringbuf", 0, 0, 256 << 10, true, 256 << 10, 0});
-  SessionResult result;
-  result.events = 3;
-  result.lost = {1, 0, 2, 12};
-  EXPECT_EQ(sessionSummary(result, plan, OutputFormat::Text),
-            "kq: 3 events, 1 lost (the 256 KiB ring buffer was full; --buffer-size makes it "
-            "larger)\n"
-            "kq: 2 function entries were not kept for their exit (too many calls were in flight "
-            "at once)\n"
-            "kq: 12 function exits had no matching entry (the entry was missed or overwritten)");
-  EXPECT_EQ(sessionSummary(result, plan, OutputFormat::Json),
-            R"({"summary":{"entries_not_kept":2,"events":3,"exits_without_entry":12,"lost":1,)"
-            R"("not_counted":0}})");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ constexpr const char* kSeed = "trace ip_send_skb(skb) where skb->len > 100 and m
 class SemaTest : public ::testing::Test {
  protected:
   std::unique_ptr<btf::Btf> btf_ = testing::fakeBtf();
-  std::unique_ptr<kernel::KernelInfo> kernel_ = testing::fakeKernelInfo();
+  std::unique_ptr<host::KernelInfo> kernel_ = testing::fakeKernelInfo();
 
   /// Parses and checks `text`; returns the diagnostics.
   Diagnostics check(const std::string& text) {
@@ -80,7 +80,7 @@ TEST(EditDistance, CountsTyposLikePeopleMakeThem) {
 }
 
 TEST(TracepointFormat, Parses) {
-  auto format = kernel::parseTracepointFormat(
+  auto format = host::parseTracepointFormat(
       "name: net_dev_xmit\nID: 2306\nformat:\n"
       "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
       "\tfield:void * skbaddr;\toffset:8;\tsize:8;\tsigned:0;\n"

@@ -275,7 +275,7 @@ class Builder {
   return b.take();
 }
 
-class FakeKernelInfo : public kernel::KernelInfo {
+class FakeKernelInfo : public host::KernelInfo {
  public:
   Result<std::vector<std::string>> tracepointCategories() override {
     std::vector<std::string> out;
@@ -289,22 +289,22 @@ class FakeKernelInfo : public kernel::KernelInfo {
     for (const auto& [event, format] : it->second) out.push_back(event);
     return out;
   }
-  Result<kernel::TracepointFormat> tracepointFormat(const std::string& category,
+  Result<host::TracepointFormat> tracepointFormat(const std::string& category,
                                                     const std::string& event) override {
     auto it = events_.find(category);
     if (it == events_.end() || !it->second.count(event)) {
       return Error{"cannot read events/" + category + "/" + event + "/format"};
     }
-    return kernel::parseTracepointFormat(it->second.at(event));
+    return host::parseTracepointFormat(it->second.at(event));
   }
-  kernel::Known inFilterFunctions(const std::string& function) override {
-    return function == "inlined_helper" ? kernel::Known::No : kernel::Known::Yes;
+  host::Known inFilterFunctions(const std::string& function) override {
+    return function == "inlined_helper" ? host::Known::No : host::Known::Yes;
   }
   std::string filterFunctionsProblem() override { return ""; }
-  kernel::Known inKallsyms(const std::string& function) override {
-    return function == "inlined_helper" ? kernel::Known::No : kernel::Known::Yes;
+  host::Known inKallsyms(const std::string& function) override {
+    return function == "inlined_helper" ? host::Known::No : host::Known::Yes;
   }
-  kernel::Known hasKprobes() override { return kernel::Known::No; }
+  host::Known hasKprobes() override { return host::Known::No; }
   Result<std::optional<uint64_t>> symbolAddress(const std::string& name) override {
     auto it = symbols_.find(name);
     if (it == symbols_.end()) return std::optional<uint64_t>{};
@@ -407,7 +407,7 @@ class FakeKernelInfo : public kernel::KernelInfo {
 
 std::unique_ptr<btf::Btf> fakeBtf() { return btf::Btf::adopt(buildFakeBtf(), "fake vmlinux"); }
 
-std::unique_ptr<kernel::KernelInfo> fakeKernelInfo() { return std::make_unique<FakeKernelInfo>(); }
+std::unique_ptr<host::KernelInfo> fakeKernelInfo() { return std::make_unique<FakeKernelInfo>(); }
 
 void writeFakeBtf(const std::string& path) {
   ::btf* btf = buildFakeBtf();

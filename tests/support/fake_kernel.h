@@ -7,7 +7,7 @@
 #include <string>
 
 #include "compiler/btf/btf.h"
-#include "compiler/kernel/kernel_info.h"
+#include "host/kernel_info.h"
 
 namespace kq::testing {
 
@@ -16,7 +16,7 @@ std::unique_ptr<btf::Btf> fakeBtf();
 
 /// The fake kernel's facts: tracepoints net, skb, sched and syscalls; every BTF function
 /// is in available_filter_functions except `inlined_helper`; no kprobes.
-std::unique_ptr<kernel::KernelInfo> fakeKernelInfo();
+std::unique_ptr<host::KernelInfo> fakeKernelInfo();
 
 /// Writes the fake BTF as a raw BTF file (what /sys/kernel/btf/vmlinux holds) to `path`.
 void writeFakeBtf(const std::string& path);

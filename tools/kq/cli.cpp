@@ -1,5 +1,5 @@
 #include "tools/kq/cli.h"
-#include "tools/kq/build.h"
+#include "driver/build.h"
 
 #include <cctype>
 #include <cerrno>
@@ -19,12 +19,13 @@
 #include "compiler/parse/parse.h"
 #include "compiler/sema/sema.h"
 #include "kq_version.h"
-#include "runtime/stop_request.h"
-#include "tools/kq/commands.h"
-#include "tools/kq/compile.h"
-#include "tools/kq/request.h"
-#include "tools/kq/run.h"
-#include "tools/kq/run_object.h"
+#include "engine/cancellation.h"
+#include "driver/commands.h"
+#include "repl/repl.h"
+#include "driver/compile.h"
+#include "driver/request.h"
+#include "driver/run.h"
+#include "driver/run_object.h"
 
 namespace kq::cli {
 namespace {
@@ -52,7 +53,7 @@ constexpr const char* kExamples = R"(Examples:
 
 docs/language.md describes the language.)";
 
-void addInputOptions(CLI::App& app, Request& request) {
+void addInputOptions(CLI::App& app, driver::Request& request) {
   app.add_option_function<std::string>(
          "-e,--expr", [&request](const std::string& text) { request.expression = text; },
          "the query to run, as text")
@@ -67,7 +68,7 @@ bool isRegularFile(const std::string& path) {
 
 /// The text to compile and the name diagnostics give it, or nullopt after reporting why
 /// there is none.
-std::optional<std::pair<std::string, std::string>> readInput(const Request& request, Io& io) {
+std::optional<std::pair<std::string, std::string>> readInput(const driver::Request& request, driver::Io& io) {
   if (request.expression) return std::pair{std::string("<input>"), *request.expression};
   const std::string& arg = request.input;
   bool is_file = arg.size() > 3 && arg.compare(arg.size() - 3, 3, ".kq") == 0;
@@ -85,7 +86,7 @@ std::optional<std::pair<std::string, std::string>> readInput(const Request& requ
 
 /// Standard input, whole (up to one byte more than the parser accepts), or nullopt after
 /// saying why it cannot be read.
-std::optional<std::string> readStandardInput(Io& io) {
+std::optional<std::string> readStandardInput(driver::Io& io) {
   std::string text;
   char buffer[65536];
   while (text.size() <= parse::kMaxInputBytes) {
@@ -104,57 +105,22 @@ std::optional<std::string> readStandardInput(Io& io) {
 
 /// Reads the input (unless `piped` holds it already), then checks it and (unless `check`)
 /// runs it.
-int compile(const Request& request, bool run_after, Io& io,
+int compile(const driver::Request& request, bool run_after, driver::Io& io,
             std::optional<std::pair<std::string, std::string>> piped) {
   auto input = piped ? std::move(piped) : readInput(request, io);
   if (!input) return 1;
-  return checkAndRun(request, input->first, std::move(input->second), run_after, nullptr, io);
+  return driver::checkAndRun(request, input->first, std::move(input->second), run_after, nullptr, io);
 }
 
 }  // namespace
 
-std::optional<uint32_t> ringBufferBytes(const std::string& size) {
-  std::string text = size;
-  // `8m` is 8 MiB here (in a query, `m` is minutes).
-  if (!text.empty() && (text.back() == 'm' || text.back() == 'g')) text.back() = static_cast<char>(std::toupper(text.back()));
-  auto decoded = parse::decodeNumber(text);
-  auto* n = std::get_if<parse::DecodedNumber>(&decoded);
-  if (!n) return std::nullopt;
-  uint64_t bytes = n->value;
-  if (n->unit == ast::NumberUnit::None) {
-    bytes = n->value > (1ull << 20) ? 0 : n->value << 10;  // a bare number is KiB
-  } else if (n->unit != ast::NumberUnit::Bytes) {
-    return std::nullopt;
-  }
-  if (bytes < 4096 || bytes > (1ull << 30) || (bytes & (bytes - 1)) != 0) return std::nullopt;
-  return static_cast<uint32_t>(bytes);
-}
-
-// Reads one byte more than the parser accepts, so that a larger file (or /dev/zero) is
-// refused as InputTooLarge without being read whole.
-std::optional<std::string> readFileFromDisk(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::string text(parse::kMaxInputBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) {
-    error = std::strerror(errno);
-    return std::nullopt;
-  }
-  text.resize(static_cast<size_t>(in.gcount()));
-  return text;
-}
-
-int run(const std::vector<std::string>& args, Io& io) {
+int run(const std::vector<std::string>& args, driver::Io& io) {
   CLI::App app{"kq - trace the Linux kernel with queries checked against its types (BTF)", "kq"};
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("kq ") + KQ_VERSION);
   app.fallthrough();
 
-  Request request;
+  driver::Request request;
   addInputOptions(app, request);
   app.add_option("--dump", request.dump,
                  "print an intermediate form and stop: ast, types, ir (LLVM IR), bpf (the "
@@ -232,13 +198,13 @@ int run(const std::vector<std::string>& args, Io& io) {
     return status == 0 ? 0 : 2;
   }
 
-  if (info->parsed()) return runInfo(request.what, request.btf, io);
-  if (list->parsed()) return runList(request.what, request.btf, io);
+  if (info->parsed()) return driver::runInfo(request.what, request.btf, io);
+  if (list->parsed()) return driver::runList(request.what, request.btf, io);
   std::optional<std::pair<std::string, std::string>> piped;
   if (!request.expression && request.input.empty()) {
     // No query: at a terminal (or with --repl), an interactive session; otherwise a script
     // on standard input (`echo 'trace ...' | kq`), run like a script file.
-    if (request.repl || isatty(STDIN_FILENO) == 1) return runRepl(request, io);
+    if (request.repl || isatty(STDIN_FILENO) == 1) return repl::runRepl(request, io);
     std::optional<std::string> text = readStandardInput(io);
     if (!text) return 1;
     if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -262,27 +228,33 @@ int run(const std::vector<std::string>& args, Io& io) {
     io.err << "kq: error: -p needs a process id; 0 is not one\n";
     return 2;
   }
-  if (!request.buffer.empty() && !ringBufferBytes(request.buffer)) {
+  if (!request.buffer.empty() && !driver::ringBufferBytes(request.buffer)) {
     io.err << "kq: error: --buffer-size takes a power of two from 4k to 1G (`256k`, `8M`, or a "
               "number of KiB), not `"
            << request.buffer << "`\n";
     return 2;
   }
   // A stop requested while the query compiles or loads ends the session as soon as it begins.
-  std::optional<runtime::StopSignals> stop_signals;
+  engine::Cancellation stop;
+  std::optional<engine::SignalStop> stop_signals;
+  driver::Io run_io = io;
+  run_io.stop = &stop;
   if (run_object->parsed()) {
     if (app.get_option("--buffer-size")->count() > 0) {
       io.err << "kq: error: the ring buffer's size is built into the object: give "
                 "--buffer-size to `kq build`\n";
       return 2;
     }
-    stop_signals.emplace();
-    return runObject(request, io);
+    stop_signals.emplace(stop);
+    return driver::runObject(request, run_io);
   }
   request.build = build->parsed();
-  if (isCExtension(request)) return buildCExtension(request, io);
-  if (!check->parsed() && !build->parsed()) stop_signals.emplace();
-  return compile(request, /*run_after=*/!check->parsed(), io, std::move(piped));
+  if (driver::isCExtension(request)) return driver::buildCExtension(request, io);
+  if (check->parsed() || build->parsed()) {
+    return compile(request, /*run_after=*/!check->parsed(), io, std::move(piped));
+  }
+  stop_signals.emplace(stop);
+  return compile(request, /*run_after=*/true, run_io, std::move(piped));
 }
 
 }  // namespace kq::cli

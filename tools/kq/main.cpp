@@ -18,8 +18,8 @@ int main(int argc, char** argv) {
   // Not std::cout: its write errors would go unseen, and a pipe nobody reads would hold kq.
   kq::runtime::FdOutputBuffer stdout_buffer(STDOUT_FILENO);
   std::ostream out(&stdout_buffer);
-  kq::cli::Io io{out, std::cerr, kq::cli::readFileFromDisk, isatty(STDERR_FILENO) == 1,
-                 kq::cli::loadKernelEnvironment};
+  kq::driver::Io io{out, std::cerr, kq::driver::readFileFromDisk, isatty(STDERR_FILENO) == 1,
+                 kq::driver::loadKernelEnvironment};
   int status = 1;
   try {
     status = kq::cli::run(std::vector<std::string>(argv + 1, argv + argc), io);

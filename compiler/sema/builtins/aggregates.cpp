@@ -6,7 +6,7 @@
 namespace kq::sema {
 namespace {
 
-using runtime::AggregateKind;
+using plan::AggregateKind;
 
 /// The most buckets an `lhist` keeps (its map value holds 8 bytes per bucket).
 constexpr int64_t kMaxLhistBuckets = 1000;

@@ -18,12 +18,12 @@
 #include "compiler/ast/ast.h"
 #include "compiler/btf/btf.h"
 #include "compiler/diag/diagnostic.h"
-#include "compiler/kernel/kernel_info.h"
+#include "host/kernel_info.h"
 #include "compiler/sema/lookup_table.h"
 #include "compiler/sema/packet_filter.h"
 #include "compiler/sema/program.h"
 #include "compiler/sema/types.h"
-#include "runtime/event_layout.h"
+#include "plan/event_layout.h"
 
 namespace kq::sema {
 
@@ -53,7 +53,7 @@ struct ValueRecipe {
 /// The record field a builtin's value is kept in: how it prints and how many bytes it takes
 /// (0: as its type says).
 struct FieldShape {
-  runtime::FieldKind kind;
+  plan::FieldKind kind;
   uint32_t bytes = 0;
 };
 
@@ -99,7 +99,7 @@ struct BuiltinCall {
   std::vector<const Type*> args;
   TypeTable& types;
   Diagnostics& diags;
-  kernel::KernelInfo& kernel;
+  host::KernelInfo& kernel;
   const btf::Btf& btf;
   std::vector<int64_t> operands = {};
   std::shared_ptr<const LookupTable> table = nullptr;
@@ -130,7 +130,7 @@ struct BuiltinFunction {
   FieldShape (*field)(const std::vector<const Type*>& args,
                       const std::vector<int64_t>& operands) = nullptr;
   /// An aggregate: what it keeps in its query's map.
-  std::optional<runtime::AggregateKind> aggregate = std::nullopt;
+  std::optional<plan::AggregateKind> aggregate = std::nullopt;
   /// What it needs from its probe (`entry(x)`: a function exit).
   Needs needs = Needs::Nothing;
   Placement placement = Placement::Anywhere;

@@ -7,7 +7,7 @@
 namespace kq::sema {
 namespace {
 
-using runtime::FieldKind;
+using plan::FieldKind;
 
 /// The longest `str(p, n)`: a record field, or a scratch buffer when compared.
 constexpr int64_t kMaxStringBytes = 4096;
@@ -85,7 +85,7 @@ const Type* checkNtop(BuiltinCall& c) {
 }
 
 FieldShape ntopField(const std::vector<const Type*>& args, const std::vector<int64_t>&) {
-  if (args.size() == 2) return {FieldKind::IpAddress, runtime::kIpAddressBytes};
+  if (args.size() == 2) return {FieldKind::IpAddress, plan::kIpAddressBytes};
   bool v6 = !args.empty() && addressBytes(args[0]) == 16;
   return v6 ? FieldShape{FieldKind::Ipv6, 16} : FieldShape{FieldKind::Ipv4, 8};
 }

@@ -9,7 +9,7 @@
 namespace kq::sema {
 namespace {
 
-using runtime::FieldKind;
+using plan::FieldKind;
 
 /// The most bytes `buf(p, n)` keeps.
 constexpr uint64_t kMaxBufBytes = 1024;
@@ -131,7 +131,7 @@ void addPrintedFunctions(std::vector<BuiltinFunction>& out) {
              Placement::Printed),
       placed({"join", BuiltinFn::Join, 1, 2, checkJoin, "join(argv[, \"separator\"])",
               "a NULL-terminated array of strings, joined by spaces or the separator",
-              shown<FieldKind::StringList, runtime::kJoinBytes>},
+              shown<FieldKind::StringList, plan::kJoinBytes>},
              Placement::Column),
       placed({"buf", BuiltinFn::Buf, 1, 2, checkBuf, "buf(p[, n])",
               "n bytes from p, printable ASCII as is and others as `\\xNN`", bufField},

@@ -25,7 +25,7 @@ const Type* taskPointer(TypeTable& types, const btf::Btf& btf) {
 }  // namespace
 
 void addProcessVariables(std::vector<BuiltinVariable>& out) {
-  using runtime::FieldKind;
+  using plan::FieldKind;
   auto u32 = [](TypeTable& t, const btf::Btf&) { return t.u32(); };
   auto u64 = [](TypeTable& t, const btf::Btf&) { return t.u64(); };
   auto text = [](TypeTable& t, const btf::Btf&) { return t.string(); };

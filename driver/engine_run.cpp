@@ -1,0 +1,40 @@
+#include "driver/engine_run.h"
+
+#include "engine/sinks.h"
+#include "runtime/fd_output.h"
+
+namespace kq::driver {
+
+RunEnvironment::RunEnvironment(Io& io) : io_(io) {
+  host_ = io.host;
+  if (!host_) {
+    own_host_ = std::make_unique<engine::Host>();
+    host_ = own_host_.get();
+  }
+  stop_ = io.stop;
+  if (!stop_) {
+    own_stop_ = std::make_unique<engine::Cancellation>();
+    stop_ = own_stop_.get();
+    signals_.emplace(*stop_);
+  }
+  runtime::setOutputStopFd(io.out, stop_->fd());
+}
+
+RunEnvironment::~RunEnvironment() {
+  io_.out.flush();
+  runtime::setOutputStopFd(io_.out, -1);
+}
+
+engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& object,
+                                 const plan::ProgramPlan& plan, runtime::KernelTypes* types,
+                                 const Request& request, engine::SessionOptions options,
+                                 engine::Cancellation& stop, Io& io) {
+  engine::OutputFormat format =
+      request.output == "json" ? engine::OutputFormat::Json : engine::OutputFormat::Text;
+  return engine.run(
+      object, plan, types,
+      [&](engine::PrintContext& context) { return engine::makeSink(format, plan, context, io.out, io.err); },
+      stop, std::move(options));
+}
+
+}  // namespace kq::driver

@@ -1,0 +1,48 @@
+#include "driver/io.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "compiler/parse/literals.h"
+#include "compiler/parse/parse.h"
+
+namespace kq::driver {
+
+std::optional<uint32_t> ringBufferBytes(const std::string& size) {
+  std::string text = size;
+  // `8m` is 8 MiB here (in a query, `m` is minutes).
+  if (!text.empty() && (text.back() == 'm' || text.back() == 'g')) text.back() = static_cast<char>(std::toupper(text.back()));
+  auto decoded = parse::decodeNumber(text);
+  auto* n = std::get_if<parse::DecodedNumber>(&decoded);
+  if (!n) return std::nullopt;
+  uint64_t bytes = n->value;
+  if (n->unit == ast::NumberUnit::None) {
+    bytes = n->value > (1ull << 20) ? 0 : n->value << 10;  // a bare number is KiB
+  } else if (n->unit != ast::NumberUnit::Bytes) {
+    return std::nullopt;
+  }
+  if (bytes < 4096 || bytes > (1ull << 30) || (bytes & (bytes - 1)) != 0) return std::nullopt;
+  return static_cast<uint32_t>(bytes);
+}
+
+// Reads one byte more than the parser accepts, so that a larger file (or /dev/zero) is
+// refused as InputTooLarge without being read whole.
+std::optional<std::string> readFileFromDisk(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text(parse::kMaxInputBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+}  // namespace kq::driver

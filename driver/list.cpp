@@ -1,0 +1,146 @@
+// `kq list`: what a pattern matches, one per line, for scripts and for people.
+#include <bpf/btf.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "compiler/btf/btf.h"
+#include "compiler/sema/types.h"
+#include "driver/commands.h"
+
+namespace kq::driver {
+namespace {
+
+using host::Known;
+
+int listTracepoints(const std::string& pattern, host::KernelInfo& kernel, Io& io) {
+  std::string rest = pattern.substr(11);
+  size_t colon = rest.find(':');
+  std::string category_glob = rest.substr(0, colon);
+  std::string event_glob = colon == std::string::npos ? "*" : rest.substr(colon + 1);
+  auto categories = kernel.tracepointCategories();
+  if (!categories) {
+    io.err << "kq: error: " << categories.error().message << "\n";
+    return 1;
+  }
+  size_t count = 0;
+  for (const std::string& category : *categories) {
+    if (!btf::globMatch(category_glob, category)) continue;
+    auto events = kernel.tracepointEvents(category);
+    if (!events) continue;
+    for (const std::string& event : *events) {
+      if (!btf::globMatch(event_glob, event)) continue;
+      io.out << "tracepoint:" << category << ":" << event << "\n";
+      ++count;
+    }
+  }
+  return count ? 0 : (io.err << fmt::format("kq: error: no tracepoint matches `{}`\n", pattern), 1);
+}
+
+int listSyscalls(const std::string& pattern, host::KernelInfo& kernel, Io& io) {
+  auto events = kernel.tracepointEvents("syscalls");
+  if (!events) {
+    io.err << "kq: error: " << events.error().message << "\n";
+    return 1;
+  }
+  size_t count = 0;
+  for (const std::string& event : *events) {
+    if (event.rfind("sys_enter_", 0) != 0) continue;
+    std::string name = event.substr(10);
+    if (!btf::globMatch(pattern.substr(8), name)) continue;
+    io.out << "syscall:" << name << "\n";
+    ++count;
+  }
+  return count ? 0 : (io.err << fmt::format("kq: error: no syscall matches `{}`\n", pattern), 1);
+}
+
+void noteTraceability(host::KernelInfo& kernel, Io& io) {
+  if (kernel.inFilterFunctions("schedule") == Known::Unknown) {
+    io.err << "note: " << kernel.filterFunctionsProblem()
+           << "; listing functions that are in BTF and kallsyms\n";
+  }
+}
+
+int listFunctions(const std::string& pattern, const btf::Btf& btf, host::KernelInfo& kernel,
+                  Io& io) {
+  std::string module_glob, function_glob = pattern;
+  if (size_t colon = pattern.find(':'); colon != std::string::npos) {
+    module_glob = pattern.substr(0, colon);
+    function_glob = pattern.substr(colon + 1);
+  }
+  noteTraceability(kernel, io);
+  size_t count = 0;
+  for (const btf::Function& f : btf.matchFunctions(function_glob, true)) {
+    std::string module = f.module.empty() ? "vmlinux" : f.module;
+    if (!module_glob.empty() && !btf::globMatch(module_glob, module)) continue;
+    if (!traceable(kernel, f.name)) continue;
+    io.out << (f.module.empty() ? f.name : f.module + ":" + f.name) << "\n";
+    ++count;
+  }
+  if (count == 0) {
+    io.err << fmt::format("kq: error: no traceable kernel function matches `{}`\n", pattern);
+    if (function_glob.find_first_of("*?") == std::string::npos) {
+      if (auto close = sema::closestName(function_glob, btf.functionNames(true))) {
+        io.err << "note: did you mean `" << *close << "`?\n";
+      }
+    }
+    return 1;
+  }
+  return 0;
+}
+
+// Every traceable function taking a `struct sk_buff *`, with that argument's position:
+// the set packet tracing attaches to; then the tracepoints carrying one, which it falls
+// back to where the kernel has no kprobes.
+int listPacketFunctions(const btf::Btf& btf, host::KernelInfo& kernel, Io& io) {
+  auto skb = btf.findStruct("sk_buff");
+  if (!skb) {
+    io.err << "kq: error: the kernel's BTF has no `struct sk_buff`\n";
+    return 1;
+  }
+  noteTraceability(kernel, io);
+  for (const auto& [f, i] : btf.functionsTaking("sk_buff", 6)) {
+    if (!traceable(kernel, f.name)) continue;
+    io.out << fmt::format("{} ({}: arg{})\n", f.name, f.params[i].name.empty() ? "skb" : f.params[i].name, i);
+  }
+  std::map<std::string, uint32_t> events;
+  for (const auto& [handler, slot] : btf.tracepointsTaking("sk_buff")) events.emplace(handler.name, slot);
+  auto categories = kernel.tracepointCategories();
+  if (!categories) return 0;
+  for (const std::string& category : *categories) {
+    auto listed = kernel.tracepointEvents(category);
+    if (!listed) continue;
+    for (const std::string& event : *listed) {
+      auto it = events.find(event);
+      if (it != events.end()) io.out << fmt::format("tracepoint:{}:{} (skb: arg{})\n", category, event, it->second);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool traceable(host::KernelInfo& kernel, const std::string& name) {
+  Known listed = kernel.inFilterFunctions(name);
+  if (listed != Known::Unknown) return listed == Known::Yes;
+  return kernel.inKallsyms(name) != Known::No;
+}
+
+int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
+  auto env = io.load_kernel(btf_path);
+  if (!env) {
+    io.err << "kq: error: " << env.error().message << "\n";
+    return 1;
+  }
+  return listMatches(pattern, *env, io);
+}
+
+int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
+  if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env.kernel, io);
+  if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
+  if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);
+  return listFunctions(pattern, *env.btf, *env.kernel, io);
+}
+
+}  // namespace kq::driver

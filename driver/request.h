@@ -1,0 +1,32 @@
+// Everything the command line asked for, parsed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kq::driver {
+
+struct Request {
+  std::optional<std::string> expression;  // -e
+  std::string input;                      // a query or a script file
+  std::string dump;                       // --dump ast|types|ir|bpf|verifier
+  std::string color = "auto";
+  std::string btf;   // --btf
+  std::string what;  // info, list
+  // Running
+  std::string output = "text";  // -o
+  uint32_t pid = 0;             // -p
+  std::string command;          // -c
+  std::string duration;         // -d, as written (`10s`)
+  bool verbose = false;         // -v
+  std::string buffer;           // --buffer-size, as written (`256k`, `8M`, or KiB); "": from the query
+  std::string attach;           // --attach fentry|kprobe
+  bool repl = false;            // --repl
+  // Building (`kq build`)
+  bool build = false;
+  std::string object_path;  // -o FILE
+  bool ipft = false;        // --ipft: an ipftrace2 extension
+};
+
+}  // namespace kq::driver

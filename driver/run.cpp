@@ -1,0 +1,261 @@
+#include "driver/run.h"
+
+#include "driver/io.h"
+#include "driver/code_pages.h"
+#include "driver/dump_plan.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/diag/render.h"
+#include "compiler/ast/visitor.h"
+#include "compiler/lower/disassemble.h"
+#include "compiler/lower/lower.h"
+#include "compiler/parse/literals.h"
+#include "driver/engine_run.h"
+#include "engine/engine.h"
+#include "runtime/libbpf_log.h"
+#include "runtime/loader.h"
+#include "runtime/privileges.h"
+
+namespace kq::driver {
+namespace {
+
+/// Why -p PID cannot be traced ("no process has PID 7"), or empty. The kernel's process id
+/// is a thread group's: the id of a thread that leads none would match nothing.
+std::string tracedProcessProblem(uint32_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (pid <= INT32_MAX && std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) != 0) continue;
+    uint32_t leader = static_cast<uint32_t>(std::strtoul(line.c_str() + 5, nullptr, 10));
+    if (leader == pid) return "";
+    return fmt::format("{} is a thread of process {}, not a process; -p {} traces the process",
+                       pid, leader, leader);
+  }
+  return fmt::format("no process has PID {}", pid);
+}
+
+bool tracesKernelFunctions(const sema::CheckedProgram& checked) {
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    for (const sema::ResolvedProbe& p : q.probes) {
+      for (const sema::ResolvedTarget& t : p.chain) {
+        if (std::holds_alternative<ast::FunctionTarget>(t.target->kind)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// The largest expression of the program that starts at `offset` of the main file.
+std::optional<SourceRange> expressionAt(const sema::CheckedProgram& checked, FileId file,
+                                        uint32_t offset) {
+  std::optional<SourceRange> best;
+  auto consider = [&](const sema::ExprTable& table) {
+    for (const auto& [expr, info] : table) {
+      if (expr->range.file != file || expr->range.begin != offset) continue;
+      if (!best || expr->range.end > best->end) best = expr->range;
+    }
+  };
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    for (const sema::ResolvedProbe& p : q.probes) consider(p.exprs);
+  }
+  return best;
+}
+
+/// Points a verifier rejection at the kq expression whose code the verifier stopped at.
+void reportRejection(const runtime::VerifierRejection& rejection, const std::vector<char>& elf,
+                     const sema::CheckedProgram& checked, const SourceManager& sources,
+                     FileId file, Diagnostics& diags) {
+  auto at = lower::sourceOfInstruction(elf, rejection.program, rejection.instruction);
+  SourceRange range{file, 0, 0};
+  if (at) {
+    uint32_t offset = sources.file(file).offsetOf({at->line, at->column});
+    range = expressionAt(checked, file, offset).value_or(SourceRange{file, offset, offset + 1});
+  }
+  diags.report(DiagKind::VerifierRejected, range,
+               "the kernel's verifier rejected the code kq generated for this")
+      .note(fmt::format("the verifier said: {}", rejection.message))
+      .note("this is a bug in kq; `kq -v` shows the whole verifier log");
+}
+
+}  // namespace
+
+std::vector<plan::QueryLimits> queryLimits(const sema::CheckedProgram& checked) {
+  std::vector<plan::QueryLimits> out;
+  for (const sema::ResolvedQuery& q : checked.program.queries) {
+    const ast::Clauses& clauses = q.query->clauses;
+    out.push_back({clauses.for_duration ? clauses.for_duration->value : 0,
+                   clauses.limit ? clauses.limit->value : 0});
+  }
+  return out;
+}
+
+std::optional<uint64_t> sessionDuration(const Request& request, Io& io) {
+  if (request.duration.empty()) return 0;
+  auto parsed = parse::decodeNumber(request.duration);
+  auto* n = std::get_if<parse::DecodedNumber>(&parsed);
+  if (!n || n->unit != ast::NumberUnit::Nanoseconds || n->value == 0) {
+    io.err << fmt::format("kq: error: --duration takes a duration like `10s`, not `{}`\n",
+                          request.duration);
+    return std::nullopt;
+  }
+  return n->value;
+}
+
+bool canLoadPrograms(Io& io) {
+  std::vector<std::string> missing =
+      runtime::missingTracingCapabilities(runtime::effectiveCapabilities());
+  if (missing.empty()) return true;
+  io.err << fmt::format("kq: error: loading BPF programs needs CAP_BPF and CAP_PERFMON (or "
+                        "root); this process lacks {}; `kq check` works without\n",
+                        fmt::join(missing, " and "));
+  return false;
+}
+
+int runProgram(const Request& request, const sema::CheckedProgram& checked,
+               const SourceManager& sources, FileId file, const KernelEnvironment& env,
+               KernelEnvironment* disposable, Diagnostics& diags, bool color, Io& io,
+               const RunHooks& hooks) {
+  RunEnvironment run(io);  // the caller's host and stop signals, or its own
+  runtime::setLibbpfVerbose(request.verbose);
+  std::optional<uint64_t> duration = sessionDuration(request, io);
+  if (!duration) return 2;
+  bool dump_only = request.dump == "ir" || request.dump == "bpf" || request.dump == "plan";
+  if (!dump_only && !canLoadPrograms(io)) return 1;
+
+  if (request.pid && !dump_only) {
+    if (std::string problem = tracedProcessProblem(request.pid); !problem.empty()) {
+      io.err << "kq: error: " << problem << "\n";
+      return 1;
+    }
+  }
+
+  std::unique_ptr<runtime::ChildCommand> child;
+  if (!request.command.empty() && !dump_only) {
+    child = runtime::ChildCommand::start(request.command);
+    if (!child) {
+      io.err << "kq: error: cannot start `" << request.command << "`: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
+
+  lower::LowerOptions options;
+  // The tracepoint fallback of packet mode, where this kernel may need it (or it is asked for).
+  options.packet_tracepoints = env.kernel->hasKprobes() != host::Known::Yes ||
+                               request.attach == "tracepoint" || !request.btf.empty();
+  options.pid = request.pid;
+  options.follow_children = child != nullptr;
+  options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
+  options.want_ir = request.dump == "ir";
+  std::string error;
+  std::optional<lower::CompiledProgram> compiled =
+      lower::lowerProgram(checked, *env.btf, sources, file, options, diags, &error);
+  renderDiagnostics(diags, sources, io.err, RenderOptions{color});
+  if (!compiled) {
+    if (!error.empty()) io.err << "kq: error: " << error << "\n";
+    return 1;
+  }
+  if (request.dump == "ir") {
+    io.out << compiled->object.ir;
+    return 0;
+  }
+  if (request.dump == "plan") {
+    dumpPlan(compiled->plan, io.out);
+    return 0;
+  }
+  if (request.dump == "bpf") {
+    auto text = lower::disassemble(compiled->object.elf, sources.file(file));
+    if (!text) {
+      io.err << "kq: error: " << text.error().message << "\n";
+      return 1;
+    }
+    io.out << *text;
+    return 0;
+  }
+
+  // A one-shot session needs the compiler's code no more (the REPL compiles again).
+  if (disposable) dropCodePages();
+
+  runtime::LoadOptions load_options;
+  load_options.verifier_log = request.dump == "verifier";
+  load_options.method = request.attach;
+  // The compiler's BTF is the running kernel's (not --btf FILE's): the kernel's feature
+  // probes read it. Unless the REPL keeps it, it goes before libbpf parses its own copy.
+  bool running_kernel = request.btf.empty();
+  if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
+  if (disposable) load_options.vmlinux_done = [disposable] { disposable->btf.reset(); };
+  engine::Engine engine(run.host());
+  runtime::LoadResult loaded = engine.load(compiled->object.elf, compiled->plan, load_options);
+  if (!loaded.object) {
+    const runtime::LoadFailure& failure = *loaded.failure;
+    if (failure.verifier && failure.verifier->instruction >= 0) {
+      Diagnostics rejection;
+      reportRejection(*failure.verifier, compiled->object.elf, checked, sources, file, rejection);
+      renderDiagnostics(rejection, sources, io.err, RenderOptions{color});
+      if (request.verbose) io.err << failure.verifier->log << "\n";
+      return 1;
+    }
+    io.err << "kq: error: " << failure.message << "\n";
+    if (tracesKernelFunctions(checked)) {
+      io.err << "note: tracepoints attach where kernel functions cannot: "
+                "kq list 'tracepoint:net:*' shows some\n";
+    }
+    return 1;
+  }
+  if (request.verbose) {
+    for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
+  }
+  for (const std::string& line : loaded.object->readyLines(compiled->plan)) io.err << "kq: " << line << "\n";
+  io.err.flush();
+  if (request.dump == "verifier") {
+    for (const auto& [program, log] : loaded.object->verifierLogs()) {
+      io.out << "# " << program << "\n" << log << "\n";
+    }
+    return 0;
+  }
+  if (child && !run.stop().cancelled()) {
+    // Follow the command (and, through fork, its children) from its first instruction.
+    int fd = loaded.object->mapFd(compiled->plan.tracked_map);
+    uint32_t pid = static_cast<uint32_t>(child->pid());
+    uint8_t one = 1;
+    if (fd >= 0) bpf_map_update_elem(fd, &pid, &one, 0);
+    child->release();
+  }
+
+  if (hooks.attached) hooks.attached();
+
+  engine::SessionOptions session;
+  session.queries = queryLimits(checked);
+  session.duration_ns = *duration;
+  session.child = child.get();
+  session.traced = static_cast<pid_t>(request.pid);
+  session.events_printed = hooks.events;
+  // Dumps use the running kernel's types, found by name. The compiler's vmlinux BTF is
+  // reused (and its ids trusted) only when it is the running kernel's, not `--btf FILE`'s;
+  // freed, the file is read again when a type is first shown.
+  runtime::KernelTypes kernel_types("/sys/kernel/btf",
+                                    running_kernel && env.btf ? env.btf->vmlinux().btf : nullptr,
+                                    running_kernel);
+  engine::SessionResult result = runSession(engine, *loaded.object, compiled->plan, &kernel_types,
+                                            request, std::move(session), run.stop(), io);
+  loaded.object.reset();  // detached before the command is stopped: its ending is not traced
+  if (child) {
+    std::string ending = runtime::commandEnding(*child, child->stop(), request.verbose);
+    if (!ending.empty()) io.err << "kq: the command " << ending << "\n";
+  }
+  return result.output_failure.empty() ? 0 : 1;
+}
+
+}  // namespace kq::driver

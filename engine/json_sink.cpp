@@ -1,0 +1,202 @@
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/decoder.h"
+#include "engine/sinks.h"
+#include "runtime/fd_output.h"
+#include "runtime/type_dump.h"
+
+namespace kq::engine {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using plan::FieldKind;
+using plan::FieldLayout;
+using plan::ProbeLayout;
+
+class JsonSink : public Sink {
+ public:
+  JsonSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
+      : layout_(plan.layout), context_(context), out_(out), err_(err) {}
+
+  void onEvent(const DecodedEvent& e) override {
+    const ProbeLayout& probe = *e.probe;
+    Json j;
+    if (e.packet) {
+      // ipftrace2's fields (its timestamp is bpf_ktime_get_ns(), as here), then the query's.
+      const plan::PacketLayout& packet = *probe.packet;
+      uint64_t site = e.packet->site;
+      j["packet_id"] = fmt::format("0x{:x}", e.packet->skb);
+      j["timestamp"] = e.header.time_ns;
+      j["processor_id"] = e.header.cpu;
+      j["module"] = site < packet.modules.size() ? packet.modules[site] : "";
+      j["function"] = site < packet.sites.size() ? packet.sites[site] : std::to_string(site);
+      j["is_return"] = e.packet->is_return;
+      if (!e.packet->reason.empty()) j["drop_reason"] = e.packet->reason;
+    } else {
+      j["time"] = clockText(e.wall_ns, ClockPrecision::Microseconds);
+      j["time_ns"] = e.wall_ns;
+      j["cpu"] = e.header.cpu;
+      j["pid"] = e.header.pid;
+      j["tid"] = e.header.tid;
+      j["comm"] = e.comm;
+      j["probe"] = probe.name;
+    }
+    if (layout_.queries > 1) j["query"] = probe.query + 1;
+    for (size_t i = 0; i < probe.fields.size(); ++i) {
+      if (e.values[i].kind == ValueKind::Missing) continue;
+      put(j, probe.fields[i].name, value(probe.fields[i], e.values[i]));
+    }
+    out_ << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+  }
+
+  void onTable(const Table& table) override {
+    const plan::AggregateLayout& layout = *table.layout;
+    Json t;
+    t["time_ns"] = table.wall_ns;
+    t["query"] = layout.query + 1;
+    Json list = Json::array();
+    for (const TableRow& row : table.rows) {
+      Json j;
+      for (const auto& [is_key, i] : layout.columns) {
+        if (is_key) {
+          const FieldLayout& k = layout.keys[i];
+          const Value& v = row.keys[i];
+          if (k.kind == FieldKind::Signed) j[k.name] = v.i;
+          else if (k.kind == FieldKind::Unsigned) j[k.name] = v.u;
+          else if (k.kind == FieldKind::Table && v.kind != ValueKind::Name) j[k.name] = v.i;
+          else j[k.name] = v.text;
+          continue;
+        }
+        const plan::AggregateSlot& s = layout.slots[i];
+        const AggregateValue& v = row.slots[i];
+        if (!isHistogram(s)) {
+          j[s.name] = !v.scalar ? Json(nullptr)
+                      : v.is_unsigned ? Json(static_cast<uint64_t>(*v.scalar))
+                                      : Json(*v.scalar);
+          continue;
+        }
+        Json buckets = Json::array();
+        for (uint32_t b = 0; b < v.buckets.size(); ++b) {
+          int64_t n = static_cast<int64_t>(v.buckets[b]);
+          if (!n) continue;
+          auto [lo, hi] = bucketBounds(s, b);
+          Json bucket;
+          bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
+          bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
+          bucket["count"] = n;
+          buckets.push_back(bucket);
+        }
+        j[s.name] = buckets;
+      }
+      list.push_back(j);
+    }
+    t["rows"] = list;
+    if (hasTop(layout) || table.left_out) t["more"] = table.left_out;
+    out_ << t.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+    out_.flush();
+  }
+
+  void onError(const std::string& message) override { err_ << "kq: error: " << message << "\n"; }
+
+  void onSummary(const SessionResult& result) override {
+    if (result.traced_exited) err_ << "kq: process " << result.traced_pid << " exited\n";
+    if (!result.output_failure.empty()) {
+      err_ << "kq: error: cannot write the output: " << result.output_failure << "\n";
+    }
+    nlohmann::json summary = {
+        {"events", result.events},
+        {"lost", result.lostFor(plan::Lost::RingBufferFull)},
+        {"not_counted", result.lostFor(plan::Lost::TableFull)},
+        {"entries_not_kept", result.lostFor(plan::Lost::StashFull)},
+        {"exits_without_entry", result.lostFor(plan::Lost::StashMissing)},
+    };
+    if (layout_.queries > 1) {
+      nlohmann::json queries = nlohmann::json::array();
+      for (size_t q = 0; q < result.queries.size(); ++q) {
+        const QueryStats& s = result.queries[q];
+        queries.push_back({{"query", q + 1},
+                           {"events", s.events},
+                           {"lost", s.lostFor(plan::Lost::RingBufferFull)},
+                           {"not_counted", s.lostFor(plan::Lost::TableFull)},
+                           {"entries_not_kept", s.lostFor(plan::Lost::StashFull)},
+                           {"exits_without_entry", s.lostFor(plan::Lost::StashMissing)}});
+      }
+      summary["queries"] = queries;
+    }
+    if (!result.joins.empty()) {
+      nlohmann::json joins = nlohmann::json::array();
+      for (const JoinResult& join : result.joins) {
+        joins.push_back({{"name", join.name}, {"kept", join.kept}, {"replaced", join.replaced},
+                         {"matched", join.matched}, {"unmatched", join.unmatched},
+                         {"expired", join.expired}, {"evicted", join.evicted},
+                         {"waiting", join.waiting}});
+      }
+      summary["joins"] = joins;
+    }
+    err_ << nlohmann::json{{"summary", summary}}.dump() << "\n";
+  }
+
+  void flush() override { out_.flush(); }
+  bool failed() const override { return out_.bad(); }
+  std::string failure() const override {
+    std::string why = runtime::outputFailure(out_);
+    return why.empty() && out_.bad() ? "the stream failed" : why;
+  }
+
+ private:
+  /// One field as JSON: numbers, strings, structs as objects, stacks as arrays.
+  Json value(const FieldLayout& f, const Value& v) const {
+    switch (f.kind) {
+      case FieldKind::Signed: return v.i;
+      case FieldKind::Unsigned: return v.u;
+      case FieldKind::Bool: return v.u != 0;
+      case FieldKind::Table: return v.kind == ValueKind::Name ? Json(v.text) : Json(v.i);
+      case FieldKind::Record: {
+        Json dump = context_.types.recordJson(f, v.bytes.data());
+        if (dump.is_object() && f.address_field >= 0) {
+          Json with_address;
+          with_address["address"] = fmt::format("0x{:x}", v.u);
+          with_address.update(dump);
+          dump = with_address;
+        }
+        return dump;
+      }
+      case FieldKind::KernelStack:
+      case FieldKind::UserStack: {
+        Json frames = Json::array();
+        for (const std::string& frame : v.frames) frames.push_back(frame);
+        return frames;
+      }
+      default:
+        return v.text;
+    }
+  }
+
+  /// Keys are unique: a field named like the header (`select time`) or like an earlier field
+  /// is written as `time_2`, unless its value is the same (`select comm`).
+  static void put(Json& j, const std::string& name, Json value) {
+    std::string key = name;
+    for (int n = 2; j.contains(key); ++n) {
+      if (j[key] == value) return;
+      key = fmt::format("{}_{}", name, n);
+    }
+    j[key] = std::move(value);
+  }
+
+  const plan::ProgramLayout& layout_;
+  PrintContext& context_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> makeJsonSink(const plan::ProgramPlan& plan, PrintContext& context,
+                                   std::ostream& out, std::ostream& err) {
+  return std::make_unique<JsonSink>(plan, context, out, err);
+}
+
+}  // namespace kq::engine

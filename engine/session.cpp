@@ -1,0 +1,408 @@
+#include "engine/session.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "engine/table.h"
+#include "runtime/query_ends.h"
+#include "runtime/type_dump.h"
+
+namespace kq::engine {
+
+/// How long after an interval ends its table is read: events that began in it finish.
+constexpr int64_t kTickGraceNs = 2'000'000;
+/// How long one read of the ring buffer may go on before the session looks at its clock
+/// again (ticks, `for`, -d, the -c command): libbpf reads for as long as records arrive.
+constexpr int64_t kReadSliceNs = 50'000'000;
+/// The events still in the buffer when the session ends are shown for at most this long,
+/// and at most kFinalRecords of them: a flood must not keep kq from ending.
+constexpr int64_t kFinalReadNs = 50'000'000;
+constexpr uint64_t kFinalRecords = 200'000;
+/// What the record callback returns to make libbpf stop reading and return.
+constexpr int kPauseReading = -ECANCELED;
+
+namespace {
+
+struct Reader {
+  RecordDecoder& decoder;
+  Sink& sink;
+  runtime::QueryEnds& ends;
+  const Cancellation& cancellation;
+  std::deque<std::atomic<uint64_t>>& query_events;
+  std::atomic<uint64_t>* shared_events;  // may be null
+  uint64_t events = 0;
+  std::vector<uint32_t> reached_limit;  // queries to detach once the read is over
+  int64_t read_until_ns = 0;            // this read's end (CLOCK_MONOTONIC)
+  uint64_t records_left = UINT64_MAX;   // this read's budget of records
+  bool final_read = false;              // the last read: a stop request does not cut it
+
+  bool shouldPause() {
+    if (!final_read && cancellation.cancelled()) return true;
+    return records_left == 0 || sink.failed() || nowNs() >= read_until_ns;
+  }
+};
+
+int onRecord(void* ctx, void* data, size_t size) {
+  auto* r = static_cast<Reader*>(ctx);
+  const DecodedEvent* event = r->decoder.decode(static_cast<const uint8_t*>(data), size);
+  if (!event) return 0;
+  uint32_t query = event->probe->query;
+  if (r->ends.ended(query)) return 0;
+  r->sink.onEvent(*event);
+  ++r->events;
+  if (query < r->query_events.size()) r->query_events[query].fetch_add(1, std::memory_order_relaxed);
+  if (r->shared_events) r->shared_events->store(r->events, std::memory_order_relaxed);
+  if (r->ends.printed(query)) r->reached_limit.push_back(query);
+  --r->records_left;
+  // The record is consumed whatever this returns; a pause leaves the rest for the next read.
+  return r->shouldPause() ? kPauseReading : 0;
+}
+
+/// Reads what the ring holds until `until_ns` or the reader pauses; a negative errno on failure.
+int readRing(ring_buffer* ring, Reader& reader, int64_t until_ns) {
+  reader.read_until_ns = until_ns;
+  int n = ring_buffer__consume(ring);
+  return n == kPauseReading || n == -EINTR ? 0 : n;
+}
+
+/// The sum over CPUs of entry `index` of a per-CPU array of counters.
+uint64_t perCpuSum(int fd, uint32_t index) {
+  if (fd < 0) return 0;
+  int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return 0;
+  std::vector<uint64_t> values(static_cast<size_t>(cpus), 0);
+  if (bpf_map_lookup_elem(fd, &index, values.data()) != 0) return 0;
+  uint64_t total = 0;
+  for (uint64_t v : values) total += v;
+  return total;
+}
+
+/// What became of each join's events: its counters, and the entries still waiting.
+std::vector<JoinResult> joinResults(const runtime::LoadedObject& object, const plan::ProgramPlan& plan) {
+  std::vector<JoinResult> results;
+  int counts = plan.join_counts_map.empty() ? -1 : object.mapFd(plan.join_counts_map);
+  for (const plan::PlannedJoin& join : plan.joins) {
+    JoinResult r;
+    r.name = join.name;
+    r.query = join.query;
+    auto count = [&](plan::JoinCount what) {
+      return perCpuSum(counts, join.counters + static_cast<uint32_t>(what));
+    };
+    r.kept = count(plan::JoinCount::Kept) + count(plan::JoinCount::Replaced);
+    r.replaced = count(plan::JoinCount::Replaced);
+    r.matched = count(plan::JoinCount::Matched);
+    r.unmatched = count(plan::JoinCount::Unmatched);
+    r.expired = count(plan::JoinCount::Expired);
+    int fd = object.mapFd(join.map);
+    if (fd >= 0) {
+      std::vector<uint8_t> key(1024), next(1024);
+      void* prev = nullptr;
+      while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+        ++r.waiting;
+        key.swap(next);
+        prev = key.data();
+      }
+    }
+    // Every new key kept leaves by a match, by being too old, or by eviction, or waits.
+    uint64_t fresh = r.kept - r.replaced;
+    uint64_t gone = r.matched + r.expired + r.waiting;
+    r.evicted = fresh > gone ? fresh - gone : 0;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+/// Shows the tables of one query's aggregates (or of all, with `query` empty) as at the
+/// end of the session, once each.
+class Tables {
+ public:
+  Tables(const runtime::LoadedObject& object, const plan::ProgramPlan& plan,
+         const runtime::QueryEnds& ends, RecordDecoder& decoder, Sink& sink)
+      : object_(object), plan_(plan), ends_(ends), decoder_(decoder), sink_(sink),
+        shown_(plan.layout.aggregates.size(), false) {}
+
+  void showFinal(std::optional<uint32_t> query) {
+    const auto& aggregates = plan_.layout.aggregates;
+    for (size_t i = 0; i < aggregates.size(); ++i) {
+      const plan::AggregateLayout& a = aggregates[i];
+      if (shown_[i] || (query && a.query != *query)) continue;
+      shown_[i] = true;
+      // With `every`, what is left since the last tick, if anything; otherwise the whole table.
+      show(a, TableRead::Snapshot, /*skip_empty=*/a.every_ns != 0);
+    }
+  }
+
+  void show(const plan::AggregateLayout& a, TableRead read, bool skip_empty) {
+    int fd = object_.mapFd(a.map);
+    if (fd < 0) return;
+    BpfTableSource source(fd);
+    Table table = readTable(source, a, read, decoder_, nowNs(CLOCK_MONOTONIC), nowNs(CLOCK_REALTIME),
+                            ends_.tableRows(a.query));
+    if (skip_empty && table.rows.empty() && !table.left_out) return;
+    sink_.onTable(table);
+  }
+
+ private:
+  const runtime::LoadedObject& object_;
+  const plan::ProgramPlan& plan_;
+  const runtime::QueryEnds& ends_;
+  RecordDecoder& decoder_;
+  Sink& sink_;
+  std::vector<bool> shown_;
+};
+
+/// What the session sleeps on between reads: the ring buffer, its cancellation, its
+/// handles' requests and, with -c or -p, the process's exit (a pidfd), so that none of them
+/// waits for a timeout.
+class Wakeups {
+ public:
+  enum : uint32_t { kRing, kExit, kCancel, kControl };
+
+  Wakeups(ring_buffer* ring, pid_t watched, int cancel_fd, int control_fd) : watched_(watched) {
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    add(ring_buffer__epoll_fd(ring), kRing);
+    if (cancel_fd >= 0) add(cancel_fd, kCancel);
+    if (control_fd >= 0) add(control_fd, kControl);
+    pidfd_ = watched ? static_cast<int>(syscall(SYS_pidfd_open, watched, 0)) : -1;
+    if (pidfd_ >= 0) add(pidfd_, kExit);
+    control_fd_ = control_fd;
+  }
+  ~Wakeups() {
+    if (pidfd_ >= 0) close(pidfd_);
+    close(epoll_);
+  }
+
+  /// Sleeps at most `timeout_ms`; false if waiting failed (`error` says why).
+  bool wait(int timeout_ms, std::string& error) {
+    if (watched_ && pidfd_ < 0) timeout_ms = std::min(timeout_ms, 50);  // no pidfd: poll
+    epoll_event events[4];
+    int n = epoll_wait(epoll_, events, 4, timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      error = fmt::format("waiting for events failed: {}", std::strerror(errno));
+      return false;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u32 == kExit) watched_ended_ = true;
+      if (events[i].data.u32 == kControl) {
+        uint64_t count;
+        (void)!read(control_fd_, &count, sizeof count);
+      }
+    }
+    return true;
+  }
+
+  /// Whether the process of -p has ended (signalled by its pidfd, or polled without one).
+  bool tracedEnded() const {
+    return pidfd_ >= 0 ? watched_ended_ : kill(watched_, 0) != 0 && errno == ESRCH;
+  }
+
+ private:
+  void add(int fd, uint32_t what) {
+    epoll_event event{EPOLLIN, {.u32 = what}};
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event);
+  }
+
+  pid_t watched_;
+  int epoll_ = -1;
+  int pidfd_ = -1;
+  int control_fd_ = -1;
+  bool watched_ended_ = false;
+};
+
+int msUntil(int64_t when) {
+  int64_t left = when - nowNs();
+  return static_cast<int>(std::clamp<int64_t>(left / 1'000'000 + 1, 0, 1000));
+}
+
+/// `every`: each aggregate query's next tick, just after the end of each interval of the
+/// clock (the kernel counts each event in the interval its time falls in), so every table is
+/// a whole interval.
+std::vector<int64_t> firstTicks(const plan::ProgramPlan& plan) {
+  std::vector<int64_t> ticks;
+  int64_t now = nowNs();
+  for (const plan::AggregateLayout& a : plan.layout.aggregates) {
+    // An interval the clock cannot reach (2^64 - 1 ns) never ticks: its table prints at the end.
+    bool ticks_ever = a.every_ns && a.every_ns < (1ull << 62);  // 146 years
+    int64_t every = static_cast<int64_t>(a.every_ns);
+    ticks.push_back(ticks_ever ? (now / every + 1) * every + kTickGraceNs : 0);
+  }
+  return ticks;
+}
+
+}  // namespace
+
+void QueryHandle::stop() {
+  session_->states_[query_].stop.store(true);
+  session_->wake();
+}
+
+QueryStats QueryHandle::stats() const {
+  QueryStats s;
+  const Session::QueryState& state = session_->states_[query_];
+  s.events = s.printed = state.events.load(std::memory_order_relaxed);
+  s.ended = state.ended.load();
+  s.lost = session_->lostOf(query_);
+  return s;
+}
+
+Session::Session(Host& host, runtime::LoadedObject& object, const plan::ProgramPlan& plan,
+                 PrintContext& context, Sink& sink, const Cancellation& cancellation,
+                 SessionOptions options)
+    : host_(host), object_(object), plan_(plan), context_(context), sink_(sink),
+      cancellation_(cancellation), options_(std::move(options)) {
+  for (uint32_t q = 0; q < std::max<uint32_t>(plan.layout.queries, 1); ++q) {
+    states_.emplace_back();
+    handles_.push_back(QueryHandle(*this, q));
+  }
+  control_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+Session::~Session() {
+  if (control_fd_ >= 0) close(control_fd_);
+}
+
+void Session::wake() {
+  uint64_t one = 1;
+  if (control_fd_ >= 0) (void)!write(control_fd_, &one, sizeof one);
+}
+
+std::array<uint64_t, plan::kLostReasons> Session::lostOf(uint32_t q) const {
+  std::array<uint64_t, plan::kLostReasons> lost{};
+  int fd = object_.mapFd(plan_.lost_map);
+  // Objects that counted every query's losses together (one query's worth of counters)
+  // give them all to query 0.
+  uint32_t entries = 0;
+  for (const plan::PlannedMap& m : plan_.maps) {
+    if (m.name == plan_.lost_map) entries = m.max_entries;
+  }
+  bool per_query = entries >= plan::kLostReasons * std::max<uint32_t>(plan_.layout.queries, 1);
+  if (!per_query && q != 0) return lost;
+  for (uint32_t why = 0; why < plan::kLostReasons; ++why) {
+    lost[why] = perCpuSum(fd, (per_query ? q * plan::kLostReasons : 0) + why);
+  }
+  return lost;
+}
+
+SessionResult Session::run() {
+  SessionResult result;
+  RecordDecoder decoder(plan_.layout, context_);
+  runtime::QueryEnds ends(options_.queries, plan_.layout, nowNs());
+  std::deque<std::atomic<uint64_t>> query_events(states_.size());
+  Reader reader{decoder, sink_, ends, cancellation_, query_events, options_.events_printed};
+  Tables tables(object_, plan_, ends, decoder, sink_);
+  ring_buffer* ring = ring_buffer__new(object_.mapFd(plan_.events_map), onRecord, &reader, nullptr);
+  if (!ring) {
+    sink_.onError(fmt::format("cannot read the event ring buffer: {}", std::strerror(errno)));
+    return result;
+  }
+  sink_.onBegin();
+  sink_.flush();
+  // A query that ended: its programs detached, its tables shown as at the end.
+  auto endQuery = [&](uint32_t query) {
+    object_.detach(query);
+    tables.showFinal(query);
+    if (query < states_.size()) states_[query].ended = true;
+  };
+  // Reads for at most a slice, and never past `limit` (a deadline) if there is one.
+  auto readSlice = [&](int64_t limit) {
+    int64_t until = nowNs() + kReadSliceNs;
+    int n = readRing(ring, reader, limit ? std::min(until, limit) : until);
+    for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q].load());
+    return n;
+  };
+  auto sinkFailed = [&] { return sink_.failed() || !sink_.failure().empty(); };
+
+  int64_t deadline = runtime::deadlineAfter(nowNs(), options_.duration_ns);
+  Wakeups wakeups(ring, options_.child ? options_.child->pid() : options_.traced,
+                  cancellation_.fd(), control_fd_);
+  const auto& aggregates = plan_.layout.aggregates;
+  std::vector<int64_t> ticks = firstTicks(plan_);
+  while (!cancellation_.cancelled() && !ends.allEnded()) {
+    for (uint32_t q = 0; q < states_.size(); ++q) {
+      if (states_[q].stop && !ends.ended(q)) {
+        ends.end(q);
+        endQuery(q);
+      }
+    }
+    if (ends.allEnded()) break;
+    int timeout_ms = 1000;
+    for (size_t i = 0; i < ticks.size(); ++i) {
+      if (!ticks[i] || ends.ended(aggregates[i].query)) continue;
+      if (nowNs() >= ticks[i]) {
+        tables.show(aggregates[i], TableRead::Drain, /*skip_empty=*/false);
+        ticks[i] += static_cast<int64_t>(aggregates[i].every_ns);
+      }
+      timeout_ms = std::min(timeout_ms, msUntil(ticks[i]));
+    }
+    if (auto next = ends.nextDeadline()) {
+      if (nowNs() >= *next) {
+        readSlice(0);  // the events before its `for` ran out are still shown
+        for (uint32_t query : ends.expire(nowNs())) endQuery(query);
+        continue;
+      }
+      timeout_ms = std::min(timeout_ms, msUntil(*next));
+    }
+    if (deadline) {
+      if (nowNs() >= deadline) break;
+      timeout_ms = std::min(timeout_ms, msUntil(deadline));
+    }
+    std::string error;
+    if (!wakeups.wait(timeout_ms, error)) {
+      sink_.onError(error);
+      break;
+    }
+    int read = readSlice(deadline);
+    if (read < 0) {
+      sink_.onError(fmt::format("reading events failed: {}", std::strerror(-read)));
+      break;
+    }
+    for (uint32_t query : reader.reached_limit) endQuery(query);
+    reader.reached_limit.clear();
+    sink_.flush();
+    if (sinkFailed()) break;
+    if (options_.child ? options_.child->exited() : options_.traced && wakeups.tracedEnded()) {
+      result.traced_exited = !options_.child;
+      break;
+    }
+  }
+  // Events already in the buffer when the session ends are still shown, then the tables.
+  if (!sinkFailed()) {
+    reader.final_read = true;
+    reader.records_left = kFinalRecords;
+    readRing(ring, reader, nowNs() + kFinalReadNs);
+    for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q].load());
+  }
+  sink_.onEnd();
+  tables.showFinal(std::nullopt);
+  sink_.flush();
+  ring_buffer__free(ring);
+  result.output_failure = sink_.failure();
+
+  result.events = reader.events;
+  result.traced_pid = static_cast<uint32_t>(options_.traced);
+  for (uint32_t q = 0; q < states_.size(); ++q) {
+    QueryStats stats = handles_[q].stats();
+    stats.ended = ends.ended(q);
+    for (uint32_t why = 0; why < plan::kLostReasons; ++why) result.lost[why] += stats.lost[why];
+    bool lost_any = std::any_of(stats.lost.begin(), stats.lost.end(), [](uint64_t n) { return n != 0; });
+    if (lost_any) sink_.onLoss(q, stats);
+    result.queries.push_back(stats);
+  }
+  result.joins = joinResults(object_, plan_);
+  sink_.onSummary(result);
+  return result;
+}
+
+}  // namespace kq::engine

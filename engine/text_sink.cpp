@@ -1,0 +1,320 @@
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "engine/decoder.h"
+#include "engine/sinks.h"
+#include "runtime/fd_output.h"
+#include "runtime/packet_view.h"
+#include "runtime/type_dump.h"
+
+namespace kq::engine {
+namespace {
+
+using plan::FieldKind;
+using plan::FieldLayout;
+using plan::ProbeLayout;
+
+std::string withoutTrailingSpaces(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+/// `256 KiB`, `4 MiB`.
+std::string ringSize(uint64_t bytes) {
+  return bytes >= (1u << 20) ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} KiB", bytes >> 10);
+}
+
+std::string bucketLabel(const plan::AggregateSlot& s, uint32_t i) {
+  auto [lo, hi] = bucketBounds(s, i);
+  if (!lo) return fmt::format("(..., {})", *hi);
+  if (!hi) return fmt::format("[{}, ...)", *lo);
+  if (s.kind == plan::AggregateKind::Hist && *hi - *lo == 1) return fmt::format("[{}]", *lo);
+  return fmt::format("[{}, {})", *lo, *hi);
+}
+
+class TextSink : public Sink {
+ public:
+  TextSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
+      : plan_(plan), layout_(plan.layout), context_(context), out_(out), err_(err),
+        packets_(context.boot_offset_ns, out) {
+    // One header for all probes when they share their columns; otherwise name=value pairs.
+    // Packets are shown apart, at the end, by packet.
+    for (const ProbeLayout& p : layout_.probes) {
+      if (!p.writes_records || p.packet) continue;
+      has_events_ = true;
+      std::vector<std::string> names;
+      for (const FieldLayout& f : p.fields) {
+        if (!f.hidden && !f.is_capture) names.push_back(f.name);
+      }
+      if (!columns_set_) {
+        columns_ = names;
+        columns_set_ = true;
+      } else if (names != columns_) {
+        shared_columns_ = false;
+      }
+      // Wide enough for tracepoint names; longer names (globs of long functions) overflow.
+      constexpr size_t kMaxProbeWidth = 48;
+      size_t width = p.name.size() + (layout_.queries > 1 ? 2 : 0);
+      probe_width_ = std::max(probe_width_, std::min(width, kMaxProbeWidth));
+    }
+  }
+
+  void onBegin() override {
+    if (!has_events_) return;  // only aggregate tables, printed apart
+    std::string header = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}", "TIME", "CPU", "PID",
+                                     "COMM", "PROBE", probe_width_);
+    if (shared_columns_) {
+      for (size_t i = 0; i < columns_.size(); ++i) header += "  " + columns_[i];
+    }
+    out_ << withoutTrailingSpaces(std::move(header)) << "\n";
+  }
+
+  void onEnd() override { packets_.print(); }
+
+  void onEvent(const DecodedEvent& e) override {
+    const ProbeLayout& probe = *e.probe;
+    if (e.packet) return packetEvent(e);
+    std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
+                                   clockText(e.wall_ns, ClockPrecision::Milliseconds), e.header.cpu,
+                                   e.header.pid, e.comm, probeName(probe), probe_width_);
+    std::vector<std::string> blocks;
+    for (size_t i = 0; i < probe.fields.size(); ++i) {
+      const FieldLayout& f = probe.fields[i];
+      const Value& v = e.values[i];
+      if (v.kind == ValueKind::Missing) continue;
+      if (v.kind == ValueKind::Record) {
+        std::string dump = context_.types.recordText(f, v.bytes.data());
+        blocks.push_back(fmt::format("{} = *(0x{:x}) {}", f.name, v.u, dump));
+        if (!f.is_capture) line += shared_columns_ ? fmt::format("  0x{:x}", v.u)
+                                                   : fmt::format("  {}=0x{:x}", f.name, v.u);
+        continue;
+      }
+      if (v.kind == ValueKind::Stack) {
+        std::string stack = f.name + ":";
+        for (const std::string& frame : v.frames) stack += "\n    " + frame;
+        blocks.push_back(stack);
+        continue;
+      }
+      if (f.is_capture) {
+        blocks.push_back(fmt::format("{} = {}", f.name, v.text));
+      } else {
+        line += shared_columns_ ? "  " + v.text : fmt::format("  {}={}", f.name, v.text);
+      }
+    }
+    out_ << withoutTrailingSpaces(std::move(line)) << "\n";
+    for (const std::string& block : blocks) {
+      // Indented beneath the event, as ksnoop prints arguments.
+      size_t at = 0;
+      while (at <= block.size()) {
+        size_t nl = block.find('\n', at);
+        out_ << "    " << block.substr(at, nl == std::string::npos ? std::string::npos : nl - at) << "\n";
+        if (nl == std::string::npos) break;
+        at = nl + 1;
+      }
+    }
+  }
+
+  void onTable(const Table& table) override {
+    const plan::AggregateLayout& layout = *table.layout;
+    std::string title = layout.every_ns ? clockText(table.wall_ns, ClockPrecision::Seconds) : "";
+    if (layout_.queries > 1) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
+    if (!title.empty()) out_ << "@ " << title << "\n";
+    // Scalar columns in `select` order; histograms beneath each row.
+    std::vector<std::string> headers;
+    std::vector<bool> numeric;
+    for (const auto& [is_key, i] : layout.columns) {
+      if (!is_key && isHistogram(layout.slots[i])) continue;
+      headers.push_back(is_key ? layout.keys[i].name : layout.slots[i].name);
+      numeric.push_back(!is_key || layout.keys[i].kind == FieldKind::Signed ||
+                        layout.keys[i].kind == FieldKind::Unsigned);
+    }
+    std::vector<std::vector<std::string>> cells;
+    for (const TableRow& row : table.rows) {
+      std::vector<std::string> line;
+      for (const auto& [is_key, i] : layout.columns) {
+        if (is_key) {
+          line.push_back(keyText(row.keys[i]));
+        } else if (!isHistogram(layout.slots[i])) {
+          const AggregateValue& v = row.slots[i];
+          line.push_back(!v.scalar ? "-" : v.is_unsigned ? std::to_string(static_cast<uint64_t>(*v.scalar))
+                                                         : std::to_string(*v.scalar));
+        }
+      }
+      cells.push_back(line);
+    }
+    std::vector<size_t> widths(headers.size());
+    for (size_t c = 0; c < headers.size(); ++c) {
+      widths[c] = headers[c].size();
+      for (const auto& line : cells) widths[c] = std::max(widths[c], line[c].size());
+    }
+    auto emit = [&](const std::vector<std::string>& line) {
+      std::string text;
+      for (size_t c = 0; c < line.size(); ++c) {
+        if (c) text += "  ";
+        text += numeric[c] ? fmt::format("{:>{}}", line[c], widths[c]) : fmt::format("{:<{}}", line[c], widths[c]);
+      }
+      out_ << withoutTrailingSpaces(std::move(text)) << "\n";
+    };
+    if (!headers.empty()) emit(headers);
+    if (table.rows.empty()) out_ << "(no events)\n";
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+      if (!headers.empty()) emit(cells[r]);
+      for (size_t s = 0; s < layout.slots.size(); ++s) {
+        const plan::AggregateSlot& slot = layout.slots[s];
+        if (!isHistogram(slot)) continue;
+        const std::vector<uint64_t>& buckets = table.rows[r].slots[s].buckets;
+        uint32_t first = slot.buckets, last = 0;
+        uint64_t peak = 0;
+        for (uint32_t i = 0; i < buckets.size(); ++i) {
+          uint64_t n = buckets[i];
+          if (!n) continue;
+          first = std::min(first, i);
+          last = i;
+          peak = std::max(peak, n);
+        }
+        out_ << "  " << slot.name << ":\n";
+        for (uint32_t i = first; i <= last && first < slot.buckets; ++i) {
+          uint64_t n = buckets[i];
+          size_t bar = peak ? static_cast<size_t>((n * 40 + peak - 1) / peak) : 0;
+          out_ << fmt::format("  {:<20} {:>10} |{:<40}|\n", bucketLabel(slot, i), n, std::string(bar, '@'));
+        }
+      }
+    }
+    if (table.left_out) {
+      out_ << fmt::format("({} more {})\n", table.left_out, table.left_out == 1 ? "group" : "groups");
+    }
+    out_ << "\n";
+    out_.flush();
+  }
+
+  void onError(const std::string& message) override { err_ << "kq: error: " << message << "\n"; }
+
+  void onSummary(const SessionResult& result) override {
+    if (result.traced_exited) err_ << "kq: process " << result.traced_pid << " exited\n";
+    if (!result.output_failure.empty()) {
+      err_ << "kq: error: cannot write the output: " << result.output_failure << "\n";
+    }
+    err_ << summaryText(result) << "\n";
+  }
+
+  void flush() override { out_.flush(); }
+  bool failed() const override { return out_.bad(); }
+  std::string failure() const override {
+    std::string why = runtime::outputFailure(out_);
+    return why.empty() && out_.bad() ? "the stream failed" : why;
+  }
+
+ private:
+  /// With several queries, each line says which query it came from: `2:tcp_sendmsg`.
+  std::string probeName(const ProbeLayout& probe) const {
+    return layout_.queries > 1 ? fmt::format("{}:{}", probe.query + 1, probe.name) : probe.name;
+  }
+
+  static const std::string& keyText(const Value& v) { return v.text; }
+
+  void packetEvent(const DecodedEvent& e) {
+    const ProbeLayout& probe = *e.probe;
+    runtime::PacketEvent p;
+    p.time_ns = e.header.time_ns;
+    p.cpu = e.header.cpu;
+    p.site = e.packet->site;
+    p.is_return = e.packet->is_return;
+    p.reason = e.packet->reason;
+    for (size_t i = 0; i < probe.fields.size(); ++i) {
+      const Value& v = e.values[i];
+      if (v.kind == ValueKind::Missing || probe.fields[i].is_capture) continue;
+      // A field as one cell: a struct as its address, a stack folded.
+      p.values.push_back(v.kind == ValueKind::Record ? fmt::format("0x{:x}", v.u) : v.text);
+    }
+    packets_.add(probe, e.packet->skb, std::move(p));
+  }
+
+  std::string summaryText(const SessionResult& result) const {
+    bool records = std::any_of(layout_.probes.begin(), layout_.probes.end(),
+                               [](const ProbeLayout& p) { return p.writes_records; });
+    std::string text = "kq: ";
+    uint64_t ring_full = result.lostFor(plan::Lost::RingBufferFull);
+    if (records) {
+      text += fmt::format("{}, {} lost", plural(result.events, "event", "events"), ring_full);
+      if (ring_full) {
+        auto events = std::find_if(plan_.maps.begin(), plan_.maps.end(),
+                                   [&](const plan::PlannedMap& m) { return m.name == plan_.events_map; });
+        std::string size = events == plan_.maps.end() ? "" : ringSize(events->max_entries) + " ";
+        text += fmt::format(" (the {}ring buffer was full; --buffer-size makes it larger)", size);
+      }
+    }
+    if (!layout_.aggregates.empty()) {
+      uint64_t not_counted = result.lostFor(plan::Lost::TableFull);
+      if (records) text += "; ";
+      text += plural(not_counted, "event", "events") + " not counted";
+      if (not_counted) {
+        text += fmt::format(" (a table reached {} groups; group by fewer or coarser keys)",
+                            plan::kAggregateGroups);
+      }
+    }
+    // With several queries, a loss is said against the query that lost.
+    if (layout_.queries > 1) {
+      for (size_t q = 0; q < result.queries.size(); ++q) {
+        const QueryStats& s = result.queries[q];
+        uint64_t lost = s.lostFor(plan::Lost::RingBufferFull), not_counted = s.lostFor(plan::Lost::TableFull);
+        if (!lost && !not_counted) continue;
+        text += fmt::format("\nkq: query {}: {}", q + 1, plural(s.events, "event", "events"));
+        if (lost) text += fmt::format(", {} lost", lost);
+        if (not_counted) text += fmt::format(", {} not counted", not_counted);
+      }
+    }
+    if (uint64_t n = result.lostFor(plan::Lost::StashFull)) {
+      text += fmt::format("\nkq: {} not kept for {} exit (too many calls were in flight at once)",
+                          plural(n, "function entry was", "function entries were"),
+                          n == 1 ? "its" : "their");
+    }
+    if (uint64_t n = result.lostFor(plan::Lost::StashMissing)) {
+      text += fmt::format("\nkq: {} no matching entry (the entry was missed or overwritten)",
+                          plural(n, "function exit had", "function exits had"));
+    }
+    for (const JoinResult& join : result.joins) {
+      text += fmt::format("\nkq: join {}: {} kept, {} matched, {} without a match", join.name,
+                          join.kept, join.matched, join.unmatched);
+      if (join.expired) text += fmt::format(", {} older than `within`", join.expired);
+      if (join.evicted) {
+        text += fmt::format(", {} evicted (more were waiting than the join holds)", join.evicted);
+      }
+      if (join.waiting) text += fmt::format(", {} still waiting", join.waiting);
+    }
+    return text;
+  }
+
+  const plan::ProgramPlan& plan_;
+  const plan::ProgramLayout& layout_;
+  PrintContext& context_;
+  std::ostream& out_;
+  std::ostream& err_;
+  runtime::PacketView packets_;
+  std::vector<std::string> columns_;
+  bool columns_set_ = false;
+  bool shared_columns_ = true;
+  bool has_events_ = false;
+  size_t probe_width_ = 5;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& context,
+                                   std::ostream& out, std::ostream& err) {
+  return std::make_unique<TextSink>(plan, context, out, err);
+}
+
+std::unique_ptr<Sink> makeSink(OutputFormat format, const plan::ProgramPlan& plan,
+                               PrintContext& context, std::ostream& out, std::ostream& err) {
+  if (format == OutputFormat::Json) return makeJsonSink(plan, context, out, err);
+  return makeTextSink(plan, context, out, err);
+}
+
+}  // namespace kq::engine

@@ -1,0 +1,177 @@
+// The contract between the compiler and the runtime: how each event record is laid out.
+// The compiler (compiler/lower) writes one ProbeLayout per BPF program; the runtime reads
+// records with it. Nothing in the formatter knows any query: everything it prints is here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kq::plan {
+
+/// The fixed start of every record in the ring buffer.
+struct EventHeader {
+  uint64_t time_ns;  // bpf_ktime_get_ns(): monotonic
+  uint32_t probe_id;  // index into ProgramLayout::probes
+  uint32_t cpu;
+  uint32_t pid;  // thread group id
+  uint32_t tid;
+  char comm[16];
+};
+static_assert(sizeof(EventHeader) == 40, "the BPF side writes 40 bytes");
+
+/// How a field's bytes are shown.
+enum class FieldKind : uint8_t {
+  Signed,    // a signed integer of `size` bytes
+  Unsigned,  // an unsigned integer
+  Hex,       // an unsigned integer shown in hex (hex(), pointers to non-records)
+  Bool,
+  Enum,      // an integer shown as the enumerator of BTF type `btf_id`
+  String,    // NUL-terminated text in `size` bytes
+  Pointer,   // an address
+  Record,    // the bytes of a struct or union, dumped with BTF type `btf_id`
+  Symbol,    // a kernel address shown as its symbol (ksym)
+  UserSymbol,  // an address in the event's process shown as its symbol (usym)
+  Errno,     // a negative errno shown by name
+  Ipv4,      // 4 bytes in network order, shown as a dotted quad
+  Ipv6,      // 16 bytes in network order, shown as RFC 5952 text (`::1`, `fe80::1`)
+  KernelStack,  // return addresses, shown as symbols
+  UserStack,    // return addresses, shown in hex
+  Format,       // fmt("...", args): `format` filled in with the fields in `args`; no bytes
+  File,         // cat(path): the contents of the file at `path`, read when printed; no bytes
+  StringList,   // join(argv): a u64 count, then kJoinArgs strings of kJoinArgBytes each
+  Buffer,       // buf(p, n): `size` raw bytes, printable ASCII as is, others as `\xNN`
+  WallTime,     // strftime(fmt, ns): a bpf_ktime_get_ns() time shown with `format` (strftime's)
+  Table,        // a signed integer shown as its name in `names` (`caps[cap]`), else itself
+  IpAddress,    // ntop(family, addr): 8 bytes of family (AF_INET6: 16 bytes of IPv6 follow;
+                // else 4 of IPv4), then the address in network order
+};
+
+/// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included). A
+/// count above kJoinArgs says the array went on past the strings kept.
+inline constexpr uint32_t kJoinArgs = 16;
+inline constexpr uint32_t kJoinArgBytes = 64;
+inline constexpr uint32_t kJoinBytes = 8 + kJoinArgs * kJoinArgBytes;
+
+/// cat(path): the most bytes of a file shown; a longer file is cut, and ends in `…`.
+inline constexpr uint32_t kCatBytes = 10240;
+
+/// ntop(family, addr): the family's 8 bytes, then room for an IPv6 address.
+inline constexpr uint32_t kIpAddressBytes = 24;
+
+struct FieldLayout {
+  std::string name;  // column header / JSON key
+  FieldKind kind = FieldKind::Unsigned;
+  uint32_t offset = 0;  // from the start of the record
+  uint32_t size = 0;
+  uint32_t btf_id = 0;    // Enum, Record: a type id in the running kernel's BTF
+  std::string type_name;  // for typed dumps: `struct sk_buff`
+  bool is_capture = false;  // from a capture list: shown ksnoop-style, `name = value`
+  /// Record: the address the bytes were read from (a Pointer field), or -1.
+  int32_t address_field = -1;
+  /// Read by other fields only (a record's address, fmt's arguments), never shown by itself.
+  bool hidden = false;
+  /// Signed, Unsigned, Hex, Enum: the C type's width in bytes (the field holds 8), for
+  /// `fmt`'s `%d` and `%x`, which read a value at its own width as C's printf does.
+  uint8_t int_bytes = 8;
+  /// Format: the format string and the indexes of the fields that fill it. WallTime:
+  /// strftime's format (with `%f` for microseconds).
+  std::string format;
+  std::vector<int32_t> args;
+  /// File: the path of the file shown.
+  std::string path;
+  /// StringList: what is printed between the strings.
+  std::string separator;
+  /// Table: the name of each number (a table literal's, or enumerators `enum_name` chose).
+  std::map<int64_t, std::string> names;
+};
+
+/// A `packet` probe's records: which hidden fields say where the packet was seen, and the
+/// places (functions, tracepoints) a site number names. The formatter groups events by
+/// packet with them (ipftrace2's view), or writes ipftrace2's JSON fields.
+struct PacketLayout {
+  int32_t skb_field = -1;     // the skb's address: which packet
+  int32_t site_field = -1;    // the index in `sites` of where it was seen
+  int32_t return_field = -1;  // graph: 1 when the function returned, 0 when it was entered
+  int32_t reason_field = -1;  // a drop's `enum skb_drop_reason` (0 where none)
+  std::vector<std::string> sites;    // `ip_rcv`, `skb:kfree_skb`
+  std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
+  std::vector<bool> frees;  // each site: the skb is freed there (a later one is a new packet)
+  bool graph = false;
+};
+
+struct ProbeLayout {
+  std::string name;  // `ip_send_skb`, `tracepoint:net:net_dev_xmit`
+  uint32_t query = 0;  // which query of the script (for scripts with several)
+  uint32_t size = 0;  // bytes in a record, header included
+  std::vector<FieldLayout> fields;
+  /// Whether its programs write records: an aggregate query's probes update its map
+  /// instead, and a join's source keeps values in the join's map.
+  bool writes_records = true;
+  /// Set for a `packet` probe.
+  std::optional<PacketLayout> packet;
+};
+
+/// An aggregate, kept in the kernel in a map value.
+/// Top: a count, with the table cut to the `limit` groups with the most events.
+enum class AggregateKind : uint8_t { Count, Sum, Avg, Min, Max, Hist, Lhist, Top };
+
+struct AggregateSlot {
+  std::string name;  // column header: `count()`, `hist(size)`, or the `as` name
+  AggregateKind kind = AggregateKind::Count;
+  uint32_t offset = 0;  // in the map value
+  /// Avg: a sum, then a count. Min, Max: a seen flag, then the value encoded so that the
+  /// kernel keeps the largest as an unsigned number (an atomic compare-and-swap, exact
+  /// under contention; see `decodeExtreme`). Hist: 65 power-of-two buckets (below 1, then
+  /// [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of `step`, then from `hi` up.
+  int64_t lo = 0, hi = 0, step = 0;
+  uint32_t buckets = 0;
+  uint32_t limit = 0;  // Top: how many groups the table keeps
+  bool is_signed = true;  // Min, Max: the values compared are signed
+};
+
+/// Min and Max keep their value as the largest of an unsigned encoding, starting from 0:
+/// a signed value is biased by 2^63 (so the smallest is 0), and Min keeps its complement.
+inline uint64_t encodeExtreme(AggregateKind kind, bool is_signed, uint64_t value) {
+  uint64_t biased = is_signed ? value ^ (uint64_t{1} << 63) : value;
+  return kind == AggregateKind::Min ? ~biased : biased;
+}
+inline uint64_t decodeExtreme(AggregateKind kind, bool is_signed, uint64_t encoded) {
+  uint64_t biased = kind == AggregateKind::Min ? ~encoded : encoded;
+  return is_signed ? biased ^ (uint64_t{1} << 63) : biased;
+}
+
+/// A query with aggregates: one map, keyed by its `group by` keys, printed as a table at
+/// each `every` tick and when the session ends. With `every`, a key starts with the
+/// interval it counts in (8 bytes: bpf_ktime_get_ns() / every_ns), so a tick prints and
+/// deletes finished intervals while events fill the next: no update is lost between
+/// reading a table and clearing it.
+struct AggregateLayout {
+  uint32_t query = 0;
+  std::string map;
+  uint32_t key_size = 0;
+  uint32_t value_size = 0;
+  std::vector<FieldLayout> keys;  // offsets within the key
+  std::vector<AggregateSlot> slots;
+  /// The `select` order: (true, i) for keys[i], (false, i) for slots[i].
+  std::vector<std::pair<bool, uint32_t>> columns;
+  uint64_t every_ns = 0;
+  /// 8 when keys start with their interval (see above), else 0.
+  uint32_t interval_bytes = 0;
+  /// The map is per CPU (each CPU counts in its own copy of a group's value, merged when
+  /// read): small values, which busy CPUs would otherwise fight over.
+  bool per_cpu = false;
+  /// No `group by` and no `every`: the one group is entry 0 of an array (4-byte key), which
+  /// the verifier looks up without hashing; it is printed once an event has counted in it.
+  bool single = false;
+};
+
+struct ProgramLayout {
+  std::vector<ProbeLayout> probes;
+  std::vector<AggregateLayout> aggregates;
+  uint32_t queries = 1;
+};
+
+}  // namespace kq::plan
