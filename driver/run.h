@@ -11,6 +11,7 @@
 #include "runtime/query_ends.h"
 #include "driver/io.h"
 #include "driver/request.h"
+#include "engine/run_hooks.h"
 
 namespace kq::driver {
 
@@ -23,13 +24,7 @@ std::optional<uint64_t> sessionDuration(const Request& request, Io& io);
 /// Whether this process may load BPF programs; says why not.
 bool canLoadPrograms(Io& io);
 
-/// What a run tells whoever watches it (the interactive session's jobs).
-struct RunHooks {
-  /// Called once the programs are attached, before the first event is read.
-  std::function<void()> attached;
-  /// Counts the events printed so far.
-  std::atomic<uint64_t>* events = nullptr;
-};
+using engine::RunHooks;
 
 /// Returns the exit status. `env` is what `checked` was checked against; when nothing after
 /// this run needs it (a one-shot command, not the REPL), `disposable` is the same

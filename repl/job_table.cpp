@@ -41,9 +41,9 @@ void StreamOutput::write(const std::vector<OutputChunk>& chunks) {
   }
 }
 
-Result<int> JobTable::start(const std::string& query, const Job::Body& body, bool background,
+Result<int> JobTable::start(const std::string& query, const engine::ForkedRun::Body& body, bool background,
                             bool aggregates) {
-  auto job = Job::start(body);
+  auto job = engine::ForkedRun::start(body);
   if (!job) return job.error();
   Entry entry;
   entry.number = background ? next_number_++ : 0;

@@ -1,6 +1,7 @@
 // The interactive session's running queries: at most one in the foreground (the prompt waits
 // for it; Ctrl-C stops it), any number in the background (`QUERY &`, numbered from 1, their
-// output lines prefixed with `[N] `). Each is a Job: a process of its own.
+// output lines prefixed with `[N] `). Each runs in a process of its own, with the engine's
+// fork isolation (engine/forked_run.h).
 #pragma once
 
 #include <poll.h>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "repl/job.h"
+#include "engine/forked_run.h"
 
 namespace kq::repl {
 
@@ -44,7 +45,7 @@ class JobTable {
   /// Starts `body` in the foreground (the prompt waits) or in the background; returns the
   /// job's number (0 for the foreground), or an error saying why it could not start.
   /// `aggregates`: the query prints tables, not events (`jobs` has no events to count).
-  Result<int> start(const std::string& query, const Job::Body& body, bool background,
+  Result<int> start(const std::string& query, const engine::ForkedRun::Body& body, bool background,
                     bool aggregates);
 
   /// The descriptors to poll for the jobs' output, ends and attachments.
@@ -75,7 +76,7 @@ class JobTable {
     int number = 0;  // 0: the foreground
     std::string query;
     bool aggregates = false;
-    std::unique_ptr<Job> job;
+    std::unique_ptr<engine::ForkedRun> job;
     bool announced = false;  // `[N] query` printed once attached
     bool stopped = false;    // by `stop N` or quit, not by its own `for` or `limit`
     std::string out_line, err_line;  // a background job's unfinished lines

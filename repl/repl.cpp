@@ -18,6 +18,7 @@
 #include "repl/repl.h"
 #include "driver/commands.h"
 #include "driver/compile.h"
+#include "driver/run.h"
 #include "repl/input_tokens.h"
 #include "repl/job_table.h"
 #include "repl/line_editor.h"
@@ -267,7 +268,7 @@ void Repl::runText(std::string text, bool background) {
     io_.err.flush();
     bool aggregates = std::any_of(checked.program.queries.begin(), checked.program.queries.end(),
                                   [](const sema::ResolvedQuery& q) { return q.aggregates; });
-    auto started = jobs_.start(query, [&](const driver::RunHooks& hooks) {
+    auto started = jobs_.start(query, [&](const engine::RunHooks& hooks) {
       // A test hook: the query's process crashes, as a bug in kq would make it.
       if (std::getenv("KQ_TEST_CRASH_QUERY")) std::abort();
       int status = 1;

@@ -1,4 +1,4 @@
-#include "repl/job.h"
+#include "engine/forked_run.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-namespace kq::repl {
+namespace kq::engine {
 namespace {
 
 /// Signals whose handling the session changed; the child starts with the defaults.
@@ -27,7 +27,7 @@ bool makePipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
 
 /// The child's side: never returns.
 [[noreturn]] void runChild(pid_t session, int out, int err, int attach,
-                           std::atomic<uint64_t>* events, const Job::Body& body) {
+                           std::atomic<uint64_t>* events, const ForkedRun::Body& body) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGTERM);  // the session went away: stop, detach, end
   if (getppid() != session) _exit(1);
@@ -40,7 +40,7 @@ bool makePipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
   dup2(out, STDOUT_FILENO);
   dup2(err, STDERR_FILENO);
 
-  driver::RunHooks hooks;
+  RunHooks hooks;
   hooks.events = events;
   hooks.attached = [attach] {
     char ready = 'A';
@@ -60,7 +60,7 @@ bool makePipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
 
 }  // namespace
 
-Result<std::unique_ptr<Job>> Job::start(const Body& body) {
+Result<std::unique_ptr<ForkedRun>> ForkedRun::start(const Body& body) {
   int out[2], err[2], attach[2];
   if (!makePipe(out)) return Error{std::string("cannot make a pipe: ") + std::strerror(errno)};
   if (!makePipe(err)) {
@@ -73,7 +73,7 @@ Result<std::unique_ptr<Job>> Job::start(const Body& body) {
   }
   void* shared = mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  std::unique_ptr<Job> job(new Job());
+  std::unique_ptr<ForkedRun> job(new ForkedRun());
   job->out_fd_ = out[0];
   job->err_fd_ = err[0];
   job->attach_fd_ = attach[0];
@@ -95,7 +95,7 @@ Result<std::unique_ptr<Job>> Job::start(const Body& body) {
   return job;
 }
 
-Job::~Job() {
+ForkedRun::~ForkedRun() {
   if (pid_ > 0 && !reaped_) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -104,12 +104,12 @@ Job::~Job() {
   if (events_) munmap(events_, sizeof(std::atomic<uint64_t>));
 }
 
-void Job::closeFd(int& fd) {
+void ForkedRun::closeFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;
 }
 
-bool Job::drain(int& fd, std::string* text) {
+bool ForkedRun::drain(int& fd, std::string* text) {
   char buffer[16384];
   while (fd >= 0) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -125,7 +125,7 @@ bool Job::drain(int& fd, std::string* text) {
   return false;
 }
 
-bool Job::collect(std::string& out, std::string& err) {
+bool ForkedRun::collect(std::string& out, std::string& err) {
   drain(attach_fd_, nullptr);
   bool open = drain(out_fd_, &out);
   open = drain(err_fd_, &err) || open;
@@ -148,7 +148,7 @@ bool Job::collect(std::string& out, std::string& err) {
   return true;
 }
 
-void Job::noteEnding(int status) {
+void ForkedRun::noteEnding(int status) {
   if (WIFEXITED(status)) {
     status_ = WEXITSTATUS(status);
     ending_ = WEXITSTATUS(status) == 0 ? "" : fmt::format("exit status {}", WEXITSTATUS(status));
@@ -160,10 +160,10 @@ void Job::noteEnding(int status) {
   }
 }
 
-void Job::signal(int sig) const {
+void ForkedRun::signal(int sig) const {
   if (pid_ <= 0 || reaped_) return;
   signalled_ = true;
   kill(pid_, sig);
 }
 
-}  // namespace kq::repl
+}  // namespace kq::engine

@@ -1,8 +1,10 @@
-// A query of the interactive session running in a process of its own, forked once the query
-// was checked: whatever goes wrong while it compiles, loads or runs (a diagnostic, an
-// exception, LLVM ending its process, a crash) ends that process, never the session. The
-// child inherits the session's BTF and checked program; its standard output and error come
-// back through pipes, its events printed so far through a counter in shared memory.
+// Fork isolation, the engine's option for a front end that must outlive whatever a query
+// does (the REPL): the query runs in a process of its own, forked once it was checked, so
+// whatever goes wrong while it compiles, loads or runs (a diagnostic, an exception, LLVM
+// ending its process, a crash) ends that process, never the caller. The child inherits the
+// caller's BTF, Host and checked program; its standard output and error come back through
+// pipes, its events printed so far through a counter in shared memory. A front end that
+// needs no isolation runs the same query in its own process (Engine::run).
 #pragma once
 
 #include <sys/types.h>
@@ -14,24 +16,24 @@
 #include <string>
 
 #include "compiler/diag/result.h"
-#include "driver/run.h"
+#include "engine/run_hooks.h"
 
-namespace kq::repl {
+namespace kq::engine {
 
-class Job {
+class ForkedRun {
  public:
   /// Runs in the child with the hooks to pass to runProgram; returns its exit status once
   /// its output is flushed.
-  using Body = std::function<int(const driver::RunHooks& hooks)>;
+  using Body = std::function<int(const RunHooks& hooks)>;
 
   /// Forks a child that runs `body` in a process group of its own (the terminal's Ctrl-C
   /// reaches the session, which passes it on to the job it means) and that ends when the
   /// session does. Flush buffered output before: the child would print it again.
-  static Result<std::unique_ptr<Job>> start(const Body& body);
+  static Result<std::unique_ptr<ForkedRun>> start(const Body& body);
   /// Ends the child if it still runs (SIGKILL) and reaps it.
-  ~Job();
-  Job(const Job&) = delete;
-  Job& operator=(const Job&) = delete;
+  ~ForkedRun();
+  ForkedRun(const ForkedRun&) = delete;
+  ForkedRun& operator=(const ForkedRun&) = delete;
 
   pid_t pid() const { return pid_; }
   /// The child's standard output and error; -1 once read to their end.
@@ -60,7 +62,7 @@ class Job {
   bool crashed() const { return crashed_; }
 
  private:
-  Job() = default;
+  ForkedRun() = default;
   void closeFd(int& fd);
   /// Reads what is waiting on `fd`; false at its end (the fd is closed then).
   bool drain(int& fd, std::string* text);
@@ -79,4 +81,4 @@ class Job {
   std::atomic<uint64_t>* events_ = nullptr;  // shared with the child
 };
 
-}  // namespace kq::repl
+}  // namespace kq::engine
