@@ -35,6 +35,7 @@ class RecordDecoder {
              const uint8_t* record, uint32_t pid, Value& out);
 
   PrintContext& context() { return context_; }
+  const plan::ProgramLayout& layout() const { return layout_; }
 
  private:
   std::string scalarText(const plan::FieldLayout& f, const uint8_t* p, uint32_t pid);

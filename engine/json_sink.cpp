@@ -113,6 +113,7 @@ class JsonSink : public Sink {
         {"entries_not_kept", result.lostFor(plan::Lost::StashFull)},
         {"exits_without_entry", result.lostFor(plan::Lost::StashMissing)},
     };
+    if (result.not_shown) summary["not_shown"] = result.not_shown;
     if (layout_.queries > 1) {
       nlohmann::json queries = nlohmann::json::array();
       for (size_t q = 0; q < result.queries.size(); ++q) {

@@ -47,6 +47,8 @@ struct Reader {
   int64_t read_until_ns = 0;            // this read's end (CLOCK_MONOTONIC)
   uint64_t records_left = UINT64_MAX;   // this read's budget of records
   bool final_read = false;              // the last read: a stop request does not cut it
+  /// Past the last read: what is left is counted by query, not shown.
+  std::vector<uint64_t>* not_shown = nullptr;
 
   bool shouldPause() {
     if (!final_read && cancellation.cancelled()) return true;
@@ -56,6 +58,16 @@ struct Reader {
 
 int onRecord(void* ctx, void* data, size_t size) {
   auto* r = static_cast<Reader*>(ctx);
+  if (r->not_shown) {
+    plan::EventHeader header;
+    if (size < sizeof header) return 0;
+    std::memcpy(&header, data, sizeof header);
+    const auto& probes = r->decoder.layout().probes;
+    if (header.probe_id >= probes.size()) return 0;
+    uint32_t query = probes[header.probe_id].query;
+    if (query < r->not_shown->size() && !r->ends.ended(query)) ++(*r->not_shown)[query];
+    return 0;
+  }
   const DecodedEvent* event = r->decoder.decode(static_cast<const uint8_t*>(data), size);
   if (!event) return 0;
   uint32_t query = event->probe->query;
@@ -313,7 +325,11 @@ SessionResult Session::run() {
   auto endQuery = [&](uint32_t query) {
     object_.detach(query);
     tables.showFinal(query);
-    if (query < states_.size()) states_[query].ended = true;
+    if (query < states_.size()) {
+      states_[query].events.store(query_events[query].load());
+      states_[query].ended = true;
+      sink_.onQueryEnd(query, handles_[query].stats());
+    }
   };
   // Reads for at most a slice, and never past `limit` (a deadline) if there is one.
   auto readSlice = [&](int64_t limit) {
@@ -377,29 +393,40 @@ SessionResult Session::run() {
       break;
     }
   }
-  // Events already in the buffer when the session ends are still shown, then the tables.
+  // Nothing more is produced (or counted) once the programs are detached: what the ring
+  // holds then, and the tables, are all there is. Events already in the buffer are still
+  // shown (within a budget: a flood must not keep kq from ending), the rest counted.
+  object_.detachAll();
   if (!sinkFailed()) {
     reader.final_read = true;
     reader.records_left = kFinalRecords;
     readRing(ring, reader, nowNs() + kFinalReadNs);
     for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q].load());
   }
+  std::vector<uint64_t> not_shown(states_.size(), 0);
+  reader.not_shown = &not_shown;
+  ring_buffer__consume(ring);
   sink_.onEnd();
   tables.showFinal(std::nullopt);
   sink_.flush();
-  ring_buffer__free(ring);
   result.output_failure = sink_.failure();
 
   result.events = reader.events;
   result.traced_pid = static_cast<uint32_t>(options_.traced);
   for (uint32_t q = 0; q < states_.size(); ++q) {
     QueryStats stats = handles_[q].stats();
-    stats.ended = ends.ended(q);
+    if (!states_[q].ended.exchange(true)) sink_.onQueryEnd(q, stats);  // ended with the session
+    stats.ended = true;
     for (uint32_t why = 0; why < plan::kLostReasons; ++why) result.lost[why] += stats.lost[why];
     bool lost_any = std::any_of(stats.lost.begin(), stats.lost.end(), [](uint64_t n) { return n != 0; });
     if (lost_any) sink_.onLoss(q, stats);
     result.queries.push_back(stats);
   }
+  for (uint32_t q = 0; q < not_shown.size() && q < result.queries.size(); ++q) {
+    result.queries[q].not_shown = not_shown[q];
+    result.not_shown += not_shown[q];
+  }
+  ring_buffer__free(ring);
   result.joins = joinResults(object_, plan_);
   sink_.onSummary(result);
   return result;

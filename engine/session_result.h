@@ -28,6 +28,9 @@ struct JoinResult {
 struct QueryStats {
   uint64_t events = 0;   // records read from the ring buffer (shown, or kept by a packet view)
   uint64_t printed = 0;  // records handed to the sink
+  /// Records still in the ring buffer when the session had shown all it may at its end
+  /// (kFinalRecords, kFinalReadNs): counted, not shown.
+  uint64_t not_shown = 0;
   /// Events lost, by plan::Lost reason.
   std::array<uint64_t, plan::kLostReasons> lost{};
   bool ended = false;  // its `for`, its `limit`, or stop()
@@ -37,6 +40,7 @@ struct QueryStats {
 
 struct SessionResult {
   uint64_t events = 0;  // records printed, all queries
+  uint64_t not_shown = 0;  // records left in the ring buffer at the end, all queries
   /// Events lost, by plan::Lost reason, all queries.
   std::array<uint64_t, plan::kLostReasons> lost{};
   /// By query number.

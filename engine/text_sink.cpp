@@ -249,6 +249,10 @@ class TextSink : public Sink {
         std::string size = events == plan_.maps.end() ? "" : ringSize(events->max_entries) + " ";
         text += fmt::format(" (the {}ring buffer was full; --buffer-size makes it larger)", size);
       }
+      if (result.not_shown) {
+        text += fmt::format("; {} not shown (still in the ring buffer when kq stopped: a reader "
+                            "slower than the events)", result.not_shown);
+      }
     }
     if (!layout_.aggregates.empty()) {
       uint64_t not_counted = result.lostFor(plan::Lost::TableFull);

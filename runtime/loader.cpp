@@ -63,6 +63,13 @@ void LoadedObject::detach(uint32_t query) {
   links_.erase(ends, links_.end());
 }
 
+void LoadedObject::detachAll() {
+  std::vector<bpf_link*> links;
+  for (const Link& l : links_) links.push_back(l.link);
+  destroyLinks(std::move(links));
+  links_.clear();
+}
+
 size_t LoadedObject::attachedLinks(uint32_t query) const {
   return static_cast<size_t>(std::count_if(links_.begin(), links_.end(),
                                            [&](const Link& l) { return l.query == query; }));

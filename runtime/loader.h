@@ -46,6 +46,8 @@ class LoadedObject {
   size_t attachedLinks(uint32_t query) const;
   /// Detaches every program of one query (its `for` or `limit` ended it).
   void detach(uint32_t query);
+  /// Detaches every program: nothing more is counted or written (the session is ending).
+  void detachAll();
   /// With LoadOptions::verifier_log: each loaded program's name and verifier log.
   const std::vector<std::pair<std::string, std::string>>& verifierLogs() const { return logs_; }
 
