@@ -182,14 +182,22 @@ std::string RecordDecoder::formatText(const FieldLayout& f, const std::vector<Fi
       continue;
     }
     const FieldLayout& arg = fields[f.args[next++]];
-    std::string text = convert(spec, conversion, arg, record + arg.offset, pid);
     // An IPv6 address followed by a port is written in brackets (RFC 5952, section 6):
-    // `[::1]:9000`, as `fmt("%s:%d", ntop(family, addr), port)` prints it.
+    // `[::1]:9000`, as `fmt("%s:%d", ntop(family, addr), port)` prints it; a width pads
+    // the bracketed address (`%15s` gives `          [::1]:1`, never `[          ::1]`).
     bool port_follows = j + 1 < f.format.size() && f.format[j + 1] == ':';
     if (arg.kind == FieldKind::IpAddress && port_follows && isIpv6Address(record + arg.offset)) {
-      text = "[" + text + "]";
+      std::string bracketed = "[" + scalarText(arg, record + arg.offset, pid) + "]";
+      spec.erase(std::remove(spec.begin(), spec.end(), 'l'), spec.end());
+      spec.back() = 's';
+      try {
+        out += fmt::sprintf(spec, bracketed);
+      } catch (const fmt::format_error&) {
+        out += bracketed;
+      }
+      continue;
     }
-    out += text;
+    out += convert(spec, conversion, arg, record + arg.offset, pid);
   }
   return out;
 }

@@ -66,6 +66,7 @@ class JsonSink : public Sink {
           const Value& v = row.keys[i];
           if (k.kind == FieldKind::Signed) j[k.name] = v.i;
           else if (k.kind == FieldKind::Unsigned) j[k.name] = v.u;
+          else if (k.kind == FieldKind::Bool) j[k.name] = v.u != 0;
           else if (k.kind == FieldKind::Table && v.kind != ValueKind::Name) j[k.name] = v.i;
           else j[k.name] = v.text;
           continue;

@@ -184,7 +184,11 @@ std::vector<Row> readRows(TableSource& source, const AggregateLayout& layout,
       mergeValue(layout, rows[it->second].value.data(), row.value.data());
     }
   }
-  // Largest first, by `top` or else the first scalar aggregate.
+  return rows;
+}
+
+/// Largest first, by `top` or else the first scalar aggregate.
+void sortRows(const AggregateLayout& layout, std::vector<Row>& rows) {
   const AggregateSlot* order = topSlot(layout);
   for (const AggregateSlot& s : layout.slots) {
     if (order) break;
@@ -198,7 +202,34 @@ std::vector<Row> readRows(TableSource& source, const AggregateLayout& layout,
       return scalar(*order, a.value.data()).value_or(0) > scalar(*order, b.value.data()).value_or(0);
     });
   }
-  return rows;
+}
+
+bool isStack(const plan::FieldLayout& f) {
+  return f.kind == plan::FieldKind::KernelStack || f.kind == plan::FieldKind::UserStack;
+}
+
+/// Stacks of different ids can name the same frames (the kernel keys a stack by its
+/// addresses; a return address inside the same function, or symbols kq cannot tell apart,
+/// print alike): groups whose keys print the same are one row.
+void mergeSamePrintedKeys(const AggregateLayout& layout, std::vector<Row>& rows, RecordDecoder& decoder) {
+  if (std::none_of(layout.keys.begin(), layout.keys.end(), isStack)) return;
+  std::map<std::vector<std::string>, size_t> first;
+  std::vector<Row> merged;
+  Value v;
+  for (Row& row : rows) {
+    std::vector<std::string> texts;
+    for (const plan::FieldLayout& k : layout.keys) {
+      decoder.value(k, layout.keys, row.key.data(), 0, v);
+      texts.push_back(v.text);
+    }
+    auto [it, added] = first.emplace(std::move(texts), merged.size());
+    if (added) {
+      merged.push_back(std::move(row));
+    } else {
+      mergeValue(layout, merged[it->second].value.data(), row.value.data());
+    }
+  }
+  rows = std::move(merged);
 }
 
 }  // namespace
@@ -218,6 +249,8 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
   }
   std::vector<std::vector<uint8_t>> keys;
   std::vector<Row> rows = readRows(source, layout, before, keys);
+  mergeSamePrintedKeys(layout, rows, decoder);
+  sortRows(layout, rows);
   // `top(n)` shows the n largest groups and says how many it left out.
   const AggregateSlot* top = topSlot(layout);
   size_t shown = top ? std::min<size_t>(rows.size(), top->limit) : rows.size();

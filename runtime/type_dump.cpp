@@ -41,12 +41,21 @@ Json intJson(const ::btf_type* t, const uint8_t* p) {
   return v;
 }
 
+/// Whether `elem` is C's `char` (a text character): pahole's BTF gives the kernel's `char`
+/// no BTF_INT_CHAR encoding, only its name; `unsigned char` and `u8` arrays are bytes.
+bool isCharType(const ::btf* btf, const ::btf_type* elem) {
+  if (!elem || !btf_is_int(elem) || elem->size != 1) return false;
+  if (btf_int_encoding(elem) & BTF_INT_CHAR) return true;
+  const char* name = btf__name_by_offset(btf, elem->name_off);
+  return name && (std::strcmp(name, "char") == 0 || std::strcmp(name, "signed char") == 0);
+}
+
 /// Char arrays as strings; other arrays element by element.
 Json arrayJson(const ::btf* btf, const ::btf_type* t, const uint8_t* p, size_t avail, int depth) {
   const struct btf_array* a = btf_array(t);
   const ::btf_type* elem = btf__type_by_id(btf, a->type);
   while (elem && (btf_is_typedef(elem) || btf_is_mod(elem))) elem = btf__type_by_id(btf, elem->type);
-  if (elem && btf_is_int(elem) && elem->size == 1 && (btf_int_encoding(elem) & BTF_INT_CHAR)) {
+  if (isCharType(btf, elem)) {
     return stringText(p, a->nelems);
   }
   int64_t elem_size = btf__resolve_size(btf, a->type);
