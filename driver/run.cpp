@@ -252,8 +252,10 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
                                             request, std::move(session), run.stop(), io);
   loaded.object.reset();  // detached before the command is stopped: its ending is not traced
   if (child) {
+    // A command never released (kq was stopped before it attached) never ran: nothing to say.
+    bool ran = child->released();
     std::string ending = runtime::commandEnding(*child, child->stop(), request.verbose);
-    if (!ending.empty()) io.err << "kq: the command " << ending << "\n";
+    if (ran && !ending.empty()) io.err << "kq: the command " << ending << "\n";
   }
   return result.output_failure.empty() ? 0 : 1;
 }

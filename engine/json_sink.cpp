@@ -96,6 +96,7 @@ class JsonSink : public Sink {
     }
     t["rows"] = list;
     if (hasTop(layout) || table.left_out) t["more"] = table.left_out;
+    if (table.cut_keys) t["cut_keys"] = table.cut_keys;
     out_ << t.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
     out_.flush();
   }
@@ -131,7 +132,7 @@ class JsonSink : public Sink {
     if (!result.joins.empty()) {
       nlohmann::json joins = nlohmann::json::array();
       for (const JoinResult& join : result.joins) {
-        joins.push_back({{"name", join.name}, {"kept", join.kept}, {"replaced", join.replaced},
+        joins.push_back({{"name", join.name}, {"query", join.query + 1}, {"kept", join.kept}, {"replaced", join.replaced},
                          {"matched", join.matched}, {"unmatched", join.unmatched},
                          {"expired", join.expired}, {"evicted", join.evicted},
                          {"waiting", join.waiting}});

@@ -143,7 +143,7 @@ class Tables {
   Tables(const runtime::LoadedObject& object, const plan::ProgramPlan& plan,
          const runtime::QueryEnds& ends, RecordDecoder& decoder, Sink& sink)
       : object_(object), plan_(plan), ends_(ends), decoder_(decoder), sink_(sink),
-        shown_(plan.layout.aggregates.size(), false) {}
+        shown_(plan.layout.aggregates.size(), false), ticked_(plan.layout.aggregates.size(), false) {}
 
   void showFinal(std::optional<uint32_t> query) {
     const auto& aggregates = plan_.layout.aggregates;
@@ -151,9 +151,16 @@ class Tables {
       const plan::AggregateLayout& a = aggregates[i];
       if (shown_[i] || (query && a.query != *query)) continue;
       shown_[i] = true;
-      // With `every`, what is left since the last tick, if anything; otherwise the whole table.
-      show(a, TableRead::Snapshot, /*skip_empty=*/a.every_ns != 0);
+      // With `every`, what is left since the last tick, if anything (a session shorter
+      // than one interval shows its table even empty); otherwise the whole table.
+      show(a, TableRead::Snapshot, /*skip_empty=*/a.every_ns != 0 && ticked_[i]);
     }
+  }
+
+  /// A tick of aggregate `i` shows its ended intervals.
+  void tick(size_t i) {
+    ticked_[i] = true;
+    show(plan_.layout.aggregates[i], TableRead::Drain, /*skip_empty=*/false);
   }
 
   void show(const plan::AggregateLayout& a, TableRead read, bool skip_empty) {
@@ -173,6 +180,7 @@ class Tables {
   RecordDecoder& decoder_;
   Sink& sink_;
   std::vector<bool> shown_;
+  std::vector<bool> ticked_;
 };
 
 /// What the session sleeps on between reads: the ring buffer, its cancellation, its
@@ -357,7 +365,7 @@ SessionResult Session::run() {
     for (size_t i = 0; i < ticks.size(); ++i) {
       if (!ticks[i] || ends.ended(aggregates[i].query)) continue;
       if (nowNs() >= ticks[i]) {
-        tables.show(aggregates[i], TableRead::Drain, /*skip_empty=*/false);
+        tables.tick(i);
         ticks[i] += static_cast<int64_t>(aggregates[i].every_ns);
       }
       timeout_ms = std::min(timeout_ms, msUntil(ticks[i]));

@@ -260,9 +260,16 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
   for (size_t r = 0; r < shown; ++r) {
     TableRow& row = table.rows[r];
     row.keys.resize(layout.keys.size());
+    bool cut = false;
     for (size_t k = 0; k < layout.keys.size(); ++k) {
       decoder.value(layout.keys[k], layout.keys, rows[r].key.data(), 0, row.keys[k]);
+      if (row.keys[k].cut) {
+        cut = true;
+        uint32_t size = layout.keys[k].size;
+        table.cut_at_bytes = table.cut_at_bytes ? std::min(table.cut_at_bytes, size) : size;
+      }
     }
+    table.cut_keys += cut;
     row.slots.resize(layout.slots.size());
     for (size_t s = 0; s < layout.slots.size(); ++s) {
       const AggregateSlot& slot = layout.slots[s];

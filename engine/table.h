@@ -68,6 +68,10 @@ struct Table {
   int64_t wall_ns = 0;  // when it was read
   std::vector<TableRow> rows;  // largest first (by `top`, else the first scalar aggregate)
   size_t left_out = 0;  // groups beyond `top`'s limit or the query's `limit`
+  /// Groups shown whose string key filled its field: longer in the kernel, so groups that
+  /// differ only past it were counted as one. The byte size of the shortest such key.
+  size_t cut_keys = 0;
+  uint32_t cut_at_bytes = 0;
 };
 
 /// Reads `layout`'s map. `max_rows` (a query's `limit`): at most that many rows;

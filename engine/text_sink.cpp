@@ -22,6 +22,13 @@ std::string withoutTrailingSpaces(std::string line) {
   return line;
 }
 
+/// Columns a cell takes: its UTF-8 characters (fmt pads by them too), so `…` is one.
+size_t columnsOf(const std::string& text) {
+  size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xc0) != 0x80;
+  return n;
+}
+
 std::string plural(uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
@@ -151,8 +158,8 @@ class TextSink : public Sink {
     }
     std::vector<size_t> widths(headers.size());
     for (size_t c = 0; c < headers.size(); ++c) {
-      widths[c] = headers[c].size();
-      for (const auto& line : cells) widths[c] = std::max(widths[c], line[c].size());
+      widths[c] = columnsOf(headers[c]);
+      for (const auto& line : cells) widths[c] = std::max(widths[c], columnsOf(line[c]));
     }
     auto emit = [&](const std::vector<std::string>& line) {
       std::string text;
@@ -189,6 +196,13 @@ class TextSink : public Sink {
     }
     if (table.left_out) {
       out_ << fmt::format("({} more {})\n", table.left_out, table.left_out == 1 ? "group" : "groups");
+    }
+    if (table.cut_keys) {
+      // The kernel groups by the key's bytes: strings that differ past them are one group.
+      out_ << fmt::format("({} {} cut at {} bytes, marked …: groups differing past that are "
+                          "counted as one; str(x, n) keeps more)\n",
+                          table.cut_keys, table.cut_keys == 1 ? "key was" : "keys were",
+                          table.cut_at_bytes - 1);
     }
     out_ << "\n";
     out_.flush();
@@ -284,7 +298,11 @@ class TextSink : public Sink {
                           plural(n, "function exit had", "function exits had"));
     }
     for (const JoinResult& join : result.joins) {
-      text += fmt::format("\nkq: join {}: {} kept, {} matched, {} without a match", join.name,
+      // Two queries may name their joins alike: then each line says whose it is.
+      bool shared_name = std::count_if(result.joins.begin(), result.joins.end(),
+                                       [&](const JoinResult& j) { return j.name == join.name; }) > 1;
+      std::string name = shared_name ? fmt::format("{} (query {})", join.name, join.query + 1) : join.name;
+      text += fmt::format("\nkq: join {}: {} kept, {} matched, {} without a match", name,
                           join.kept, join.matched, join.unmatched);
       if (join.expired) text += fmt::format(", {} older than `within`", join.expired);
       if (join.evicted) {

@@ -105,7 +105,8 @@ void to_json(Json& j, const PlannedProgram& p) {
   j = Json{{"function", p.function}, {"attach", p.attach}, {"target", p.target},
            {"binary", p.binary}, {"symbols", p.symbols}, {"cookies", p.cookies}, {"period_ns", p.period_ns},
            {"frequency_hz", p.frequency_hz}, {"group", p.group}, {"method", p.method},
-           {"query", p.query}, {"stack_bytes", p.stack_bytes}, {"helpers", p.helpers}};
+           {"query", p.query}, {"whole_session", p.whole_session}, {"stack_bytes", p.stack_bytes},
+           {"helpers", p.helpers}};
 }
 void from_json(const Json& j, PlannedProgram& p) {
   j.at("function").get_to(p.function);
@@ -118,6 +119,7 @@ void from_json(const Json& j, PlannedProgram& p) {
   j.at("frequency_hz").get_to(p.frequency_hz);
   j.at("group").get_to(p.group);
   j.at("method").get_to(p.method);
+  if (j.contains("whole_session")) j.at("whole_session").get_to(p.whole_session);
   j.at("query").get_to(p.query);
   j.at("stack_bytes").get_to(p.stack_bytes);
   j.at("helpers").get_to(p.helpers);

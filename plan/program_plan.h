@@ -93,6 +93,9 @@ struct PlannedProgram {
   uint32_t method = 0;
   /// Which query of the script it belongs to (`for` and `limit` end one query).
   uint32_t query = 0;
+  /// Serves every query (the fork follower of -c): detached only when the session ends,
+  /// whichever query ends first.
+  bool whole_session = false;
   /// Bytes of BPF stack the program uses, as planned before LLVM ran.
   uint32_t stack_bytes = 0;
   /// The BPF helpers it calls (ids from include/uapi/linux/bpf.h), so a method whose

@@ -21,6 +21,8 @@ class ChildCommand {
   pid_t pid() const { return pid_; }
   /// Lets the command run.
   void release();
+  /// Whether release() was called: the command was let run.
+  bool released() const { return released_; }
   /// Whether the command has exited (it is not reaped: stop() does that).
   bool exited() const;
   /// Ends the command if it still runs (SIGTERM to its process group, SIGKILL after a short

@@ -45,6 +45,9 @@ void destroyLinks(std::vector<bpf_link*> links) {
   for (std::thread& t : threads) t.join();
 }
 
+/// The query whose end detaches a program's links: none for one serving the whole session.
+uint32_t linkQuery(const plan::PlannedProgram& p) { return p.whole_session ? UINT32_MAX : p.query; }
+
 }  // namespace
 
 LoadedObject::~LoadedObject() {
@@ -266,7 +269,7 @@ class Loader {
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {
         attachKprobes(loaded, prog, *p, refusal, failure);
       } else if (bpf_link* link = attach(prog, *p)) {
-        loaded.links_.push_back({link, p->query});
+        loaded.links_.push_back({link, linkQuery(*p)});
       } else {
         int err = errno;
         refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p)
@@ -325,7 +328,7 @@ class Loader {
         int why = errno;
         std::lock_guard<std::mutex> hold(lock);
         if (link) {
-          loaded.links_.push_back({link, p.query});
+          loaded.links_.push_back({link, linkQuery(p)});
         } else {
           err = why;
           ++failed;
@@ -377,7 +380,7 @@ class Loader {
         failure = LoadFailure{fmt::format("cannot attach to a perf event: {}", std::strerror(err))};
         return false;
       }
-      loaded.links_.push_back({link, p.query});
+      loaded.links_.push_back({link, linkQuery(p)});
       ++attached;
     }
     if (attached == 0) {

@@ -486,6 +486,8 @@ void ProgramEmitter::emitForkFollower() {
   b.CreateStore(b.getInt8(1), one);
   module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {object_.tracked, child, one, b.getInt64(0)});
   finish(*program, name, s);
+  // Every query follows the command's children: no query's end detaches it.
+  object_.plan().programs.back().whole_session = true;
 }
 
 }  // namespace kq::lower

@@ -100,6 +100,33 @@ TEST(EngineDefects, StacksThatPrintAlikeAreOneRow) {
             "kstack       count()\ntcp_sendmsg        7\n\n");
 }
 
+// `group by str(filename)`: two paths longer than the key's bytes were one row, and nothing
+// said so; a cut key is said beneath its table.
+TEST(EngineDefects, ACutStringKeyIsSaid) {
+  FieldLayout path{"str(filename)", FieldKind::String, 0, 24};
+  plan::ProgramPlan plan;
+  plan.layout.aggregates = {countBy(path)};
+  MemoryTable map(24, 8);
+  auto key = [](std::string text) {
+    text.resize(24, '\0');
+    return std::vector<uint8_t>(text.begin(), text.end());
+  };
+  map.entries[key("/usr/lib/x86_64-linux-g")] = {2, 0, 0, 0, 0, 0, 0, 0};  // 23 bytes and its NUL
+  map.entries[key("/etc")] = {1, 0, 0, 0, 0, 0, 0, 0};
+  OneFunction host;
+  runtime::TypeDumper types(nullptr);
+  PrintContext context{host, types, host, 0};
+  RecordDecoder decoder(plan.layout, context);
+  Table table = readTable(map, plan.layout.aggregates[0], TableRead::Snapshot, decoder, 0, 0);
+  EXPECT_EQ(table.cut_keys, 1u);
+  EXPECT_EQ(tableText(plan, table, host, host, OutputFormat::Text),
+            "str(filename)             count()\n"
+            "/usr/lib/x86_64-linux-g…        2\n"
+            "/etc                            1\n"
+            "(1 key was cut at 23 bytes, marked …: groups differing past that are counted as one; "
+            "str(x, n) keeps more)\n\n");
+}
+
 // A bool group key was the string "true" in JSON.
 TEST(EngineDefects, ABoolKeyIsABoolInJson) {
   FieldLayout flag{"flag", FieldKind::Bool, 0, 8};
