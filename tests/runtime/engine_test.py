@@ -184,6 +184,7 @@ class StopSignals(harness.KqTestCase):
                 proc.wait()
                 proc.stdout.close()
                 proc.stderr.close()
+            print(f"\n  stop latency of {signal.Signals(sig).name}: {latency * 1000:.0f} ms", file=sys.stderr)
             self.assertEqual(proc.returncode, 0, err)
             self.assertRegex(err, SUMMARY)
             self.assertLess(latency, 0.5, f"{signal.Signals(sig).name} took {latency:.2f} s")
@@ -384,8 +385,10 @@ class UserStacks(harness.KqTestCase):
                                     stdout=out, stderr=subprocess.PIPE)
         try:
             def printed():
+                """Events printed so far, and how many of their stacks name main."""
                 with open(out_path) as f:
-                    return f.read().count("\n        main+")
+                    text = f.read()
+                return text.count(" kqshortlived "), text.count("\n        main+")
             wait_for(lambda: os.path.getsize(out_path) > 0, 20, "kq to attach")
 
             def run(count, batch=25):
@@ -396,11 +399,12 @@ class UserStacks(harness.KqTestCase):
                         p.wait()
 
             run(50)
-            wait_for(lambda: printed() >= 50, 10, "the first 50 stacks")
+            wait_for(lambda: printed()[0] >= 50, 20, "the first 50 stacks")
             after_first = vm_rss_kib(proc.pid)
             run(400)
-            wait_for(lambda: printed() >= 450, 10, "all 450 stacks")
+            wait_for(lambda: printed()[0] >= 450, 30, "all 450 stacks")
             at_end = vm_rss_kib(proc.pid)
+            events, named = printed()
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=10)
             err = proc.stderr.read().decode()
@@ -410,6 +414,8 @@ class UserStacks(harness.KqTestCase):
             proc.stderr.close()
         self.assertEqual(proc.returncode, 0, err)
         print(f"\n  VmRSS after 50 processes: {after_first} KiB, after 450: {at_end} KiB", file=sys.stderr)
+        self.assertEqual(events, 450, err)
+        self.assertGreater(named, 400, "the stacks were named (the caches were used)")
         # 400 more processes: about 20 MB more when unbounded; a few hundred KiB bounded.
         self.assertLess(at_end - after_first, 4096)
 
