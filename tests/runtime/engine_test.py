@@ -252,15 +252,23 @@ class StopSignals(harness.KqTestCase):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
-            pipe_size = fcntl.fcntl(proc.stdout.fileno(), 1032)  # F_GETPIPE_SZ
+
+            def unread():
+                count = bytearray(4)
+                fcntl.ioctl(proc.stdout.fileno(), termios.FIONREAD, count)
+                return int.from_bytes(count, sys.byteorder)
+
+            # Full: what waits in the pipe stays the same for 0.3 s while the flood goes on
+            # (kq adds to it every 50 ms while there is room). How much that is varies:
+            # writes can leave the pipe's pages partly filled.
+            seen = []
 
             def pipe_full():
-                unread = bytearray(4)
-                fcntl.ioctl(proc.stdout.fileno(), termios.FIONREAD, unread)
-                return int.from_bytes(unread, sys.byteorder) > pipe_size - 4096
+                time.sleep(0.01)
+                seen.append(unread())
+                return len(seen) >= 30 and seen[-1] > 0 and len(set(seen[-30:])) == 1
 
             wait_for(pipe_full, 20, "kq to fill its pipe")
-            time.sleep(0.2)  # kq waits to write
             start = time.monotonic()
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=10)
