@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import termios
-import threading
 import time
 import unittest
 
@@ -79,13 +78,6 @@ def wait_for(predicate, timeout, what):
         time.sleep(0.001)
 
 
-def drain(stream):
-    """Reads `stream` to its end in a thread (a reader as fast as kq writes); the thread."""
-    reader = threading.Thread(target=lambda: [None for _ in iter(lambda: stream.read(65536), b"")])
-    reader.start()
-    return reader
-
-
 def assert_nothing_loaded(test):
     """Between two runs of one test: what the first loaded is gone (as tearDown checks)."""
     if loaded_kq_programs() is None:
@@ -139,6 +131,7 @@ class PerQueryStats(harness.KqTestCase):
         self.assertEqual(int(total.group(2)), flood_lost, err)
 
     def test_json_summary_has_each_querys_losses(self):
+        # The flood is query 1 here, 2 in the text test: each order is checked once.
         out, err = self.run_two(True, "-o", "json")
         summary = json.loads(err.strip().splitlines()[-1])["summary"]
         queries = summary["queries"]
@@ -160,7 +153,7 @@ class StopSignals(harness.KqTestCase):
 
     TRACE = "trace tracepoint:sched:sched_switch select cpu"
 
-    def test_sigint_and_sigterm_end_a_session_within_a_second(self):
+    def test_sigint_and_sigterm_wake_a_waiting_session(self):
         # Guards the wake-up: a signal the signalfd thread reads but that does not wake the
         # session's epoll (its cancellation eventfd) waits for the next event or for the
         # wait's 1 s timeout, 0.8 s after the signal here; woken, kq ends in about 0.1 s.
@@ -218,8 +211,9 @@ class StopSignals(harness.KqTestCase):
 
     def test_a_reader_that_exits_ends_kq(self):
         # `kq ... | head -n 3`: once head is gone kq's next write fails with EPIPE (SIGPIPE
-        # is blocked and read by the signalfd thread, so it does not kill kq). kq ends with
-        # the failure said and its summary, status 1, rather than writing on for ever.
+        # is one of the stop signals kq blocks, so it does not kill kq). kq ends with the
+        # failure said and its summary, status 1 as it is today, and does not write on or
+        # hang. Fails if SIGPIPE is not blocked (kq dies by it, with no summary).
         kq_proc = subprocess.Popen([harness.KQ, self.TRACE], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         head = subprocess.Popen(["head", "-n", "3"], stdin=kq_proc.stdout, stdout=subprocess.PIPE)
         kq_proc.stdout.close()  # head holds the only reading end
