@@ -6,6 +6,7 @@ They need root, a kernel with BTF and gcc; without them they are skipped with th
 
 Usage: engine_test.py PATH_TO_KQ
 """
+import atexit
 import fcntl
 import json
 import os
@@ -23,6 +24,7 @@ import harness
 from harness import kq, loaded_kq_programs, skip_reason
 
 WORKDIR = tempfile.mkdtemp(prefix="kq-engine-")
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
 SUMMARY = re.compile(r"^kq: (\d+) events?, (\d+) lost", re.M)
 QUERY_LINE = re.compile(r"^kq: query (\d+): (\d+) events?(?:, (\d+) lost)?", re.M)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE)
