@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""Runtime tests of the engine (engine/): each query's losses counted apart, the stop
+signals read from a signalfd (and what they must still stop: a slow or gone reader, the -c
+command), and user stacks named from the program a process runs now, with bounded caches.
+They need root, a kernel with BTF and gcc; without them they are skipped with the reason.
+
+Usage: engine_test.py PATH_TO_KQ
+"""
+import atexit
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+import unittest
+
+import harness
+from harness import kq, loaded_kq_programs, skip_reason
+
+WORKDIR = tempfile.mkdtemp(prefix="kq-engine-")
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
+SUMMARY = re.compile(r"^kq: (\d+) events?, (\d+) lost", re.M)
+QUERY_LINE = re.compile(r"^kq: query (\d+): (\d+) events?(?:, (\d+) lost)?", re.M)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE)
+
+
+def build_c(name, source):
+    """Compiles `source` into WORKDIR/name (frame pointers kept, for ustack); its path."""
+    if shutil.which("gcc") is None:
+        raise unittest.SkipTest("needs gcc to build the workload programs")
+    path = os.path.join(WORKDIR, name)
+    if not os.path.exists(path):
+        c = harness.write_file(WORKDIR, name + ".c", source)
+        subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", path, c], check=True)
+    return path
+
+
+# Calls getpid (FLOOD) or getppid (QUIET) argv[1] times: comm names their events.
+SYSCALL_LOOP = """
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 1;
+  for (long i = 0; i < n; i++) syscall(%s);
+  return 0;
+}
+"""
+
+
+def signal_mask(pid, field):
+    """The set of signal numbers in /proc/PID/status's `field` (SigBlk, SigIgn, SigCgt)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                bits = int(line.split()[1], 16)
+                return {n for n in range(1, 65) if bits & (1 << (n - 1))}
+    return set()
+
+
+def vm_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+def assert_nothing_loaded(test):
+    """Between two runs of one test: what the first loaded is gone (as tearDown checks)."""
+    if loaded_kq_programs() is None:
+        return
+    deadline = time.monotonic() + 5
+    while loaded_kq_programs() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    test.assertEqual(loaded_kq_programs(), [], "kq left BPF programs loaded")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class PerQueryStats(harness.KqTestCase):
+    """Guards the per-query `lost` counters: with one shared counter (the old map, or an
+    engine that reads query 0's slot for every query), the losses land on the wrong query or
+    on all of them, and the per-query lines and the JSON `queries` go wrong or missing."""
+
+    QUIET_EVENTS = 7
+
+    def setUp(self):
+        super().setUp()
+        self.flood = build_c("kqflood", SYSCALL_LOOP % "SYS_getpid")
+        self.quiet = build_c("kqquiet", SYSCALL_LOOP % "SYS_getppid")
+
+    def run_two(self, flood_first, *args):
+        """Runs a flooding query and a quiet one (in that order or the other) with a 4 KiB
+        ring. The quiet program runs first, while the ring is empty: none of its events may
+        be lost, so all losses are the flood's."""
+        flood = 'trace tracepoint:syscalls:sys_enter_getpid where comm == "kqflood" select pid'
+        quiet = 'trace tracepoint:syscalls:sys_enter_getppid where comm == "kqquiet" select pid'
+        queries = [flood, quiet] if flood_first else [quiet, flood]
+        script = harness.write_file(WORKDIR, "two.kq", "\n".join(queries) + "\n")
+        status, out, err = kq("--buffer-size", "4k", *args, script,
+                              "-c", f"{self.quiet} {self.QUIET_EVENTS} && {self.flood} 300000", timeout=120)
+        self.assertEqual(status, 0, err)
+        return out, err
+
+    def test_text_summary_says_which_query_lost(self):
+        # The flood is query 2: an engine that gave every loss to query 0 fails here.
+        out, err = self.run_two(flood_first=False)
+        total = SUMMARY.search(err)
+        self.assertTrue(total, err)
+        lines = {int(m.group(1)): m for m in QUERY_LINE.finditer(err)}
+        self.assertEqual(set(lines), {2}, f"only the flooding query lost events:\n{err}")
+        flood_events, flood_lost = int(lines[2].group(2)), int(lines[2].group(3) or 0)
+        self.assertGreater(flood_lost, 0, err)
+        rows = out.splitlines()[1:]
+        quiet_rows = [r for r in rows if " 1:tracepoint:syscalls:sys_enter_getppid " in r]
+        self.assertEqual(len(quiet_rows), self.QUIET_EVENTS, err)
+        self.assertEqual(sum(" 2:tracepoint:syscalls:sys_enter_getpid " in r for r in rows), flood_events, err)
+        self.assertEqual(int(total.group(1)), self.QUIET_EVENTS + flood_events, err)
+        self.assertEqual(int(total.group(2)), flood_lost, err)
+
+    def test_json_summary_has_each_querys_losses(self):
+        # The flood is query 1 here, 2 in the text test: each order is checked once.
+        out, err = self.run_two(True, "-o", "json")
+        summary = json.loads(err.strip().splitlines()[-1])["summary"]
+        queries = summary["queries"]
+        self.assertEqual([q["query"] for q in queries], [1, 2], summary)
+        self.assertGreater(queries[0]["lost"], 0, summary)
+        self.assertEqual(queries[1]["lost"], 0, summary)
+        self.assertEqual(queries[1]["events"], self.QUIET_EVENTS, summary)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(sum(e["query"] == 1 for e in events), queries[0]["events"], summary)
+        for key in ("events", "lost", "not_counted", "entries_not_kept", "exits_without_entry"):
+            self.assertEqual(summary[key], sum(q[key] for q in queries), key)
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class StopSignals(harness.KqTestCase):
+    """The stop signals arrive through a signalfd read by a thread: they must still end a
+    session promptly whatever its main thread is waiting in (epoll, a write to a pipe, the
+    compiler), and a command kq starts must not inherit them blocked."""
+
+    TRACE = "trace tracepoint:sched:sched_switch select cpu"
+
+    def test_sigint_and_sigterm_wake_a_waiting_session(self):
+        # Guards the wake-up: a signal the signalfd thread reads but that does not wake the
+        # session's epoll (its cancellation eventfd) waits for the next event or for the
+        # wait's 1 s timeout, 0.8 s after the signal here; woken, kq ends in about 0.1 s.
+        # A rarely hit tracepoint, so that nothing else wakes the session.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            proc = subprocess.Popen([harness.KQ, "trace tracepoint:syscalls:sys_enter_getppid "
+                                     'where comm == "kqnobody" select pid'],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                self.assertTrue(proc.stdout.readline().startswith(b"TIME"))  # attached
+                if loaded_kq_programs() is not None:
+                    self.assertTrue(loaded_kq_programs(), "nothing was loaded while kq ran")
+                time.sleep(0.2)  # into its wait
+                start = time.monotonic()
+                proc.send_signal(sig)
+                proc.wait(timeout=10)
+                latency = time.monotonic() - start
+                err = proc.stderr.read().decode()
+            finally:
+                proc.kill()
+                proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+            print(f"\n  stop latency of {signal.Signals(sig).name}: {latency * 1000:.0f} ms", file=sys.stderr)
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertRegex(err, SUMMARY)
+            self.assertLess(latency, 0.5, f"{signal.Signals(sig).name} took {latency:.2f} s")
+            assert_nothing_loaded(self)
+
+    def test_a_signal_while_compiling_ends_the_session_as_it_begins(self):
+        # Guards the stop requested before the session: the signal must be taken (blocked
+        # for the signalfd, or caught) from before compiling, not kill kq or wait for it to
+        # be re-sent, and the -c command must never run.
+        for attempt in range(3):
+            marker = os.path.join(WORKDIR, f"ran-{attempt}")
+            start = time.monotonic()
+            proc = subprocess.Popen([harness.KQ, self.TRACE, "-c", f"touch {marker}"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                # The first moment kq takes SIGINT, well before it has compiled and loaded.
+                wait_for(lambda: signal.SIGINT in signal_mask(proc.pid, "SigBlk") | signal_mask(proc.pid, "SigCgt"),
+                         10, "kq to take SIGINT")
+                taken = time.monotonic() - start
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=10)
+                err = err.decode()
+            finally:
+                proc.kill()
+                proc.wait()
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertRegex(err, SUMMARY)
+            self.assertLess(time.monotonic() - start, 5, err)
+            self.assertFalse(os.path.exists(marker), f"the command ran (SIGINT taken after {taken:.3f} s)")
+            assert_nothing_loaded(self)
+
+    def test_a_reader_that_exits_ends_kq(self):
+        # `kq ... | head -n 3`: once head is gone kq's next write fails with EPIPE (SIGPIPE
+        # is one of the stop signals kq blocks, so it does not kill kq). kq ends with the
+        # failure said and its summary, status 1 as it is today, and does not write on or
+        # hang. Fails if SIGPIPE is not blocked (kq dies by it, with no summary).
+        kq_proc = subprocess.Popen([harness.KQ, self.TRACE], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        head = subprocess.Popen(["head", "-n", "3"], stdin=kq_proc.stdout, stdout=subprocess.PIPE)
+        kq_proc.stdout.close()  # head holds the only reading end
+        try:
+            lines = head.stdout.read().decode().splitlines()
+            head.wait(timeout=30)
+            gone = time.monotonic()
+            kq_proc.wait(timeout=10)
+            latency = time.monotonic() - gone
+            err = kq_proc.stderr.read().decode()
+        finally:
+            for p in (kq_proc, head):
+                p.kill()
+                p.wait()
+            kq_proc.stderr.close()
+            head.stdout.close()
+        self.assertEqual(len(lines), 3)
+        self.assertTrue(lines[0].startswith("TIME"), lines)
+        self.assertEqual(kq_proc.returncode, 1, err)
+        self.assertIn("kq: error: cannot write the output: Broken pipe", err)
+        self.assertRegex(err, SUMMARY)
+        self.assertLess(latency, 2.0)
+
+    def test_sigint_ends_kq_whose_reader_never_reads(self):
+        # Guards the output's wait: blocked in a write to a full pipe, kq must see the stop
+        # (poll beside the cancellation's eventfd) and give the reader only its 0.5 s grace.
+        # A write that waits in write(2), signals not interrupting it, never ends.
+        flood = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=50000000", "status=none"])
+        proc = subprocess.Popen([harness.KQ, "trace tracepoint:raw_syscalls:sys_enter select id"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            self.assertTrue(proc.stdout.readline().startswith(b"TIME"))
+
+            def unread():
+                count = bytearray(4)
+                fcntl.ioctl(proc.stdout.fileno(), termios.FIONREAD, count)
+                return int.from_bytes(count, sys.byteorder)
+
+            # Full: what waits in the pipe stays the same for 0.3 s while the flood goes on
+            # (kq adds to it every 50 ms while there is room). How much that is varies:
+            # writes can leave the pipe's pages partly filled.
+            seen = []
+
+            def pipe_full():
+                time.sleep(0.01)
+                seen.append(unread())
+                return len(seen) >= 30 and seen[-1] > 0 and len(set(seen[-30:])) == 1
+
+            wait_for(pipe_full, 20, "kq to fill its pipe")
+            start = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=10)
+            latency = time.monotonic() - start
+            err = proc.stderr.read().decode()
+        finally:
+            for p in (proc, flood):
+                p.kill()
+                p.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+        print(f"\n  stop latency with an unread pipe: {latency * 1000:.0f} ms", file=sys.stderr)
+        self.assertRegex(err, SUMMARY)
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("kq: error: cannot write the output: nobody reads it", err)
+        self.assertLess(latency, 1.3)
+
+    def test_the_command_starts_with_no_stop_signal_blocked(self):
+        # Guards child_command: kq blocks the stop signals in all its threads (for the
+        # signalfd), and a blocked mask survives fork and exec; the command must start
+        # without them blocked or ignored, so that it can be interrupted like any program.
+        # `exec`: the program the shell becomes keeps the mask kq gave the shell (the
+        # shell's own children would not show it: dash clears the mask when it forks).
+        # Blocked, the SIGINT below would stay pending and sleep would run its 10 s.
+        proc = subprocess.Popen([harness.KQ, "trace tracepoint:syscalls:sys_enter_getppid "
+                                 'where comm == "kqnobody" select pid', "-c", "exec sleep 9.913"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            self.assertTrue(proc.stdout.readline().startswith(b"TIME"))  # attached, released
+
+            def command():
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                    pids = f.read().split()
+                for pid in pids:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if f.read().startswith(b"sleep\0"):
+                            return int(pid)
+                return None
+
+            wait_for(lambda: command() is not None, 10, "the command to exec sleep")
+            sleep = command()
+            held = {field: sorted(signal.Signals(s).name for s in signal_mask(sleep, field) & set(STOP_SIGNALS))
+                    for field in ("SigBlk", "SigIgn")}
+            start = time.monotonic()
+            os.kill(sleep, signal.SIGINT)
+            proc.wait(timeout=20)
+            elapsed = time.monotonic() - start
+            err = proc.stderr.read().decode()
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+        self.assertEqual(held, {"SigBlk": [], "SigIgn": []}, "the stop signals of the command")
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn("kq: the command was killed by SIGINT", err)
+        self.assertLess(elapsed, 2.0, err)
+
+
+# One program execs another under the same PID. Both are position-independent and, with
+# address randomisation off (setarch -R), load at the same address: alpha_big covers the
+# address where the second program has beta_first, so names read from the first program's
+# mappings would call beta_first `alpha_big+0x...`.
+FIRST_PROGRAM = """
+#include <unistd.h>
+__attribute__((noinline)) void alpha_one(void) { asm volatile("nop"); }
+__attribute__((noinline)) void alpha_big(void) { asm volatile(".fill 8192, 1, 0x90"); }
+int main(void) {
+  alpha_one();
+  usleep(300000);  /* kq names this event's stack before the exec */
+  char *argv[] = {"%s", 0};
+  execv(argv[0], argv);
+  return 1;
+}
+"""
+SECOND_PROGRAM = """
+#include <unistd.h>
+__attribute__((noinline)) void beta_pad(void) { asm volatile(".fill 300, 1, 0x90"); }
+__attribute__((noinline)) void beta_first(void) { asm volatile("nop"); }
+int main(void) { beta_first(); usleep(300000); return 0; }
+"""
+# Calls getppid, then lives on a while so that kq names its stack while its mappings can
+# still be read (argv[1] milliseconds). Its stack names libc's getppid, then main: libc's
+# getppid keeps no frame pointer, so the frame walk skips its caller, a function of its own.
+SHORT_LIVED = """
+#include <stdlib.h>
+#include <unistd.h>
+__attribute__((noinline)) void call_getppid(void) { getppid(); asm volatile(""); }
+int main(int argc, char **argv) { call_getppid(); usleep(atoi(argv[1]) * 1000); return 0; }
+"""
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class UserStacks(harness.KqTestCase):
+
+    def test_a_frame_after_exec_is_named_from_the_new_program(self):
+        # Guards the identity check of host/user_symbols: mappings kept per PID for the whole
+        # session named the second program's frame after the first's (`alpha_big+0xde`).
+        if shutil.which("setarch") is None:
+            self.skipTest("needs setarch (util-linux) to turn address randomisation off")
+        second = build_c("kqsecond", SECOND_PROGRAM)
+        first = build_c("kqfirst", FIRST_PROGRAM % second)
+        status, out, err = kq("-o", "json", f"trace uprobe:{first}:alpha_one, uprobe:{second}:beta_first select ustack",
+                              "-c", f"setarch -R {first}")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(len(events), 2, out)
+        self.assertEqual(events[0]["pid"], events[1]["pid"], "one process, two programs")
+        self.assertEqual(events[0]["ustack"][0], "alpha_one", events[0])
+        self.assertEqual(events[1]["ustack"][0], "beta_first", events[1])
+        self.assertFalse([f for f in events[1]["ustack"] if f.startswith("alpha")], events[1])
+
+    def test_stacks_of_many_processes_keep_memory_bounded(self):
+        # Guards the bounds of the symbol caches: with mappings kept for every process ever
+        # seen, and each process's libc parsed again (files kept by /proc/PID/map_files
+        # path), kq grew by about 50 KiB per process whose stack it printed.
+        program = build_c("kqshortlived", SHORT_LIVED)
+        out_path = os.path.join(WORKDIR, "stacks.txt")
+        with open(out_path, "w") as out:
+            proc = subprocess.Popen([harness.KQ, "trace tracepoint:syscalls:sys_enter_getppid "
+                                     'where comm == "kqshortlived" select ustack'],
+                                    stdout=out, stderr=subprocess.PIPE)
+        try:
+            def printed():
+                """Events printed so far, and how many of their stacks name main."""
+                with open(out_path) as f:
+                    text = f.read()
+                return text.count(" kqshortlived "), text.count("\n        main+")
+            wait_for(lambda: os.path.getsize(out_path) > 0, 20, "kq to attach")
+
+            def run(count, batch=25):
+                # In batches that live 150 ms each: kq reads each one's maps while it lives.
+                for _ in range(count // batch):
+                    procs = [subprocess.Popen([program, "150"]) for _ in range(batch)]
+                    for p in procs:
+                        p.wait()
+
+            run(50)
+            wait_for(lambda: printed()[0] >= 50, 20, "the first 50 stacks")
+            after_first = vm_rss_kib(proc.pid)
+            run(400)
+            wait_for(lambda: printed()[0] >= 450, 30, "all 450 stacks")
+            at_end = vm_rss_kib(proc.pid)
+            events, named = printed()
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=10)
+            err = proc.stderr.read().decode()
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stderr.close()
+        self.assertEqual(proc.returncode, 0, err)
+        print(f"\n  VmRSS after 50 processes: {after_first} KiB, after 450: {at_end} KiB", file=sys.stderr)
+        self.assertEqual(events, 450, err)
+        self.assertGreater(named, 400, "the stacks were named (the caches were used)")
+        # 400 more processes: about 20 MB more when unbounded; a few hundred KiB bounded.
+        self.assertLess(at_end - after_first, 4096)
+
+
+if __name__ == "__main__":
+    harness.main(sys.argv)
