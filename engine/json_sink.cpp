@@ -112,6 +112,7 @@ class JsonSink : public Sink {
         {"events", result.events},
         {"lost", result.lostFor(plan::Lost::RingBufferFull)},
         {"not_counted", result.lostFor(plan::Lost::TableFull)},
+        {"not_counted_no_memory", result.lostFor(plan::Lost::TableNoMemory)},
         {"entries_not_kept", result.lostFor(plan::Lost::StashFull)},
         {"exits_without_entry", result.lostFor(plan::Lost::StashMissing)},
     };
@@ -124,6 +125,7 @@ class JsonSink : public Sink {
                            {"events", s.events},
                            {"lost", s.lostFor(plan::Lost::RingBufferFull)},
                            {"not_counted", s.lostFor(plan::Lost::TableFull)},
+                           {"not_counted_no_memory", s.lostFor(plan::Lost::TableNoMemory)},
                            {"entries_not_kept", s.lostFor(plan::Lost::StashFull)},
                            {"exits_without_entry", s.lostFor(plan::Lost::StashMissing)}});
       }

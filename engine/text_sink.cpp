@@ -3,6 +3,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/decoder.h"
 #include "engine/sinks.h"
@@ -276,16 +277,27 @@ class TextSink : public Sink {
         text += fmt::format(" (a table reached {} groups; group by fewer or coarser keys)",
                             plan::kAggregateGroups);
       }
+      if (uint64_t n = result.lostFor(plan::Lost::TableNoMemory)) {
+        text += fmt::format("; {} not counted (the kernel had no memory ready for a new group: "
+                            "tables allocate their groups as they come)",
+                            plural(n, "event", "events"));
+      }
     }
     // With several queries, a loss is said against the query that lost.
     if (layout_.queries > 1) {
       for (size_t q = 0; q < result.queries.size(); ++q) {
         const QueryStats& s = result.queries[q];
-        uint64_t lost = s.lostFor(plan::Lost::RingBufferFull), not_counted = s.lostFor(plan::Lost::TableFull);
+        uint64_t lost = s.lostFor(plan::Lost::RingBufferFull);
+        uint64_t not_counted = s.lostFor(plan::Lost::TableFull) + s.lostFor(plan::Lost::TableNoMemory);
         if (!lost && !not_counted) continue;
-        text += fmt::format("\nkq: query {}: {}", q + 1, plural(s.events, "event", "events"));
-        if (lost) text += fmt::format(", {} lost", lost);
-        if (not_counted) text += fmt::format(", {} not counted", not_counted);
+        bool writes = std::any_of(layout_.probes.begin(), layout_.probes.end(), [&](const ProbeLayout& p) {
+          return p.query == q && p.writes_records;
+        });
+        std::vector<std::string> parts;
+        if (writes) parts.push_back(plural(s.events, "event", "events"));
+        if (writes || lost) parts.push_back(fmt::format("{} lost", lost));
+        if (not_counted) parts.push_back(fmt::format("{} not counted", not_counted));
+        text += fmt::format("\nkq: query {}: {}", q + 1, fmt::join(parts, ", "));
       }
     }
     if (uint64_t n = result.lostFor(plan::Lost::StashFull)) {

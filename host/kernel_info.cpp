@@ -230,10 +230,15 @@ Result<std::string> findTracefs() {
     if (exists(events)) return std::string(dir);
     struct stat st;
     if (stat(events.c_str(), &st) != 0 && errno == EACCES) {
-      // Mounted, but only root may look (mode 0700): capabilities to load BPF do not help.
+      // Mounted, but only root may look (mode 0700): CAP_BPF and CAP_PERFMON do not open it.
       return Error{fmt::format("tracefs at {} is readable by root only, so tracepoint fields "
-                               "and syscall arguments cannot be read (run kq as root, or mount "
-                               "tracefs with mode=755)", dir)};
+                               "and syscall arguments cannot be read (CAP_BPF and CAP_PERFMON "
+                               "do not open it: run kq as root, or mount tracefs with mode=755)",
+                               dir)};
+    }
+    if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) {
+      // Not an absent tracefs: out of file descriptors or memory, say so as it is.
+      return Error{fmt::format("cannot look at tracefs ({}): {}", events, std::strerror(errno))};
     }
   }
   return Error{"tracefs is not mounted (kq mounts it at /sys/kernel/tracing to run a query; "

@@ -142,8 +142,9 @@ enum class Lost : uint32_t {
   TableFull = 1,       // a new group of an aggregate table past `kAggregateGroups`
   StashFull = 2,       // a function entry whose arguments could not be kept for its exit
   StashMissing = 3,    // a function exit whose entry was not seen (or was overwritten)
+  TableNoMemory = 4,   // a new group of an aggregate table the kernel had no memory for
 };
-constexpr uint32_t kLostReasons = 4;
+constexpr uint32_t kLostReasons = 5;
 /// How many groups an aggregate table holds.
 constexpr uint32_t kAggregateGroups = 10240;
 

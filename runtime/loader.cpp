@@ -140,6 +140,16 @@ std::string explain(plan::Attach attach, int err, bool at_load) {
                        std::strerror(err));
   }
   if (err == ENOENT && !at_load) return "the kernel has no such attach point (ENOENT)";
+  bool uprobe = attach == plan::Attach::Uprobe || attach == plan::Attach::Uretprobe;
+  if (uprobe && !at_load && (err == EPERM || err == EACCES) && geteuid() != 0) {
+    // perf's uprobe events are root's: CAP_BPF and CAP_PERFMON load the program, not this.
+    return fmt::format("attaching a uprobe needs CAP_SYS_ADMIN (or root); CAP_BPF and "
+                       "CAP_PERFMON are not enough ({})", std::strerror(err));
+  }
+  if (err == EMFILE || err == ENFILE) {
+    return fmt::format("{} failed: {} (each attached probe holds a file descriptor: raise "
+                       "`ulimit -n`)", what, std::strerror(err));
+  }
   return fmt::format("{} failed: {}", what, std::strerror(err));
 }
 

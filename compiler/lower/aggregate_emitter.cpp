@@ -26,12 +26,22 @@ llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVa
     return value;
   };
   // BPF_NOEXIST: of two CPUs adding the same group, the second finds the first's entry.
-  llvm::Value* entry = emitter.lookupOrAdd(program, map, key, zeros, /*BPF_NOEXIST=*/1);
+  llvm::Value* why = nullptr;
+  llvm::Value* entry = emitter.lookupOrAdd(program, map, key, zeros, /*BPF_NOEXIST=*/1, &why);
   auto* found = llvm::BasicBlock::Create(b.getContext(), "update", program.fn);
+  auto* not_added = llvm::BasicBlock::Create(b.getContext(), "not_added", program.fn);
   auto* table_full = llvm::BasicBlock::Create(b.getContext(), "table_full", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(entry), found, table_full);
+  auto* no_memory = llvm::BasicBlock::Create(b.getContext(), "no_memory", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(entry), found, not_added);
+  // The table holds kAggregateGroups (E2BIG past them); a table that allocates its groups
+  // as they come may also find no memory ready (ENOMEM), which is not a full table.
+  b.SetInsertPoint(not_added);
+  constexpr int64_t kE2big = 7;
+  b.CreateCondBr(b.CreateICmpEQ(why, b.getInt64(-kE2big)), table_full, no_memory);
   b.SetInsertPoint(table_full);
   emitter.countLost(program, plan::Lost::TableFull);
+  b.SetInsertPoint(no_memory);
+  emitter.countLost(program, plan::Lost::TableNoMemory);
   b.SetInsertPoint(found);
   return entry;
 }

@@ -83,7 +83,7 @@ llvm::Value* ProgramEmitter::mapLookup(Program& program, llvm::GlobalVariable* m
 llvm::Value* ProgramEmitter::lookupOrAdd(Program& program, llvm::GlobalVariable* map,
                                          llvm::Value* key,
                                          const std::function<llvm::Value*()>& initial,
-                                         uint64_t flags) {
+                                         uint64_t flags, llvm::Value** update_error) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* entry = mapLookup(program, map, key);
   auto* missing = llvm::BasicBlock::Create(b.getContext(), "add_entry", program.fn);
@@ -92,7 +92,8 @@ llvm::Value* ProgramEmitter::lookupOrAdd(Program& program, llvm::GlobalVariable*
   b.CreateCondBr(b.CreateIsNull(entry), missing, done);
   b.SetInsertPoint(missing);
   llvm::Value* value = initial();
-  object_.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {map, key, value, b.getInt64(flags)});
+  llvm::Value* err = object_.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
+                                                 {map, key, value, b.getInt64(flags)});
   llvm::Value* added = mapLookup(program, map, key);
   llvm::BasicBlock* added_end = b.GetInsertBlock();
   b.CreateBr(done);
@@ -100,6 +101,12 @@ llvm::Value* ProgramEmitter::lookupOrAdd(Program& program, llvm::GlobalVariable*
   llvm::PHINode* phi = b.CreatePHI(b.getPtrTy(), 2);
   phi->addIncoming(entry, from);
   phi->addIncoming(added, added_end);
+  if (update_error) {
+    llvm::PHINode* why = b.CreatePHI(b.getInt64Ty(), 2);
+    why->addIncoming(b.getInt64(0), from);
+    why->addIncoming(err, added_end);
+    *update_error = why;
+  }
   return phi;
 }
 

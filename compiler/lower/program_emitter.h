@@ -121,9 +121,12 @@ class ProgramEmitter {
   ExprLowering lowering(Program& program, const sema::ExprTable& exprs, const ArgAccess& args);
   llvm::Value* mapLookup(Program& program, llvm::GlobalVariable* map, llvm::Value* key);
   /// The entry of `key` in `map`; when missing, added from the value `initial` makes
-  /// (update flags `flags`) and looked up again: null only if it could not be added.
+  /// (update flags `flags`) and looked up again: null only if it could not be added, and
+  /// then `update_error`, if given, is why (the update's negative errno; 0 when it was
+  /// found or added).
   llvm::Value* lookupOrAdd(Program& program, llvm::GlobalVariable* map, llvm::Value* key,
-                           const std::function<llvm::Value*()>& initial, uint64_t flags);
+                           const std::function<llvm::Value*()>& initial, uint64_t flags,
+                           llvm::Value** update_error = nullptr);
   /// The thread id as a map key.
   llvm::Value* tidKey(Program& program);
   /// Returns early unless the event's process is the one being traced.

@@ -283,11 +283,17 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
 
   auto events = ctx.kernel.tracepointEvents("syscalls");
   if (!events) {
-    // Without tracefs the syscall's existence comes from BTF; its argument names do not.
-    std::string wrapper = "__x64_sys_" + t.syscall.text;
-    if (!ctx.btf.findFunction(wrapper)) {
+    // Without tracefs (not mounted, or root's only: CAP_BPF and CAP_PERFMON do not open
+    // it) the syscall's existence comes from BTF, through any of the functions the kernel's
+    // SYSCALL_DEFINE makes of it (BTF may keep only some); its argument names do not.
+    bool in_btf = false;
+    for (const char* prefix : {"__x64_sys_", "__arm64_sys_", "__do_sys_", "__se_sys_", "sys_"}) {
+      in_btf = in_btf || ctx.btf.findFunction(prefix + t.syscall.text);
+    }
+    if (!in_btf) {
       ctx.diags.report(DiagKind::UnknownSyscall, t.syscall.range,
-                       fmt::format("no syscall `{}`", t.syscall.text))
+                       fmt::format("no syscall `{}` in this kernel's BTF, and tracefs, which "
+                                   "lists them all, cannot be read", t.syscall.text))
           .note(events.error().message);
       return std::nullopt;
     }

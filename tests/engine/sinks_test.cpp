@@ -35,7 +35,7 @@ TEST(SessionSummary, SaysEveryLostReasonInPlainWords) {
   plan.maps.push_back({"events", "ringbuf", 0, 0, 256 << 10, true, 256 << 10, 0});
   SessionResult result;
   result.events = 3;
-  result.lost = {1, 0, 2, 12};
+  result.lost = {1, 0, 2, 12, 0};
   EXPECT_EQ(summaryOf(plan, result, OutputFormat::Text).err,
             "kq: 3 events, 1 lost (the 256 KiB ring buffer was full; --buffer-size makes it "
             "larger)\n"
@@ -44,7 +44,7 @@ TEST(SessionSummary, SaysEveryLostReasonInPlainWords) {
             "kq: 12 function exits had no matching entry (the entry was missed or overwritten)\n");
   EXPECT_EQ(summaryOf(plan, result, OutputFormat::Json).err,
             R"({"summary":{"entries_not_kept":2,"events":3,"exits_without_entry":12,"lost":1,)"
-            R"("not_counted":0}})" "\n");
+            R"("not_counted":0,"not_counted_no_memory":0}})" "\n");
 }
 
 }  // namespace
