@@ -2,7 +2,6 @@
 
 #include <bpf/btf.h>
 
-#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
