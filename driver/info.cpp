@@ -30,7 +30,26 @@ void didYouMean(Io& io, std::string_view name, const std::vector<std::string_vie
 /// Spaces from column `at` to column `column` (at least one).
 std::string padTo(size_t at, size_t column) { return std::string(at < column ? column - at : 1, ' '); }
 
-// pahole-style layout: one member a line with its offset and size; anonymous members nest.
+/// The anonymous struct or union a member is declared with, through its arrays (`struct
+/// {...} headers`, `struct {...} set[2]`, an anonymous member); the type's id 0 for any other.
+btf::BtfType anonymousRecordOf(btf::BtfType type) {
+  for (int depth = 0; type.id != 0 && depth < 64; ++depth) {
+    const ::btf_type* raw = type.get();
+    if (btf_is_mod(raw) || btf_is_type_tag(raw)) {
+      type.id = raw->type;
+    } else if (btf_is_array(raw)) {
+      type.id = btf_array(raw)->type;
+    } else {
+      break;
+    }
+  }
+  const ::btf_type* raw = type.get();
+  if (type.id != 0 && btf_is_composite(raw) && raw->name_off == 0) return type;
+  return {type.file, 0};
+}
+
+// pahole-style layout: one member a line with its offset and size; anonymous structs and
+// unions nest, members of them too.
 void printMembers(Io& io, btf::BtfType record, uint64_t base_bits, int depth) {
   const ::btf_type* raw = record.get();
   const btf_member* members = btf_members(raw);
@@ -40,16 +59,17 @@ void printMembers(Io& io, btf::BtfType record, uint64_t base_bits, int depth) {
     btf::BtfType type{record.file, members[i].type};
     uint64_t bits = base_bits + btf_member_bit_offset(raw, i);
     uint32_t bitfield = btf_member_bitfield_size(raw, i);
-    btf::BtfType inner = type.resolved();
-    if ((!name || !*name) && btf_is_composite(inner.get())) {
-      std::string open = btf_is_struct(inner.get()) ? "struct {" : "union {";
+    std::string decl = type.declaration(name ? name : "");
+    btf::BtfType anonymous = anonymousRecordOf(type);
+    size_t body = decl.find("{...}");
+    if (anonymous.id != 0 && body != std::string::npos) {
+      std::string open = decl.substr(0, body) + "{";
       io.out << indent << open << padTo(indent.size() + open.size(), 60)
-             << fmt::format("/* {:5} {:5} */\n", bits / 8, inner.size());
-      printMembers(io, inner, bits, depth + 1);
-      io.out << indent << "};\n";
+             << fmt::format("/* {:5} {:5} */\n", bits / 8, type.size());
+      printMembers(io, anonymous, bits, depth + 1);
+      io.out << indent << "}" << decl.substr(body + 5) << ";\n";
       continue;
     }
-    std::string decl = type.declaration(name ? name : "");
     std::string where = bitfield ? fmt::format("/* {:3}:{:<2} {:4}b */", bits / 8, bits % 8, bitfield)
                                  : fmt::format("/* {:5} {:5} */", bits / 8, type.size());
     if (bitfield) decl += fmt::format(":{}", bitfield);

@@ -1,16 +1,13 @@
 #include "runtime/type_dump.h"
 
-#include "runtime/dump_zeroes.h"
-
 #include <bpf/btf.h>
 
-#include <cstdarg>
-#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "runtime/printed.h"
+#include "host/c_declaration.h"
+#include "runtime/type_walk.h"
 
 namespace kq::runtime {
 namespace {
@@ -28,114 +25,229 @@ std::string enumeratorName(const ::btf* btf, uint32_t id, int64_t value) {
   return std::to_string(value);
 }
 
-Json jsonOf(const ::btf* btf, uint32_t id, const uint8_t* p, size_t avail, int depth);
-
-Json intJson(const ::btf_type* t, const uint8_t* p) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, std::min<size_t>(t->size, 8));
-  if (btf_int_encoding(t) & BTF_INT_BOOL) return v != 0;
-  if (btf_int_encoding(t) & BTF_INT_SIGNED) {
-    int shift = 64 - 8 * std::min<int>(t->size, 8);
-    return static_cast<int64_t>(v << shift) >> shift;
-  }
-  return v;
-}
-
-/// Whether `elem` is C's `char` (a text character): pahole's BTF gives the kernel's `char`
-/// no BTF_INT_CHAR encoding, only its name; `unsigned char` and `u8` arrays are bytes.
-bool isCharType(const ::btf* btf, const ::btf_type* elem) {
-  if (!elem || !btf_is_int(elem) || elem->size != 1) return false;
-  if (btf_int_encoding(elem) & BTF_INT_CHAR) return true;
-  const char* name = btf__name_by_offset(btf, elem->name_off);
-  return name && (std::strcmp(name, "char") == 0 || std::strcmp(name, "signed char") == 0);
-}
-
-/// Char arrays as strings; other arrays element by element.
-Json arrayJson(const ::btf* btf, const ::btf_type* t, const uint8_t* p, size_t avail, int depth) {
-  const struct btf_array* a = btf_array(t);
-  const ::btf_type* elem = btf__type_by_id(btf, a->type);
-  while (elem && (btf_is_typedef(elem) || btf_is_mod(elem))) elem = btf__type_by_id(btf, elem->type);
-  if (isCharType(btf, elem)) {
-    return stringText(p, a->nelems);
-  }
-  int64_t elem_size = btf__resolve_size(btf, a->type);
-  Json out = Json::array();
-  for (uint32_t i = 0; i < a->nelems && elem_size > 0; ++i) {
-    out.push_back(jsonOf(btf, a->type, p + i * elem_size, avail - i * elem_size, depth + 1));
+/// A char array's bytes (up to its last non-zero one) as the text between a string's quotes:
+/// printable ASCII as is, `\\` for a backslash, other bytes (a NUL inside too) as `\xNN`, as
+/// `buf` prints them; `\"` for a quote when `in_quotes`.
+std::string charsText(const uint8_t* p, size_t size, bool in_quotes) {
+  std::string out;
+  for (size_t i = 0; i < size; ++i) {
+    unsigned char c = p[i];
+    if (c == '\\' || (c == '"' && in_quotes)) {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
   }
   return out;
 }
 
-Json recordJsonOf(const ::btf* btf, const ::btf_type* t, const uint8_t* p, size_t avail, int depth) {
-  Json out = Json::object();
-  const btf_member* m = btf_members(t);
-  for (uint16_t i = 0; i < btf_vlen(t); ++i) {
-    uint32_t bit = btf_member_bit_offset(t, i);
-    uint32_t bits = btf_member_bitfield_size(t, i);
-    const char* name = btf__name_by_offset(btf, m[i].name_off);
-    if (bit / 8 >= avail) continue;
-    if (bits) {
-      uint64_t v = 0;
-      std::memcpy(&v, p + bit / 8, std::min<size_t>(8, avail - bit / 8));
-      v = (v >> (bit % 8)) & (bits >= 64 ? ~0ull : (1ull << bits) - 1);
-      out[name] = v;
-      continue;
-    }
-    Json value = jsonOf(btf, m[i].type, p + bit / 8, avail - bit / 8, depth + 1);
-    if (!name || !*name) {
-      if (value.is_object()) out.update(value);  // anonymous members lift into the parent
-      continue;
-    }
-    out[name] = value;
+/// An integer of more than 8 bytes, little-endian, in hex.
+std::string wideHex(const uint8_t* p, size_t size) {
+  std::string out;
+  for (size_t i = size; i-- > 0;) {
+    if (out.empty() && p[i] == 0 && i > 0) continue;
+    out += fmt::format(out.empty() ? "{:x}" : "{:02x}", p[i]);
   }
-  return out;
+  return "0x" + out;
 }
 
-/// A value of BTF type `id` as JSON: objects for records, strings for char arrays, enumerator
-/// names, numbers; null for what was not captured.
-Json jsonOf(const ::btf* btf, uint32_t id, const uint8_t* p, size_t avail, int depth) {
-  const ::btf_type* t = btf__type_by_id(btf, id);
-  while (t && (btf_is_typedef(t) || btf_is_mod(t) || btf_is_type_tag(t))) {
-    id = t->type;
-    t = btf__type_by_id(btf, id);
-  }
-  if (!t || depth > 16) return nullptr;
-  int64_t size = btf__resolve_size(btf, id);
-  // A struct or union cut short (its first `dump_bytes`) shows the members that were
-  // captured; anything else not captured whole is null.
-  if (btf_is_composite(t)) return recordJsonOf(btf, t, p, avail, depth);
-  if (size > 0 && static_cast<size_t>(size) > avail) return nullptr;
-  switch (btf_kind(t)) {
-    case BTF_KIND_INT: return intJson(t, p);
-    case BTF_KIND_PTR: return fmt::format("0x{:x}", readU64(p));
-    case BTF_KIND_ENUM:
-    case BTF_KIND_ENUM64: {
-      int64_t v = 0;
-      std::memcpy(&v, p, std::min<size_t>(t->size, 8));
-      if (t->size < 8) v = static_cast<int64_t>(static_cast<int32_t>(v));
-      return enumeratorName(btf, id, v);
-    }
-    case BTF_KIND_ARRAY: return arrayJson(btf, t, p, avail, depth);
-    case BTF_KIND_STRUCT:
-    case BTF_KIND_UNION: return recordJsonOf(btf, t, p, avail, depth);
-    default: return nullptr;
-  }
+/// `2240` as `2,240`.
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n);
+  for (size_t at = digits.size(); at > 3; at -= 3) digits.insert(at - 3, ",");
+  return digits;
 }
 
-void appendFormatted(void* ctx, const char* format, va_list args) {
-  auto* out = static_cast<std::string*>(ctx);
-  char buffer[1024];
-  int n = std::vsnprintf(buffer, sizeof buffer, format, args);
-  if (n > 0) out->append(buffer, std::min<size_t>(n, sizeof buffer - 1));
-}
+/// A dump as C, ksnoop's (and libbpf's `btf_dump__dump_type_data`'s) layout:
+///
+///     (struct sk_buff){
+///         .len = (unsigned int)228,
+///         .cb = (char[48])"\x8e",
+///         (union){ ...anonymous members... },
+///         .tc_to_txq = (struct netdev_tc_txq[16])[ elements without casts ],
+///     }
+///
+/// Zeroes are left out (see docs/language.md, "Typed dumps"): a zero member, then a struct
+/// or union left with nothing in it, and an array every element of which is zero; an array
+/// that stays shows every element, zeroes too (their places matter), a struct element that
+/// is all zero as `{}`. The dumped value itself always shows.
+class TextDump final : public DumpOutput {
+ public:
+  TextDump(const ::btf* btf, TypeDumper::Casts& casts, std::string& out) : btf_(btf), casts_(casts), out_(out) {}
+
+  void open(const DumpMember& m, BlockKind kind) override {
+    size_t start = out_.size();
+    begin(m);
+    out_ += kind == BlockKind::Array ? "[\n" : "{\n";
+    frames_.push_back({start, kind == BlockKind::Array, m.element, false});
+    if (kind == BlockKind::Array) ++arrays_;
+  }
+
+  void close() override {
+    Frame f = frames_.back();
+    frames_.pop_back();
+    if (f.array) --arrays_;
+    if (frames_.empty()) {  // the dumped value: always shown, with no comma
+      marker(frames_.size() + 1);
+      indent();
+      out_ += f.array ? "]" : "}";
+      return;
+    }
+    if (!f.shown) {
+      out_.resize(f.start);  // its capture's end, if there, goes to its parent
+      if (!f.element) return;
+      indent();  // an element keeps its place
+      out_ += f.array ? "[],\n" : "{},\n";
+      return;
+    }
+    marker(frames_.size() + 1);
+    indent();
+    out_ += f.array ? "],\n" : "},\n";
+    frames_.back().shown = true;
+  }
+
+  void leaf(const DumpMember& m, const DumpLeaf& v) override {
+    bool in_array = !frames_.empty() && frames_.back().array;
+    if (v.zero && !in_array && !frames_.empty()) return;
+    begin(m);
+    out_ += valueText(v);
+    if (frames_.empty()) return;
+    out_ += ",\n";
+    if (!v.zero) frames_.back().shown = true;
+  }
+
+  /// Said in the innermost block still open that shows anything, after what it shows.
+  void notCaptured(uint64_t bytes) override { not_captured_ = bytes; }
+
+ private:
+  struct Frame {
+    size_t start;  // where its text begins, to take back when nothing in it shows
+    bool array;
+    bool element;
+    bool shown;  // something non-zero is in it
+  };
+
+  void indent() { indent(frames_.size()); }
+  void indent(size_t level) { out_.append(4 * level, ' '); }
+
+  /// The capture's end, at `level`, when it is in the block closing.
+  void marker(size_t level) {
+    if (!not_captured_) return;
+    indent(level);
+    out_ += fmt::format("/* {} more bytes not captured */\n", grouped(not_captured_));
+    not_captured_ = 0;
+  }
+
+  /// `.name = (type)`: no name for an element or an anonymous member, and (libbpf's way)
+  /// no casts inside an array.
+  void begin(const DumpMember& m) {
+    indent();
+    if (!m.name.empty()) {
+      out_ += '.';
+      out_ += m.name;
+      out_ += " = ";
+    }
+    if (arrays_ == 0) {
+      out_ += '(';
+      out_ += casts_.of(btf_, m.type);
+      out_ += ')';
+    }
+  }
+
+  static std::string valueText(const DumpLeaf& v) {
+    switch (v.kind) {
+      case LeafKind::Signed: return std::to_string(v.i);
+      case LeafKind::Unsigned:
+      case LeafKind::Bool: return std::to_string(v.u);
+      case LeafKind::Bits: return fmt::format("0x{:x}", v.u);
+      case LeafKind::Wide: return wideHex(v.bytes, v.size);
+      case LeafKind::Float: return fmt::format("{}", v.d);
+      case LeafKind::Pointer: return v.u == 0 ? "(nil)" : fmt::format("0x{:x}", v.u);
+      case LeafKind::Enumerator: return std::string(v.name);
+      case LeafKind::Chars: return "\"" + charsText(v.bytes, v.size, true) + "\"";
+    }
+    return "";
+  }
+
+  const ::btf* btf_;
+  TypeDumper::Casts& casts_;
+  std::string& out_;
+  std::vector<Frame> frames_;
+  int arrays_ = 0;  // arrays open
+  uint64_t not_captured_ = 0;
+};
+
+/// A dump as JSON: objects for structs and unions (an anonymous member's members lifted into
+/// its parent), arrays, every captured member zeroes included; what was not captured is
+/// left out.
+class JsonDump final : public DumpOutput {
+ public:
+  void open(const DumpMember& m, BlockKind kind) override {
+    Json fresh = kind == BlockKind::Array ? Json::array() : Json::object();
+    if (open_.empty()) {
+      root_ = std::move(fresh);
+      open_.push_back(&root_);
+    } else if (m.element) {
+      open_.back()->push_back(std::move(fresh));
+      open_.push_back(&open_.back()->back());
+    } else if (m.name.empty()) {
+      open_.push_back(open_.back());  // anonymous: its members are its parent's
+    } else {
+      Json& slot = (*open_.back())[std::string(m.name)];
+      slot = std::move(fresh);
+      open_.push_back(&slot);
+    }
+  }
+
+  void close() override { open_.pop_back(); }
+
+  void leaf(const DumpMember& m, const DumpLeaf& v) override {
+    Json value = valueJson(v);
+    if (open_.empty()) {
+      root_ = std::move(value);
+    } else if (m.element) {
+      open_.back()->push_back(std::move(value));
+    } else {
+      (*open_.back())[std::string(m.name)] = std::move(value);
+    }
+  }
+
+  void notCaptured(uint64_t) override {}
+
+  Json take() { return std::move(root_); }
+
+ private:
+  static Json valueJson(const DumpLeaf& v) {
+    switch (v.kind) {
+      case LeafKind::Signed: return v.i;
+      case LeafKind::Unsigned:
+      case LeafKind::Bits: return v.u;
+      case LeafKind::Bool: return v.u != 0;
+      case LeafKind::Wide: return wideHex(v.bytes, v.size);
+      case LeafKind::Float: return v.d;
+      case LeafKind::Pointer: return fmt::format("0x{:x}", v.u);
+      case LeafKind::Enumerator: return std::string(v.name);
+      case LeafKind::Chars: return charsText(v.bytes, v.size, false);
+    }
+    return nullptr;
+  }
+
+  Json root_;
+  std::vector<Json*> open_;  // where the members of each open block go
+};
 
 }  // namespace
 
-TypeDumper::TypeDumper(KernelTypes* types) : types_(types) {}
-
-TypeDumper::~TypeDumper() {
-  for (auto& [btf, dumper] : dumpers_) btf_dump__free(dumper);
+const std::string& TypeDumper::Casts::of(const ::btf* btf, uint32_t id) {
+  std::string& cast = names_[btf][id];
+  if (cast.empty()) cast = host::cDeclaration(btf, id, "", host::DeclarationStyle::Cast);
+  return cast;
 }
+
+TypeDumper::TypeDumper(KernelTypes* types) : types_(types) {}
 
 void TypeDumper::prepare(const plan::ProgramLayout& layout) {
   for (const plan::ProbeLayout& probe : layout.probes) {
@@ -158,13 +270,6 @@ KernelType TypeDumper::typeOf(const plan::FieldLayout& f) {
   return fields_[&f] = type;
 }
 
-::btf_dump* TypeDumper::dumperFor(const ::btf* btf) {
-  auto it = dumpers_.find(btf);
-  if (it != dumpers_.end()) return it->second;
-  ::btf_dump* dumper = btf_dump__new(btf, appendFormatted, &dumped_, nullptr);
-  return dumpers_[btf] = dumper;  // null too: not tried again
-}
-
 std::string TypeDumper::enumText(const plan::FieldLayout& f, int64_t value) {
   KernelType type = typeOf(f);
   return type ? enumeratorName(type.btf, type.id, value) : std::to_string(value);
@@ -174,27 +279,19 @@ std::string TypeDumper::recordText(const plan::FieldLayout& f, const uint8_t* by
   KernelType type = typeOf(f);
   if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
                                         : fmt::format("(no type `{}` in this kernel)", f.type_name);
-  int64_t full = btf__resolve_size(type.btf, type.id);
-  if (full <= 0) return "(unknown size)";
-  // Reused: a flood of dumps must not allocate a struct's worth per event.
-  std::vector<uint8_t>& padded = padded_;
-  padded.assign(static_cast<size_t>(full), 0);
-  std::memcpy(padded.data(), bytes, std::min<size_t>(f.size, padded.size()));
-  ::btf_dump* dumper = dumperFor(type.btf);
-  if (!dumper) return "(cannot dump)";
-  dumped_.clear();
-  LIBBPF_OPTS(btf_dump_type_data_opts, opts, .indent_str = "    ", .emit_zeroes = true);
-  int err = btf_dump__dump_type_data(dumper, type.id, padded.data(), padded.size(), &opts);
-  if (err < 0) return fmt::format("(cannot dump: {})", std::strerror(-err));
-  // Every member from libbpf, then the zeroes left out here (see dump_zeroes.h).
-  std::string out = withoutZeroes(dumped_);
-  if (static_cast<int64_t>(f.size) < full) out += fmt::format("  /* first {} of {} bytes */", f.size, full);
+  if (btf__resolve_size(type.btf, type.id) <= 0) return "(unknown size)";
+  std::string out;
+  TextDump text(type.btf, casts_, out);
+  walkValue(type.btf, type.id, bytes, f.size, text);
   return out;
 }
 
 nlohmann::ordered_json TypeDumper::recordJson(const plan::FieldLayout& f, const uint8_t* bytes) {
   KernelType type = typeOf(f);
-  return type ? jsonOf(type.btf, type.id, bytes, f.size, 0) : Json(nullptr);
+  if (!type) return nullptr;
+  JsonDump json;
+  walkValue(type.btf, type.id, bytes, f.size, json);
+  return json.take();
 }
 
 }  // namespace kq::runtime

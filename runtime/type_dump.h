@@ -1,18 +1,16 @@
 // Values of kernel types in records, shown with the running kernel's BTF: structs and unions
-// dumped as C (ksnoop-style) or as JSON objects, enumerators by name.
+// dumped as C (ksnoop-style) or as JSON objects, both printed from one walk of the bytes
+// (runtime/type_walk.h), and enumerators by name.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "plan/event_layout.h"
 #include "runtime/kernel_types.h"
-
-struct btf_dump;
 
 namespace kq::runtime {
 
@@ -20,7 +18,6 @@ class TypeDumper {
  public:
   /// `types` may be null (no BTF): records are then not shown, enumerators print as numbers.
   explicit TypeDumper(KernelTypes* types);
-  ~TypeDumper();
   TypeDumper(const TypeDumper&) = delete;
   TypeDumper& operator=(const TypeDumper&) = delete;
 
@@ -29,21 +26,29 @@ class TypeDumper {
 
   /// An Enum field's value: its enumerator's name, or the number.
   std::string enumText(const plan::FieldLayout& f, int64_t value);
-  /// A Record field's bytes as C; bytes past what was captured read as zero.
+  /// A Record field's `f.size` bytes as C, zeroes left out, ending where the capture ends
+  /// with `/* N more bytes not captured */`.
   std::string recordText(const plan::FieldLayout& f, const uint8_t* bytes);
-  /// A Record field's bytes as a JSON object (null without BTF).
+  /// A Record field's bytes as a JSON object, zeroes included, members not captured left
+  /// out (null without BTF).
   nlohmann::ordered_json recordJson(const plan::FieldLayout& f, const uint8_t* bytes);
+
+  /// The casts of a text dump (`struct sk_buff *`), made once per type.
+  class Casts {
+   public:
+    const std::string& of(const ::btf* btf, uint32_t id);
+
+   private:
+    std::unordered_map<const ::btf*, std::unordered_map<uint32_t, std::string>> names_;
+  };
 
  private:
   /// The kernel's type for `f`: by its name, else (when the ids are this kernel's) its id.
   KernelType typeOf(const plan::FieldLayout& f);
-  ::btf_dump* dumperFor(const ::btf* btf);
 
   KernelTypes* types_;
   std::unordered_map<const plan::FieldLayout*, KernelType> fields_;
-  std::unordered_map<const ::btf*, ::btf_dump*> dumpers_;
-  std::string dumped_;  // where every btf_dump prints
-  std::vector<uint8_t> padded_;  // the record being dumped, zero-filled to its type's size
+  Casts casts_;
 };
 
 }  // namespace kq::runtime

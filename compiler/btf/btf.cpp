@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <tuple>
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <unordered_map>
@@ -16,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "compiler/btf/validate.h"
+#include "host/c_declaration.h"
 #include "host/btf_file.h"
 
 namespace kq::btf {
@@ -26,19 +26,6 @@ constexpr const char* kSysfsBtf = "/sys/kernel/btf";
 
 using Entry = std::pair<const BtfFile*, TypeId>;
 using NameMap = std::unordered_map<std::string_view, Entry>;
-
-void appendFormatted(void* ctx, const char* format, va_list args) {
-  auto* out = static_cast<std::string*>(ctx);
-  va_list copy;
-  va_copy(copy, args);
-  int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  if (n <= 0) return;
-  size_t old = out->size();
-  out->resize(old + n + 1);
-  std::vsnprintf(out->data() + old, n + 1, format, args);
-  out->resize(old + n);
-}
 
 std::string errnoText(int err) { return std::strerror(err < 0 ? -err : err); }
 
@@ -93,14 +80,7 @@ std::string BtfType::declaration() const { return declaration(""); }
 
 std::string BtfType::declaration(std::string_view var_name) const {
   if (id == 0) return var_name.empty() ? "void" : fmt::format("void {}", var_name);
-  std::string out;
-  btf_dump* dump = btf_dump__new(file->btf, appendFormatted, &out, nullptr);
-  if (!dump) return std::string(name());
-  std::string field(var_name);
-  LIBBPF_OPTS(btf_dump_emit_type_decl_opts, opts, .field_name = field.c_str());
-  btf_dump__emit_type_decl(dump, id, &opts);
-  btf_dump__free(dump);
-  return out;
+  return host::cDeclaration(file->btf, id, var_name);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ TEST_F(MadeUpKernel, DumpsAModuleTypeByNameWhateverItsId) {
   EXPECT_NE(text.find("(struct kq_mod_conn){"), std::string::npos) << text;
   EXPECT_NE(text.find(".id = (unsigned int)7"), std::string::npos) << text;
   EXPECT_NE(text.find(".state = (enum kq_mod_state)KQ_MOD_CLOSED"), std::string::npos) << text;
-  // The same dumper again: one btf_dump per BTF, reused.
+  // The same dumper again: its casts, made once, reused.
   bytes[0] = 8;
   text = dumper.recordText(field, reinterpret_cast<const uint8_t*>(bytes));
   EXPECT_NE(text.find(".id = (unsigned int)8"), std::string::npos) << text;
