@@ -72,6 +72,11 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
   return std::nullopt;
 }
 
+/// Whether a slot's scalar is an unsigned number (a min or max of unsigned values).
+bool isUnsigned(const AggregateSlot& s) {
+  return (s.kind == AggregateKind::Min || s.kind == AggregateKind::Max) && !s.is_signed;
+}
+
 const AggregateSlot* topSlot(const AggregateLayout& layout) {
   for (const AggregateSlot& s : layout.slots) {
     if (s.kind == AggregateKind::Top) return &s;
@@ -199,7 +204,9 @@ void sortRows(const AggregateLayout& layout, std::vector<Row>& rows) {
   }
   if (order) {
     std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
-      return scalar(*order, a.value.data()).value_or(0) > scalar(*order, b.value.data()).value_or(0);
+      int64_t x = scalar(*order, a.value.data()).value_or(0), y = scalar(*order, b.value.data()).value_or(0);
+      // A u64 above 2^63 is large, not negative.
+      return isUnsigned(*order) ? static_cast<uint64_t>(x) > static_cast<uint64_t>(y) : x > y;
     });
   }
 }
@@ -281,7 +288,7 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
         }
       } else {
         v.scalar = scalar(slot, rows[r].value.data());
-        v.is_unsigned = (slot.kind == AggregateKind::Min || slot.kind == AggregateKind::Max) && !slot.is_signed;
+        v.is_unsigned = isUnsigned(slot);
       }
     }
   }
