@@ -59,7 +59,9 @@ class TextSink : public Sink {
       has_events_ = true;
       std::vector<std::string> names;
       for (const FieldLayout& f : p.fields) {
-        if (!f.hidden && !f.is_capture) names.push_back(f.name);
+        // A stack is a block beneath its event, never a cell of the line.
+        bool stack = f.kind == FieldKind::KernelStack || f.kind == FieldKind::UserStack;
+        if (!f.hidden && !f.is_capture && !stack) names.push_back(f.name);
       }
       if (!columns_set_) {
         columns_ = names;

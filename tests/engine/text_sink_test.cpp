@@ -1,0 +1,174 @@
+// The text sink's event lines from recorded bytes: the header, the columns, name=value
+// pairs when probes' columns differ, captures beneath their event, several queries.
+#include <gtest/gtest.h>
+
+#include "tests/engine/recorded.h"
+
+namespace kq::engine::testing {
+namespace {
+
+using plan::FieldKind;
+
+
+
+
+class TextSink : public ::testing::Test {
+ protected:
+  std::string print(const std::vector<Bytes>& records) {
+    return printEvents(plan, host, records, OutputFormat::Text).out;
+  }
+  FakeHost host;
+  plan::ProgramPlan plan;
+};
+
+TEST_F(TextSink, ProbesSharingTheirColumnsShareOneHeader) {
+  plan.layout.probes = {probe("tcp_sendmsg", {field("size", FieldKind::Unsigned, 40),
+                                              field("sport", FieldKind::Unsigned, 48)}),
+                        probe("tcp_recvmsg", {field("size", FieldKind::Signed, 40),
+                                              field("sport", FieldKind::Unsigned, 48)})};
+  Header busy;
+  busy.time_ns = 3'599'999'999'999;  // 03:59:59.999
+  busy.cpu = 127;
+  busy.pid = 1234567;
+  busy.comm = "kworker/u16:3-ev";  // all 16 bytes, no NUL
+  // Values follow one another two spaces apart, however wide their column's name.
+  EXPECT_EQ(print({record(0, 56).u64(40, 1448).u64(48, 22),
+                   record(1, 56, busy).u64(40, uint64_t(-11)).u64(48, 443)}),
+            "TIME         CPU     PID COMM             PROBE        size  sport\n"
+            "03:04:05.678   1    4242 curl             tcp_sendmsg  1448  22\n"
+            "03:59:59.999 127 1234567 kworker/u16:3-ev tcp_recvmsg  -11  443\n");
+}
+
+TEST_F(TextSink, TheProbeColumnIsFiveWideAtLeastAndFortyEightAtMost) {
+  plan.layout.probes = {probe("p", {})};
+  EXPECT_EQ(print({record(0, 40)}),
+            "TIME         CPU     PID COMM             PROBE\n"
+            "03:04:05.678   1    4242 curl             p\n");
+
+  std::string glob(60, 'f');
+  plan.layout.probes = {probe(glob, {field("n", FieldKind::Unsigned, 40)}),
+                        probe("short", {field("n", FieldKind::Unsigned, 40)})};
+  EXPECT_EQ(print({record(0, 48).u64(40, 1), record(1, 48).u64(40, 2)}),
+            "TIME         CPU     PID COMM             PROBE" + std::string(43, ' ') + "  n\n"
+            "03:04:05.678   1    4242 curl             " + glob + "  1\n"
+            "03:04:05.678   1    4242 curl             short" + std::string(43, ' ') + "  2\n");
+}
+
+TEST_F(TextSink, ProbesWithDifferentColumnsPrintNamesWithTheirValues) {
+  plan.layout.probes = {probe("sys_enter_openat", {field("filename", FieldKind::String, 40, 32),
+                                                   field("flags", FieldKind::Hex, 72)}),
+                        probe("sys_exit_openat", {field("ret", FieldKind::Errno, 40)})};
+  EXPECT_EQ(print({record(0, 80).text(40, "/etc/hosts").u64(72, 0x80000),
+                   record(1, 48).u64(40, uint64_t(-2))}),
+            "TIME         CPU     PID COMM             PROBE\n"
+            "03:04:05.678   1    4242 curl             sys_enter_openat  filename=/etc/hosts  flags=0x80000\n"
+            "03:04:05.678   1    4242 curl             sys_exit_openat   ret=-ENOENT\n");
+}
+
+TEST_F(TextSink, HiddenFieldsAndProbesWithoutRecordsAreNoColumns) {
+  plan::ProbeLayout counted = probe("counted", {field("other", FieldKind::Unsigned, 40)});
+  counted.writes_records = false;  // an aggregate's probe: its columns are the table's
+  plan.layout.probes = {probe("p", {hidden(field("skb", FieldKind::Pointer, 40)), field("len", FieldKind::Unsigned, 48)}),
+                        counted};
+  EXPECT_EQ(print({record(0, 56).u64(40, 0xffff888000000001).u64(48, 60)}),
+            "TIME         CPU     PID COMM             PROBE  len\n"
+            "03:04:05.678   1    4242 curl             p      60\n");
+}
+
+TEST_F(TextSink, CapturesAreIndentedBeneathTheirEventKsnoopStyle) {
+  plan::FieldLayout conn = capture(field("conn", FieldKind::Record, 56, 48));
+  conn.type_name = "struct conn";
+  conn.address_field = 1;
+  plan.layout.probes = {probe("conn_close", {field("ret", FieldKind::Signed, 40),
+                                             hidden(field("conn_addr", FieldKind::Pointer, 48)),
+                                             conn,
+                                             capture(field("how", FieldKind::Unsigned, 104))})};
+  EXPECT_EQ(print({record(0, 112).u64(48, 0xffff888000c0ffee).u32(56, 7).u32(80, 2).u64(104, 1),
+                   record(0, 112).u64(40, 1).u64(48, 0xffff888000c0ff00)}),
+            "TIME         CPU     PID COMM             PROBE       ret\n"
+            "03:04:05.678   1    4242 curl             conn_close  0\n"
+            "    conn = *(0xffff888000c0ffee) (struct conn){\n"
+            "        .id = (int)7,\n"
+            "        .state = (enum conn_state)CONN_CLOSED,\n"
+            "    }\n"
+            "    how = 1\n"
+            "03:04:05.678   1    4242 curl             conn_close  1\n"
+            "    conn = *(0xffff888000c0ff00) (struct conn){\n"
+            "    }\n"
+            "    how = 0\n");
+}
+
+TEST_F(TextSink, ARecordInTheLineIsItsAddress) {
+  plan::FieldLayout conn = field("conn", FieldKind::Record, 48, 8);
+  conn.type_name = "struct conn";
+  conn.address_field = 0;
+  plan.layout.probes = {probe("a", {hidden(field("conn_addr", FieldKind::Pointer, 40)), conn}),
+                        probe("b", {field("n", FieldKind::Unsigned, 40)})};
+  // Eight bytes of the struct were captured: the dump says so.
+  EXPECT_EQ(print({record(0, 56).u64(40, 0xffff888000c0ffee).u32(48, 3).u32(52, 4)}),
+            "TIME         CPU     PID COMM             PROBE\n"
+            "03:04:05.678   1    4242 curl             a      conn=0xffff888000c0ffee\n"
+            "    conn = *(0xffff888000c0ffee) (struct conn){\n"
+            "        .id = (int)3,\n"
+            "        .flags = (unsigned int)4,\n"
+            "        /* 40 more bytes not captured */\n"
+            "    }\n");
+}
+
+TEST_F(TextSink, ARecordOfATypeThisKernelLacksSaysSo) {
+  plan::FieldLayout gone = capture(field("g", FieldKind::Record, 48, 8));
+  gone.type_name = "struct gone";
+  gone.address_field = 0;
+  plan.layout.probes = {probe("p", {hidden(field("g_addr", FieldKind::Pointer, 40)), gone})};
+  EXPECT_EQ(print({record(0, 56).u64(40, 0xffff888000000040)}),
+            "TIME         CPU     PID COMM             PROBE\n"
+            "03:04:05.678   1    4242 curl             p\n"
+            "    g = *(0xffff888000000040) (no type `struct gone` in this kernel)\n");
+}
+
+TEST_F(TextSink, AStackIsNoColumnButABlockBeneath) {
+  host.kernel_symbols = {{0x20, "ip_rcv+0x1"}, {0x30, "__netif_receive_skb+0x2"}};
+  plan.layout.probes = {probe("p", {field("kstack", FieldKind::KernelStack, 40, 24), field("n", FieldKind::Unsigned, 64)})};
+  EXPECT_EQ(print({record(0, 72).u64(40, 0x20).u64(48, 0x30).u64(64, 5)}),
+            "TIME         CPU     PID COMM             PROBE  n\n"
+            "03:04:05.678   1    4242 curl             p      5\n"
+            "    kstack:\n"
+            "        ip_rcv+0x1\n"
+            "        __netif_receive_skb+0x2\n");
+}
+
+TEST_F(TextSink, SeveralQueriesSayWhichQueryEachLineIsFrom) {
+  plan.layout.queries = 2;
+  plan.layout.probes = {probe("execve", {field("n", FieldKind::Unsigned, 40)}, 0),
+                        probe("exit", {field("n", FieldKind::Unsigned, 40)}, 1)};
+  EXPECT_EQ(print({record(1, 48).u64(40, 2), record(0, 48).u64(40, 1)}),
+            "TIME         CPU     PID COMM             PROBE     n\n"
+            "03:04:05.678   1    4242 curl             2:exit    2\n"
+            "03:04:05.678   1    4242 curl             1:execve  1\n");
+}
+
+TEST_F(TextSink, AFieldPastTheEndOfAShortRecordIsLeftOut) {
+  plan.layout.probes = {probe("p", {field("a", FieldKind::Unsigned, 40), field("b", FieldKind::Unsigned, 48),
+                                    field("c", FieldKind::String, 56, 16)})};
+  EXPECT_EQ(print({record(0, 56).u64(40, 1).u64(48, 2), record(0, 72).u64(40, 3).text(56, "x")}),
+            "TIME         CPU     PID COMM             PROBE  a  b  c\n"
+            "03:04:05.678   1    4242 curl             p      1  2\n"
+            "03:04:05.678   1    4242 curl             p      3  0  x\n");
+}
+
+TEST_F(TextSink, AnEmptyLastValueLeavesNoTrailingSpaces) {
+  plan.layout.probes = {probe("p", {field("a", FieldKind::Unsigned, 40), field("s", FieldKind::String, 48, 16)})};
+  EXPECT_EQ(print({record(0, 64).u64(40, 5)}),
+            "TIME         CPU     PID COMM             PROBE  a  s\n"
+            "03:04:05.678   1    4242 curl             p      5\n");
+}
+
+TEST_F(TextSink, AggregateQueriesAloneHaveNoEventHeader) {
+  plan::ProbeLayout counted = probe("p", {});
+  counted.writes_records = false;
+  plan.layout.probes = {counted};
+  EXPECT_EQ(print({}), "");
+}
+
+}  // namespace
+}  // namespace kq::engine::testing
