@@ -162,7 +162,8 @@ class TextDump final : public DumpOutput {
       case LeafKind::Signed: return std::to_string(v.i);
       case LeafKind::Unsigned:
       case LeafKind::Bool: return std::to_string(v.u);
-      case LeafKind::Bits: return fmt::format("0x{:x}", v.u);
+      case LeafKind::Bits:
+        return v.typed == LeafKind::Enumerator ? std::string(v.name) : fmt::format("0x{:x}", v.u);
       case LeafKind::Wide: return wideHex(v.bytes, v.size);
       case LeafKind::Float: return fmt::format("{}", v.d);
       case LeafKind::Pointer: return v.u == 0 ? "(nil)" : fmt::format("0x{:x}", v.u);
@@ -223,8 +224,14 @@ class JsonDump final : public DumpOutput {
   static Json valueJson(const DumpLeaf& v) {
     switch (v.kind) {
       case LeafKind::Signed: return v.i;
-      case LeafKind::Unsigned:
-      case LeafKind::Bits: return v.u;
+      case LeafKind::Unsigned: return v.u;
+      case LeafKind::Bits:
+        switch (v.typed) {
+          case LeafKind::Signed: return v.i;
+          case LeafKind::Bool: return v.u != 0;
+          case LeafKind::Enumerator: return std::string(v.name);
+          default: return v.u;
+        }
       case LeafKind::Bool: return v.u != 0;
       case LeafKind::Wide: return wideHex(v.bytes, v.size);
       case LeafKind::Float: return v.d;

@@ -138,10 +138,22 @@ class Walk {
     size_t count = (bit % 8 + size + 7) / 8;
     if (first + count > captured_) return stop();
     unsigned __int128 raw = load(bytes_ + first, count) >> (bit % 8);
+    uint64_t mask = size >= 64 ? ~0ull : (1ull << size) - 1;
     DumpLeaf v;
     v.kind = LeafKind::Bits;
-    v.u = static_cast<uint64_t>(raw) & (size >= 64 ? ~0ull : (1ull << size) - 1);
+    v.u = static_cast<uint64_t>(raw) & mask;
     v.zero = v.u == 0;
+    const ::btf_type* type = btf__type_by_id(btf_, resolved(btf_, m.type));
+    if (type && btf_is_int(type) && (btf_int_encoding(type) & BTF_INT_BOOL)) {
+      v.typed = LeafKind::Bool;
+    } else if (type && btf_is_int(type) && (btf_int_encoding(type) & BTF_INT_SIGNED)) {
+      v.typed = LeafKind::Signed;
+      v.i = signExtended(v.u, size);
+    } else if (type && btf_is_any_enum(type)) {
+      v.name = enumeratorName(type, v.u, mask);
+      v.typed = !v.name.empty() ? LeafKind::Enumerator : btf_kflag(type) ? LeafKind::Signed : LeafKind::Unsigned;
+      v.i = signExtended(v.u, size);
+    }
     out_.leaf(m, v);
   }
 
@@ -166,6 +178,19 @@ class Walk {
     return v;
   }
 
+  /// The name of enum `t`'s enumerator whose value's `mask` bits are `u`, or empty.
+  std::string_view enumeratorName(const ::btf_type* t, uint64_t u, uint64_t mask) const {
+    for (uint16_t i = 0; i < btf_vlen(t); ++i) {
+      bool is64 = btf_is_enum64(t);
+      uint64_t value = is64 ? btf_enum64_value(&btf_enum64(t)[i])
+                            : static_cast<uint64_t>(static_cast<int64_t>(btf_enum(t)[i].val));
+      if ((value & mask) != u) continue;
+      const char* name = btf__name_by_offset(btf_, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+      return name ? name : "";
+    }
+    return "";
+  }
+
   /// An enumerator by name; a value none has as a number (signed when the enum is).
   DumpLeaf enumerator(const ::btf_type* t, const uint8_t* p) const {
     uint32_t size = std::min<uint32_t>(t->size, 8);
@@ -173,14 +198,9 @@ class Walk {
     DumpLeaf v;
     v.u = static_cast<uint64_t>(load(p, size));
     v.zero = v.u == 0;
-    for (uint16_t i = 0; i < btf_vlen(t); ++i) {
-      bool is64 = btf_is_enum64(t);
-      uint64_t value = is64 ? btf_enum64_value(&btf_enum64(t)[i])
-                            : static_cast<uint64_t>(static_cast<int64_t>(btf_enum(t)[i].val));
-      if ((value & mask) != v.u) continue;
-      const char* name = btf__name_by_offset(btf_, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+    v.name = enumeratorName(t, v.u, mask);
+    if (!v.name.empty()) {
       v.kind = LeafKind::Enumerator;
-      v.name = name ? name : "";
       return v;
     }
     if (btf_kflag(t)) {

@@ -25,7 +25,7 @@ enum class LeafKind {
   Signed,      // `i`
   Unsigned,    // `u`
   Bool,        // `u` is 0 or 1
-  Bits,        // a bitfield's bits, `u`
+  Bits,        // a bitfield's bits, `u`; `typed` says how its type reads them
   Wide,        // an integer wider than 8 bytes (`bytes`, little-endian)
   Float,       // `d`
   Pointer,     // `u`
@@ -35,6 +35,9 @@ enum class LeafKind {
 
 struct DumpLeaf {
   LeafKind kind = LeafKind::Unsigned;
+  /// Bits: the value its member's type gives the bits: Signed (`i`), Bool, Enumerator
+  /// (`name`), else Unsigned (`u`). The text shows the bits, as libbpf does; JSON the value.
+  LeafKind typed = LeafKind::Unsigned;
   bool zero = false;  // every bit of it is zero
   int64_t i = 0;
   uint64_t u = 0;

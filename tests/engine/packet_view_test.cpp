@@ -1,0 +1,130 @@
+// The per-packet view (runtime/packet_view.h) through the text sink, from recorded bytes of
+// `packet` probes: events grouped by packet, in time order; calls nested with `graph`; and
+// ipftrace2's fields in JSON.
+#include <gtest/gtest.h>
+
+#include "tests/engine/recorded.h"
+
+namespace kq::engine::testing {
+namespace {
+
+using plan::FieldKind;
+
+constexpr uint64_t kSkbA = 0xffff888000a00000;
+constexpr uint64_t kSkbB = 0xffff888000b00000;
+/// 03:04:05.678900 in kernel time.
+constexpr uint64_t kT0 = 245'678'900'000;
+
+enum Site : uint64_t { IpRcv, TcpV4Rcv, KfreeSkb, NfHookSlow };
+
+
+/// `trace packet ... select len, mark`: where the packet was seen in hidden fields, then
+/// the query's own.
+plan::ProbeLayout packetProbe(bool graph) {
+  plan::ProbeLayout p;
+  p.name = "packet";
+  p.size = 88;
+  plan::FieldLayout reason = hidden(field("reason", FieldKind::Enum, 64));
+  reason.type_name = "enum skb_drop_reason";
+  p.fields = {hidden(field("skb", FieldKind::Pointer, 40)), hidden(field("site", FieldKind::Unsigned, 48)),
+              hidden(field("return", FieldKind::Unsigned, 56)), reason,
+              field("len", FieldKind::Unsigned, 72), field("mark", FieldKind::Hex, 80)};
+  plan::PacketLayout packet;
+  packet.skb_field = 0;
+  packet.site_field = 1;
+  packet.return_field = 2;
+  packet.reason_field = 3;
+  packet.sites = {"ip_rcv", "tcp_v4_rcv", "skb:kfree_skb", "nf_hook_slow"};
+  packet.modules = {"vmlinux", "vmlinux", "vmlinux", "nf_conntrack"};
+  packet.frees = {false, false, true, false};
+  packet.graph = graph;
+  p.packet = packet;
+  return p;
+}
+
+struct Seen {
+  uint64_t skb;
+  Site site;
+  uint64_t at_ns;  // after kT0
+  uint64_t len = 0;
+  bool is_return = false;
+  uint64_t reason = 0;
+};
+
+Bytes seen(const Seen& s) {
+  return record(0, 88, at(kT0 + s.at_ns, s.skb == kSkbA ? 0 : 2))
+      .u64(40, s.skb).u64(48, s.site).u64(56, s.is_return).u64(64, s.reason).u64(72, s.len).u64(80, 0x10);
+}
+
+class PacketView : public ::testing::Test {
+ protected:
+  FakeHost host;
+  plan::ProgramPlan plan;
+};
+
+TEST_F(PacketView, EventsOfInterleavedPacketsAreGroupedPerPacketInTimeOrder) {
+  plan.layout.probes = {packetProbe(/*graph=*/false)};
+  // As the ring buffer hands them over: two packets interleaved, one event late (CPUs'
+  // records arrive out of order), and A's address used again once A was freed.
+  std::vector<Bytes> records{
+      seen({kSkbA, IpRcv, 0, 60}),
+      seen({kSkbB, IpRcv, 500, 1500}),
+      seen({kSkbA, NfHookSlow, 2000, 60}),
+      seen({kSkbB, TcpV4Rcv, 1500, 1480}),
+      seen({kSkbA, KfreeSkb, 13000, 60, false, 3}),
+      seen({kSkbA, IpRcv, 19000, 42}),
+  };
+  EXPECT_EQ(printEvents(plan, host, records, OutputFormat::Text).out,
+            "packet 0xffff888000a00000: 3 events in 13.0 µs\n"
+            "  TIME              ELAPSED  CPU  FUNCTION                     len  mark\n"
+            "  03:04:05.678900     +0 ns    0  ip_rcv                       60   0x10\n"
+            "  03:04:05.678902   +2.0 µs    0  nf_hook_slow [nf_conntrack]  60   0x10\n"
+            "  03:04:05.678913  +13.0 µs    0  skb:kfree_skb                60   0x10  drop: SKB_DROP_REASON_NO_SOCKET\n"
+            "\n"
+            "packet 0xffff888000b00000: 2 events in 1.0 µs\n"
+            "  TIME             ELAPSED  CPU  FUNCTION    len   mark\n"
+            "  03:04:05.678900    +0 ns    2  ip_rcv      1500  0x10\n"
+            "  03:04:05.678901  +1.0 µs    2  tcp_v4_rcv  1480  0x10\n"
+            "\n"
+            "packet 0xffff888000a00000: 1 event in 0 ns\n"
+            "  TIME             ELAPSED  CPU  FUNCTION  len  mark\n"
+            "  03:04:05.678919    +0 ns    0  ip_rcv    42   0x10\n");
+}
+
+TEST_F(PacketView, PacketProbesAloneHaveNoEventHeader) {
+  plan.layout.probes = {packetProbe(false)};
+  EXPECT_EQ(printEvents(plan, host, {}, OutputFormat::Text).out, "");
+}
+
+TEST_F(PacketView, GraphNestsCallsWithTheirDurations) {
+  plan.layout.probes = {packetProbe(/*graph=*/true)};
+  std::vector<Bytes> records{
+      seen({kSkbA, IpRcv, 0, 60}),
+      seen({kSkbA, NfHookSlow, 200, 60}),
+      seen({kSkbA, NfHookSlow, 500, 60, true}),
+      seen({kSkbA, TcpV4Rcv, 1000, 60}),
+      seen({kSkbA, TcpV4Rcv, 2000, 40, true}),
+      seen({kSkbA, IpRcv, 3000, 40, true}),
+  };
+  EXPECT_EQ(printEvents(plan, host, records, OutputFormat::Text).out,
+            "packet 0xffff888000a00000: 3 calls in 3.0 µs\n"
+            "  TIME             ELAPSED  CPU  DURATION  FUNCTION                          len  mark\n"
+            "  03:04:05.678900    +0 ns    0            ip_rcv() {                        60   0x10\n"
+            "  03:04:05.678900  +200 ns    0    300 ns    nf_hook_slow [nf_conntrack]();  60   0x10\n"
+            "  03:04:05.678901  +1.0 µs    0    1.0 µs    tcp_v4_rcv();                   60   0x10\n"
+            "  03:04:05.678903  +3.0 µs    0    3.0 µs  }  /* ip_rcv */                   40   0x10\n");
+}
+
+TEST_F(PacketView, JsonHasIpftrace2sFieldsThenTheQuerys) {
+  plan.layout.probes = {packetProbe(false)};
+  EXPECT_EQ(printEvents(plan, host, {seen({kSkbA, NfHookSlow, 0, 60}), seen({kSkbA, KfreeSkb, 10, 60, false, 2})},
+                        OutputFormat::Json).out,
+            R"({"packet_id":"0xffff888000a00000","timestamp":245678900000,"processor_id":0,)"
+            R"("module":"nf_conntrack","function":"nf_hook_slow","is_return":false,"len":60,"mark":"0x10"})" "\n"
+            R"({"packet_id":"0xffff888000a00000","timestamp":245678900010,"processor_id":0,)"
+            R"("module":"vmlinux","function":"skb:kfree_skb","is_return":false,)"
+            R"("drop_reason":"SKB_DROP_REASON_NOT_SPECIFIED","len":60,"mark":"0x10"})" "\n");
+}
+
+}  // namespace
+}  // namespace kq::engine::testing
