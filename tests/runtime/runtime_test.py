@@ -912,6 +912,36 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         rows = json.loads(out.splitlines()[-1])["rows"]
         self.assertEqual(rows, [{"min(count)": 12345, "max(count)": 2**63 + 7, "count()": 3}], out)
 
+    def test_histogram_buckets_and_shifts_the_verifier_can_follow(self):
+        # A bucket's index LLVM can bound but the verifier cannot (a remainder; `~` of a
+        # 32-bit value, whose range LLVM knows) once had its bounds check optimised away,
+        # and the kernel refused the program. A shift count known only at the event and out
+        # of 0 to 63 shifts every bit out.
+        prog = os.path.join(WORKDIR, "kqlhist")
+        shutil.copy(sys.executable, prog)
+        script = ("import ctypes\nlibc = ctypes.CDLL(None)\nfd = open('/dev/null').fileno()\n"
+                  "for n in [5, 15, 25, 50, 123]: libc.read(fd, None, ctypes.c_size_t(n))")
+        status, out, err = kq("-o", "json", 'trace syscall:read where comm == "kqlhist" and buf == 0 '
+                              "select lhist(count % 100, 0, 100, 10) as rem, "
+                              "lhist(~((u32)count ^ (s64)3), -100, 11, 7) as inverted, "
+                              "hist(count >> (count % 64)) as shifted, "
+                              "sum(count << (count - 100)) as wide, count()",
+                              "-c", f"{prog} -c \"{script}\"")
+        self.assertEqual(status, 0, err)
+        row = json.loads(out.splitlines()[-1])["rows"][0]
+        counted = lambda buckets: {(b["lo"], b["hi"]): b["count"] for b in buckets if b["count"]}
+        self.assertEqual(counted(row["rem"]), {(0, 10): 1, (10, 20): 1, (20, 30): 2, (50, 60): 1}, out)
+        # ~(n ^ 3): -7, -13, -27, -50, -121
+        self.assertEqual(counted(row["inverted"]), {(-9, -2): 1, (-16, -9): 1, (-30, -23): 1,
+                                                    (-51, -44): 1, (None, -100): 1}, out)
+        self.assertEqual(row["count()"], 5, out)
+        self.assertEqual(sum(b["count"] for b in row["shifted"]), 5, out)
+        self.assertEqual(row["wide"], 123 << 23, out)  # the others shift by a negative count
+
+        status, out, err = kq("trace tracepoint:sched:sched_switch select lhist(prev->pid % 10, 0, 10, 1)",
+                              "-d", "300ms")
+        self.assertEqual(status, 0, err)
+
     def test_long_string_keys_stay_apart(self):
         # Two paths alike in their first 60 bytes are two groups (keys were cut at 31
         # bytes and merged); a path longer than a key keeps is marked as cut.
