@@ -251,6 +251,14 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
     }
   }
 
+  std::vector<ProbeArg> fields;
+  if (out.format) {
+    uint32_t i = 0;
+    for (const host::TracepointField& field : out.format->fields) {
+      if (out.category == "syscalls" && field.name == "__syscall_nr") continue;
+      fields.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
+    }
+  }
   // tp_btf gives typed arguments (`struct sk_buff *skb`); the classic record gives fields.
   if (auto handler = ctx.btf.findTracepointHandler(out.event)) {
     for (uint32_t i = 1; i < handler->params.size(); ++i) {
@@ -259,20 +267,17 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
     }
     out.functions.push_back(std::move(*handler));
     // Only tp_btf: the expressions are typed against its arguments, which the classic
-    // record does not have.
+    // record does not have. A query that names a field only the record has is typed by
+    // the record instead (typeByRecord).
     out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
+    out.record_fields = std::move(fields);
     return out;
   }
-  if (out.format) {
-    uint32_t i = 0;
-    for (const host::TracepointField& field : out.format->fields) {
-      if (out.category == "syscalls" && field.name == "__syscall_nr") continue;
-      out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
-    }
-  }
+  out.args = std::move(fields);
   out.attach.push_back({AttachKind::Tracepoint, out.format ? Known::Yes : Known::Unknown, ""});
   return out;
 }
+
 
 std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTarget& t) {
   ResolvedTarget out;
@@ -384,6 +389,15 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
 }
 
 }  // namespace
+
+void typeByRecord(ResolvedTarget& target, const std::string& because) {
+  for (const ProbeArg& arg : target.args) target.handler_args.push_back(arg.name);
+  target.args = std::move(target.record_fields);
+  target.record_fields.clear();
+  target.functions.clear();
+  target.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
+  target.record_because = because;
+}
 
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target) {
   std::optional<ResolvedTarget> out;

@@ -942,6 +942,31 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
                               "-d", "300ms")
         self.assertEqual(status, 0, err)
 
+    def test_a_tracepoints_classic_fields_beside_its_btf_handler(self):
+        # block_rq_issue has a BTF handler (tp_btf, `rq`); `bytes` is a field of its classic
+        # record only, as bpftrace's bitesize reads it (`args->bytes`): the query reads the
+        # record. 20 direct writes of 4 KiB, from a dd named kqbytes.
+        dd = os.path.join(WORKDIR, "kqbytes")
+        shutil.copy("/bin/dd", dd)
+        target = os.path.join("/var/tmp", f"kq-bytes-{os.getpid()}")  # on a disk, not tmpfs
+        subprocess.run(["fallocate", "-l", "80K", target], check=True)
+        subprocess.run(["sync"], check=True)
+        try:
+            proc = subprocess.Popen([harness.KQ, "-o", "json",
+                                     'trace tracepoint:block:block_rq_issue where comm == "kqbytes" '
+                                     "select count(), sum(bytes), lhist(bytes, 0, 8192, 4096) for 3s"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(1.5)  # attached (it prints nothing before its table)
+            subprocess.run([dd, "if=/dev/zero", f"of={target}", "bs=4k", "count=20", "oflag=direct",
+                            "conv=notrunc"], check=True, capture_output=True)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            os.unlink(target)
+        self.assertEqual(proc.returncode, 0, err)
+        row = json.loads(out.decode().splitlines()[-1])["rows"][0]
+        self.assertEqual(row["count()"], 20, out)
+        self.assertEqual(row["sum(bytes)"], 20 * 4096, out)
+
     def test_long_string_keys_stay_apart(self):
         # Two paths alike in their first 60 bytes are two groups (keys were cut at 31
         # bytes and merged); a path longer than a key keeps is marked as cut.
