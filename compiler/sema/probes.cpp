@@ -178,8 +178,9 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
   out.args = sharedArgs(ctx, out.functions);
   out.return_type = ctx.types.fromBtf(out.functions.front().return_type);
   out.attach = functionAttachMethods(ctx.kernel, out.functions);
+  // A glob that matches one function is named by it, as a probe of that function is.
   out.description = out.functions.size() == 1
-                        ? name
+                        ? out.functions.front().name
                         : fmt::format("{} ({} functions)", name, out.functions.size());
   (void)target;
   return out;
@@ -245,6 +246,8 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
     out.event = events.front();
     out.category = out.events.front().substr(0, out.events.front().find(':'));
     out.events.clear();
+    // A glob that matches one event is named by it (`probe`, the PROBE column).
+    out.description = fmt::format("tracepoint:{}:{}", out.category, out.event);
     if (matched_categories.size() == 1) {
       auto format = ctx.kernel.tracepointFormat(matched_categories.front(), out.event);
       if (format) out.format = std::move(*format);
@@ -322,6 +325,7 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
     return out;
   }
   out.event = "sys_enter_" + matched.front();
+  out.description = "syscall:" + matched.front();  // a glob's one match, by its name
   if (auto format = ctx.kernel.tracepointFormat("syscalls", out.event)) {
     uint32_t i = 0;
     for (const host::TracepointField& field : format->fields) {
@@ -383,8 +387,9 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   }
   out.return_type = ctx.types.u64();
   out.attach = {{t.on_return ? AttachKind::Uretprobe : AttachKind::Uprobe, Known::Yes, ""}};
+  // A glob that matches one symbol is named by it.
   out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary,
-                                t.symbol.text);
+                                out.symbols.size() == 1 ? out.symbols.front() : t.symbol.text);
   return out;
 }
 

@@ -834,6 +834,20 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertEqual(status, 0, err)
         self.assertIn("syscall:openat", {json.loads(l)["probe"] for l in out.splitlines()})
 
+    def test_a_glob_of_one_event_is_named_by_it(self):
+        # `probe` (and the PROBE column) of a glob matching one event once was the pattern.
+        for query, name in [("trace syscall:getpp* select probe", "syscall:getppid"),
+                            ("trace tracepoint:syscalls:sys_enter_getpp* select probe",
+                             "tracepoint:syscalls:sys_enter_getppid"),
+                            ("trace tracepoint:sch*:sched_process_exe* select probe",
+                             "tracepoint:sched:sched_process_exec")]:
+            status, out, err = kq("-o", "json", query, "-c", "python3 -c 'import os; os.getppid()'")
+            self.assertEqual(status, 0, err)
+            rows = [json.loads(l) for l in out.splitlines()]
+            self.assertTrue(rows, out)
+            # a column of the same value as the key is not repeated (`probe_2`)
+            self.assertEqual({(r["probe"], r.get("probe_2", r["probe"])) for r in rows}, {(name, name)}, out)
+
     def test_aggregates_by_key(self):
         status, out, err = kq('trace syscall:read where comm == "cat" group by comm '
                               'select comm, count() as reads, sum(count), hist(count)',
