@@ -275,6 +275,21 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         rows = [r.split()[-2:] for r in out.splitlines()[1:] if "kq_target" in r]
         self.assertEqual(rows, [["10", "20"], ["20", "40"], ["30", "60"]], out)
 
+    def test_a_uprobe_on_a_symbol_named_like_a_keyword(self):
+        # libc's syscall(3) and select(2): `syscall` and `select` are words kq reserves.
+        with open("/proc/self/maps") as maps:
+            libc = next((l.split()[-1] for l in maps if re.search(r"/libc[.-][^/]*so", l)), None)
+        if libc is None:
+            self.skipTest("no libc mapped in this Python")
+        script = ("import ctypes, select\nlibc = ctypes.CDLL(None)\n"
+                  "for _ in range(3): libc.syscall(39)\nselect.select([], [], [], 0)")
+        status, out, err = kq("-o", "json", f"trace uprobe:{libc}:syscall, uprobe:{libc}:select "
+                              "group by probe select probe, count()", "-c", f"python3 -c '{script}'")
+        self.assertEqual(status, 0, err)
+        counts = {row["probe"]: row["count()"] for row in json.loads(out.splitlines()[-1])["rows"]}
+        self.assertGreaterEqual(counts.get(f"uprobe:{libc}:syscall", 0), 3, out)
+        self.assertGreaterEqual(counts.get(f"uprobe:{libc}:select", 0), 1, out)
+
     def test_strings_of_a_uprobe_are_user_memory(self):
         # A uprobe's return value and arguments have no types: `str()` of them reads the
         # process's memory (it read kernel memory and printed nothing).
