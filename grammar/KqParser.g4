@@ -93,7 +93,7 @@ target
   | PROFILE NUMBER                                    # profileTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
-  | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern (typedParams | captureList)?   # uprobeTarget
+  | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget
   | pattern (':' pattern)? captureList?               # functionTarget
   ;
 
@@ -109,6 +109,17 @@ patternPart
   | '*'
   | '?'
   | NUMBER
+  ;
+
+// A uprobe's symbol: a pattern whose parts may also be words kq reserves (libc's `syscall`
+// and `select`), since only a symbol can follow the path's `:`.
+symbolPattern
+  : symbolPart ({adjacentToPrevious()}? symbolPart)*
+  ;
+
+symbolPart
+  : patternPart
+  | memberName
   ;
 
 captureList

@@ -2,6 +2,8 @@
 // the entry found or added (copied from an all-zero value: a value can be larger than the
 // BPF stack), then every slot updated with atomic adds. A new group past the table's size
 // is counted as a lost event.
+#include <llvm/IR/InlineAsm.h>
+
 #include "compiler/lower/program_emitter.h"
 
 namespace kq::lower {
@@ -59,8 +61,7 @@ llvm::Value* log2Bucket(llvm::IRBuilder<>& b, llvm::Value* x) {
     bits = b.CreateSelect(high, b.CreateAdd(bits, b.getInt64(shift)), bits);
   }
   bits = b.CreateAdd(bits, b.getInt64(1));  // [2^k, 2^(k+1)) has k+1 bits
-  llvm::Value* index = b.CreateSelect(positive, bits, b.getInt64(0));
-  return b.CreateSelect(b.CreateICmpUGT(index, b.getInt64(64)), b.getInt64(64), index);
+  return b.CreateSelect(positive, bits, b.getInt64(0));
 }
 
 /// The bucket of a linear histogram: 0 below `lo`, then one per `step`, the last from `hi`.
@@ -71,8 +72,20 @@ llvm::Value* linearBucket(llvm::IRBuilder<>& b, llvm::Value* x, const AggregateS
   llvm::Value* offset = b.CreateSelect(below, b.getInt64(0), b.CreateSub(x, b.getInt64(s.lo)));
   llvm::Value* inside = b.CreateAdd(b.CreateUDiv(offset, b.getInt64(s.step)), b.getInt64(1));
   llvm::Value* last = b.getInt64(s.buckets - 1);
-  llvm::Value* index = b.CreateSelect(below, b.getInt64(0), b.CreateSelect(above, last, inside));
-  return b.CreateSelect(b.CreateICmpUGT(index, last), last, index);
+  return b.CreateSelect(below, b.getInt64(0), b.CreateSelect(above, last, inside));
+}
+
+/// `index`, at most `last`, compared where the verifier sees it: the index goes through an
+/// empty `asm` first (as libbpf's `barrier_var`). Otherwise LLVM, which can prove the bound
+/// (`x % 100 / 10`, or from the known bits of `-8 >> n`), drops the compare, and the
+/// verifier, which cannot (it knows nothing of a remainder, nor of values chosen by
+/// `select`), rejects the access as unbounded. `bpf.passthrough` would not do: it is gone
+/// before instruction selection, which drops the compare by known bits.
+llvm::Value* boundedIndex(llvm::IRBuilder<>& b, llvm::Value* index, uint64_t last) {
+  auto* type = llvm::FunctionType::get(b.getInt64Ty(), {b.getInt64Ty()}, false);
+  auto* barrier = llvm::InlineAsm::get(type, "", "=r,0", /*hasSideEffects=*/true);
+  llvm::Value* opaque = b.CreateCall(type, barrier, {index});
+  return b.CreateSelect(b.CreateICmpUGT(opaque, b.getInt64(last)), b.getInt64(last), opaque);
 }
 
 /// min/max: a seen flag, then the value's encoding (plan::encodeExtreme), of which the
@@ -150,7 +163,8 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
                       llvm::AtomicOrdering::Monotonic);
   };
   auto bucket = [&](const AggregateSlot& s, llvm::Value* index) {
-    add(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(index, b.getInt64(8))), b.getInt64(1));
+    llvm::Value* bounded = boundedIndex(b, index, s.buckets - 1);
+    add(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(bounded, b.getInt64(8))), b.getInt64(1));
   };
   for (size_t i = 0; i < agg.layout.slots.size(); ++i) {
     const AggregateSlot& s = agg.layout.slots[i];

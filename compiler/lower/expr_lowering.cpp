@@ -328,8 +328,22 @@ Val ExprLowering::binary(const ast::Binary& bin) {
       v = b_.CreateSelect(negate, b_.CreateNeg(q), q);
       break;
     }
-    case Op::Shl: v = b_.CreateShl(l.v, r.v); break;
-    case Op::Shr: v = result_signed ? b_.CreateAShr(l.v, r.v) : b_.CreateLShr(l.v, r.v); break;
+    case Op::Shl:
+    case Op::Shr: {
+      // A count known only when the event happens may be out of 0 to 63 (sema refuses a
+      // constant one), where LLVM's shift is poison: such a count shifts every bit out
+      // (0, or -1 for `>>` of a negative signed value), as if the value were wider.
+      llvm::Value* out_of_range = b_.CreateICmpUGT(r.v, b_.getInt64(63));
+      llvm::Value* count = b_.CreateAnd(r.v, b_.getInt64(63));
+      if (bin.op == Op::Shl) {
+        v = b_.CreateSelect(out_of_range, b_.getInt64(0), b_.CreateShl(l.v, count));
+      } else if (result_signed) {
+        v = b_.CreateAShr(l.v, b_.CreateSelect(out_of_range, b_.getInt64(63), count));
+      } else {
+        v = b_.CreateSelect(out_of_range, b_.getInt64(0), b_.CreateLShr(l.v, count));
+      }
+      break;
+    }
     case Op::BitAnd: v = b_.CreateAnd(l.v, r.v); break;
     case Op::BitXor: v = b_.CreateXor(l.v, r.v); break;
     case Op::BitOr: v = b_.CreateOr(l.v, r.v); break;

@@ -136,13 +136,18 @@ void ExtensionObject::emitModuleFunction() {
 llvm::DIType* ExtensionObject::memberType(const ExtensionMember& m) {
   llvm::DIBuilder& di = module_.di();
   using Shape = ExtensionMember::Shape;
+  // A value ipftrace2 prints in hexadecimal is its bits: unsigned.
+  bool is_signed = m.is_signed && m.format == ExtensionMember::Format::Plain;
   switch (m.shape) {
     case Shape::Bool: return di.createBasicType("_Bool", 8, llvm::dwarf::DW_ATE_boolean);
-    case Shape::Char: return di.createBasicType("char", 8, llvm::dwarf::DW_ATE_signed_char);
+    case Shape::Char:
+      // ipftrace2 prints a byte as its BTF encoding says; LLVM writes BTF_INT_SIGNED for a
+      // signed char only, so `__u8` (`unsigned char`) must stay unsigned: 228, not -28.
+      return is_signed ? di.createBasicType("char", 8, llvm::dwarf::DW_ATE_signed_char)
+                         : di.createBasicType("unsigned char", 8, llvm::dwarf::DW_ATE_unsigned_char);
     case Shape::Pointer: return di.createPointerType(nullptr, 64);
     case Shape::Int: break;
   }
-  bool is_signed = m.is_signed && m.format == ExtensionMember::Format::Plain;
   const char* names[2][4] = {
       {"unsigned char", "unsigned short", "unsigned int", "long long unsigned int"},
       {"signed char", "short", "int", "long long int"}};

@@ -255,11 +255,17 @@ void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
     return;
   }
   if (!t.format) return;  // sema found neither a BTF handler nor a format
-  object_.noteGroup(group, t.category == "syscalls"
-                               ? "the syscalls tracepoint, as named (`syscall:NAME` reads "
-                                 "raw_syscalls instead where it can)"
-                               : "no BTF handler for this event: a classic tracepoint, reading "
-                                 "the fields of its record");
+  std::string why =
+      t.category == "syscalls"
+          ? "the syscalls tracepoint, as named (`syscall:NAME` reads raw_syscalls instead where "
+            "it can)"
+      : t.record_because.empty()
+          ? "no BTF handler for this event: a classic tracepoint, reading the fields of its record"
+          : fmt::format("the query reads `{}`, a field of the classic record that the BTF "
+                        "handler does not take: a classic tracepoint, reading the fields of its "
+                        "record",
+                        t.record_because);
+  object_.noteGroup(group, why);
   ArgAccess args{ArgAccess::Kind::TracepointRecord};
   args.format = &*t.format;
   // Pointers in syscall records point into the calling process.

@@ -214,7 +214,7 @@ class Builder {
 
   // target : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? | INTERVAL NUMBER | PROFILE NUMBER
   //        | TRACEPOINT ':' pattern ':' pattern captureList? | SYSCALL ':' pattern captureList?
-  //        | (UPROBE | URETPROBE) UPROBE_PATH ':' pattern captureList?
+  //        | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?
   //        | pattern (':' pattern)? captureList?
   Target target(P::TargetContext* ctx) {
     Target out{PacketTarget{}, range(ctx)};
@@ -239,7 +239,7 @@ class Builder {
       out.kind = SyscallTarget{pattern(t->pattern()), captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::UprobeTargetContext*>(ctx)) {
       UprobeTarget u{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
-                     range(t->UPROBE_PATH()), pattern(t->pattern()),
+                     range(t->UPROBE_PATH()), symbolPattern(t->symbolPattern()),
                      captureList(t->captureList())};
       // typedParams : '(' typedParam (',' typedParam)* ')'; typedParam : (typeName | IDENT) name
       if (auto* params = t->typedParams()) {
@@ -266,6 +266,9 @@ class Builder {
 
   // pattern : patternPart+ (adjacent)
   Pattern pattern(P::PatternContext* ctx) { return {text(ctx), range(ctx)}; }
+
+  // symbolPattern : symbolPart+ (adjacent); symbolPart : patternPart | memberName
+  Pattern symbolPattern(P::SymbolPatternContext* ctx) { return {text(ctx), range(ctx)}; }
 
   // captureList : '(' (capture (',' capture)*)? ')'
   // capture : '*' | expr

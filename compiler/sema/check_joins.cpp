@@ -42,59 +42,120 @@ std::optional<uint32_t> joinNamed(const std::vector<ResolvedJoin>& joins, const 
   return std::nullopt;
 }
 
-/// Which side an expression reads: kNoSide, kMainSide or a join's number.
-int sideOf(const Context& ctx, const std::vector<ResolvedJoin>& joins, const ast::Expr& e) {
-  if (const ast::Identifier* base = joinBase(e)) {
-    if (auto j = joinNamed(joins, base->name)) return static_cast<int>(*j);
-  }
-  switch (e.kind) {
-    case ast::ExprKind::Integer:
-    case ast::ExprKind::String:
-    case ast::ExprKind::Bool:
-    case ast::ExprKind::Table:
-      return kNoSide;
-    case ast::ExprKind::Identifier: {
-      // A `let` constant reads nothing; every other name is the query's (its arguments,
-      // builtins, properties), or a mistake reported where the query's names are checked.
-      const std::string& name = ast::as<ast::Identifier>(e).name;
-      return ctx.decls.lets.count(name) ? kNoSide : kMainSide;
+/// Which side an expression reads: kNoSide, kMainSide or a join's number. A `fn`'s body is
+/// read through: a call reads from a join only if its body reads nothing of an event but
+/// its parameters, and they read from that join (`fn us(t) = t / 1000` of `w.time`); one
+/// reading the event itself (`fn lat(t) = time - t`) is the query's, its arguments kept.
+class SideOf {
+ public:
+  SideOf(const Context& ctx, const std::vector<ResolvedJoin>& joins) : ctx_(ctx), joins_(joins) {}
+
+  int operator()(const ast::Expr& e) { return side(e, nullptr); }
+
+ private:
+  /// A `fn`'s body being read: each parameter's side, the module it calls into.
+  struct Body {
+    std::map<std::string, int, std::less<>> params;
+    const ast::Script* module = nullptr;
+    std::vector<const ast::FnDecl*> calls;  // the bodies being read, innermost last
+  };
+
+  int side(const ast::Expr& e, const Body* body) {
+    if (const ast::Identifier* base = joinBase(e); base && !body) {
+      if (auto j = joinNamed(joins_, base->name)) return static_cast<int>(*j);
     }
-    case ast::ExprKind::ReturnValue:
-      return kMainSide;
-    case ast::ExprKind::Call: {
-      const auto& c = ast::as<ast::Call>(e);
-      // Aggregates count the query's events, `fmt` prints when they do, `entry` is the
-      // query's function entry; a call of nothing reads the query's event (`fn now() = time`).
-      if (c.args.empty() || c.callee == "fmt" || c.callee == "entry") return kMainSide;
-      for (const BuiltinFunction& f : builtinFunctions()) {
-        if (f.name == c.callee && f.aggregate) return kMainSide;
+    auto of = [&](const ast::Expr& x) { return side(x, body); };
+    switch (e.kind) {
+      case ast::ExprKind::Integer:
+      case ast::ExprKind::String:
+      case ast::ExprKind::Bool:
+      case ast::ExprKind::Table:
+        return kNoSide;
+      case ast::ExprKind::Identifier: return name(ast::as<ast::Identifier>(e).name, body);
+      case ast::ExprKind::ReturnValue:
+        return kMainSide;
+      case ast::ExprKind::Call: return call(ast::as<ast::Call>(e), body);
+      case ast::ExprKind::Member:
+        return of(*ast::as<ast::Member>(e).base);
+      case ast::ExprKind::Index: {
+        const auto& ix = ast::as<ast::Index>(e);
+        return combine(of(*ix.base), of(*ix.index));
       }
-      int side = kNoSide;
-      for (const ast::ExprPtr& a : c.args) side = combine(side, sideOf(ctx, joins, *a));
-      return side;
+      case ast::ExprKind::Unary:
+        return of(*ast::as<ast::Unary>(e).operand);
+      case ast::ExprKind::Binary: {
+        const auto& b = ast::as<ast::Binary>(e);
+        return combine(of(*b.lhs), of(*b.rhs));
+      }
+      case ast::ExprKind::Conditional: {
+        const auto& c = ast::as<ast::Conditional>(e);
+        return combine(combine(of(*c.cond), of(*c.then)), of(*c.otherwise));
+      }
+      case ast::ExprKind::Cast:
+        return of(*ast::as<ast::Cast>(e).operand);
     }
-    case ast::ExprKind::Member:
-      return sideOf(ctx, joins, *ast::as<ast::Member>(e).base);
-    case ast::ExprKind::Index: {
-      const auto& ix = ast::as<ast::Index>(e);
-      return combine(sideOf(ctx, joins, *ix.base), sideOf(ctx, joins, *ix.index));
-    }
-    case ast::ExprKind::Unary:
-      return sideOf(ctx, joins, *ast::as<ast::Unary>(e).operand);
-    case ast::ExprKind::Binary: {
-      const auto& b = ast::as<ast::Binary>(e);
-      return combine(sideOf(ctx, joins, *b.lhs), sideOf(ctx, joins, *b.rhs));
-    }
-    case ast::ExprKind::Conditional: {
-      const auto& c = ast::as<ast::Conditional>(e);
-      return combine(combine(sideOf(ctx, joins, *c.cond), sideOf(ctx, joins, *c.then)),
-                     sideOf(ctx, joins, *c.otherwise));
-    }
-    case ast::ExprKind::Cast:
-      return sideOf(ctx, joins, *ast::as<ast::Cast>(e).operand);
+    return kMainSide;
   }
-  return kMainSide;
-}
+
+  int name(const std::string& name, const Body* body) {
+    // A `let` constant reads nothing; every other name is the query's (its arguments,
+    // builtins, properties), or a mistake reported where the query's names are checked.
+    if (body) {
+      if (auto it = body->params.find(name); it != body->params.end()) return it->second;
+      if (ctx_.decls.lets.count(name)) return kNoSide;
+      for (const BuiltinVariable& v : builtinVariables()) {
+        if (v.name == name) return kMainSide;
+      }
+      return ctx_.btf.findEnumerator(name) ? kNoSide : kMainSide;
+    }
+    return ctx_.decls.lets.count(name) ? kNoSide : kMainSide;
+  }
+
+  int call(const ast::Call& c, const Body* body) {
+    // Aggregates count the query's events, `fmt` prints when they do, `entry` is the
+    // query's function entry; a call of nothing reads the query's event (`fn now() = time`).
+    if (c.args.empty() || c.callee == "fmt" || c.callee == "entry") return kMainSide;
+    int args = kNoSide;
+    for (const ast::ExprPtr& a : c.args) args = combine(args, side(*a, body));
+    for (const BuiltinFunction& f : builtinFunctions()) {
+      if (f.name != c.callee) continue;
+      return f.aggregate ? kMainSide : args;
+    }
+    const ast::FnDecl* fn = function(c.callee, body);
+    if (!fn) {
+      // C runs where it is called, and may read the event (a helper): the query's.
+      return ctx_.c_functions.count(c.callee) ? kMainSide : args;
+    }
+    Body inner;
+    if (body) inner.calls = body->calls;
+    // Recursion and nesting too deep are the checker's errors; the side hardly matters.
+    if (std::find(inner.calls.begin(), inner.calls.end(), fn) != inner.calls.end() ||
+        inner.calls.size() >= kMaxFnDepth || fn->params.size() != c.args.size()) {
+      return kMainSide;
+    }
+    inner.calls.push_back(fn);
+    auto home = ctx_.fn_home.find(fn);
+    inner.module = home == ctx_.fn_home.end() ? nullptr : home->second;
+    for (size_t i = 0; i < fn->params.size(); ++i) {
+      inner.params[fn->params[i].name] = side(*c.args[i], body);
+    }
+    return combine(args, side(*fn->body, &inner));
+  }
+
+  /// The `fn` a call names, as the checker finds it: the calling module's own first.
+  const ast::FnDecl* function(const std::string& callee, const Body* body) {
+    if (body && body->module) {
+      if (auto own = ctx_.module_fns.find(body->module); own != ctx_.module_fns.end()) {
+        if (auto it = own->second.find(callee); it != own->second.end()) return it->second;
+      }
+    }
+    auto it = ctx_.decls.fns.find(callee);
+    return it == ctx_.decls.fns.end() ? nullptr : it->second;
+  }
+
+  const Context& ctx_;
+  const std::vector<ResolvedJoin>& joins_;
+};
 
 /// Whether a join can keep a value of type `t`: numbers, pointers and text.
 bool storable(const Type* t) {
@@ -284,7 +345,7 @@ void checkJoinKeys(Context& ctx, ResolvedQuery& query, ResolvedProbe& probe) {
 
 std::optional<uint32_t> ExprChecker::joinedOnly(const ast::Expr& e) const {
   if (!scope_.joins) return std::nullopt;
-  int side = sideOf(ctx_, *scope_.joins, e);
+  int side = SideOf(ctx_, *scope_.joins)(e);
   if (side < 0) return std::nullopt;
   return static_cast<uint32_t>(side);
 }

@@ -227,6 +227,21 @@ void ExprChecker::unknownName(const ast::Identifier& id) {
     }
   }
   Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
+  // An argument of a tracepoint's handler, where the query reads its classic record.
+  if (scope_.target && !scope_.target->record_because.empty()) {
+    const ResolvedTarget& t = *scope_.target;
+    for (const std::string& arg : t.handler_args) {
+      if (arg != id.name) continue;
+      diag.note(fmt::format("`{}` is an argument of the tracepoint's BTF handler (tp_btf); this "
+                            "query reads `{}`, a field of its classic record, so the probe "
+                            "attaches as a classic tracepoint, whose record has no `{}`",
+                            id.name, t.record_because, id.name));
+      std::string fields;
+      for (const ProbeArg& f : t.args) fields += fmt::format("{}`{}`", fields.empty() ? "" : ", ", f.name);
+      diag.note(fmt::format("the record has {}; read `{}` in a query of its own", fields, id.name));
+      return;
+    }
+  }
   // A constant of a module the script does not `use` (`signals` of `names`).
   for (const auto& module : ctx_.modules) {
     for (const ast::Item& item : module->items) {

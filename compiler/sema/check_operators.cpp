@@ -237,15 +237,73 @@ ExprInfo ExprChecker::binary(const ast::Binary& b) {
   return info;
 }
 
-bool ExprChecker::literalOperandFits(const ast::Binary& b) {
-  // A literal right operand the machine cannot use: BPF (like C) leaves shifts by 64 or
-  // more undefined, and a division by zero has no value.
+std::optional<int64_t> ExprChecker::foldedInteger(const ast::Expr& e, int depth) const {
   using Op = ast::BinaryOp;
-  if (b.rhs->kind != ast::ExprKind::Integer) return true;
-  uint64_t n = ast::as<ast::IntegerLiteral>(*b.rhs).value;
-  if ((b.op == Op::Shl || b.op == Op::Shr) && n >= 64) {
-    report(DiagKind::ValueOutOfRange, b.rhs->range,
-           fmt::format("a shift by {} bits has no value: kq's values have 64 bits", n));
+  if (depth > 16) return std::nullopt;
+  auto fold = [&](const ast::Expr& x) { return foldedInteger(x, depth + 1); };
+  switch (e.kind) {
+    case ast::ExprKind::Integer: return static_cast<int64_t>(ast::as<ast::IntegerLiteral>(e).value);
+    case ast::ExprKind::Unary: {
+      const auto& u = ast::as<ast::Unary>(e);
+      std::optional<int64_t> v = fold(*u.operand);
+      if (!v) return std::nullopt;
+      // In 64 bits, wrapping, as the program computes it.
+      uint64_t x = static_cast<uint64_t>(*v);
+      if (u.op == ast::UnaryOp::Negate) return static_cast<int64_t>(0 - x);
+      if (u.op == ast::UnaryOp::Plus) return *v;
+      if (u.op == ast::UnaryOp::BitNot) return static_cast<int64_t>(~x);
+      return std::nullopt;
+    }
+    case ast::ExprKind::Binary: {
+      const auto& b = ast::as<ast::Binary>(e);
+      std::optional<int64_t> l = fold(*b.lhs), r = fold(*b.rhs);
+      if (!l || !r) return std::nullopt;
+      uint64_t x = static_cast<uint64_t>(*l), y = static_cast<uint64_t>(*r);
+      switch (b.op) {
+        case Op::Add: return static_cast<int64_t>(x + y);
+        case Op::Sub: return static_cast<int64_t>(x - y);
+        case Op::Mul: return static_cast<int64_t>(x * y);
+        case Op::BitAnd: return static_cast<int64_t>(x & y);
+        case Op::BitOr: return static_cast<int64_t>(x | y);
+        case Op::BitXor: return static_cast<int64_t>(x ^ y);
+        default: return std::nullopt;
+      }
+    }
+    case ast::ExprKind::Identifier: {
+      const ast::LetDecl* let = nullptr;
+      if (auto it = out_.find(&e); it != out_.end()) {
+        if (it->second.ref == Ref::Enumerator) return it->second.value;
+        if (it->second.ref == Ref::Let) let = it->second.let;
+      } else if (auto l = ctx_.decls.lets.find(ast::as<ast::Identifier>(e).name);
+                 l != ctx_.decls.lets.end()) {
+        let = l->second;  // inside a `let`'s value, which is checked in a table of its own
+      }
+      if (let && let->value) return fold(*let->value);
+      return std::nullopt;
+    }
+    default: return std::nullopt;
+  }
+}
+
+bool ExprChecker::literalOperandFits(const ast::Binary& b) {
+  // A constant right operand the machine cannot use: BPF (like C) leaves shifts by 64 or
+  // more, or by a negative count, undefined (LLVM makes them poison, and the program it
+  // emits is nonsense), and a division by zero has no value.
+  using Op = ast::BinaryOp;
+  std::optional<int64_t> folded = foldedInteger(*b.rhs);
+  if (!folded) return true;
+  int64_t n = *folded;
+  if ((b.op == Op::Shl || b.op == Op::Shr) && (n < 0 || n >= 64)) {
+    if (n >= 64) {
+      report(DiagKind::ValueOutOfRange, b.rhs->range,
+             fmt::format("a shift by {} bits has no value: kq's values have 64 bits", n))
+          .note("a shift count is from 0 to 63");
+    } else {
+      report(DiagKind::ValueOutOfRange, b.rhs->range,
+             fmt::format("a shift by {} bits has no value: a shift count is from 0 to 63", n))
+          .note(fmt::format("to shift the other way, write `{}` and a count from 0 to 63",
+                            b.op == Op::Shl ? ">>" : "<<"));
+    }
     return false;
   }
   if ((b.op == Op::Div || b.op == Op::Mod) && n == 0) {

@@ -77,6 +77,15 @@ const Type* typeFromCString(Context& ctx, const std::string& c_type, uint32_t si
 /// Resolves one probe target against the kernel (reports unknown names).
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target);
 
+/// A tracepoint typed by its BTF handler, typed by its classic record instead: `because`
+/// is the record's field the query named (probes.cpp).
+void typeByRecord(ResolvedTarget& target, const std::string& because);
+
+/// Types by their classic record the tracepoints of `query` (its probes' and its joins')
+/// whose expressions name a field of the record that nothing else is: no argument of the
+/// handler, builtin, `let`, property (tracepoint_record.cpp).
+void chooseTracepointRecords(Context& ctx, ResolvedQuery& query);
+
 /// `event` -> `category:event` for those of `events` tracefs lists (probes.cpp).
 std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events);
 

@@ -145,8 +145,12 @@ class ExprChecker {
   ExprInfo binary(const ast::Binary& b);
   /// C's usual arithmetic conversions, simplified: the wider type wins; at least 32 bits.
   const Type* arithmetic(const Type* l, const Type* r);
-  /// Reports a literal right operand with no meaning (a shift by 64 or more, `/ 0`).
+  /// Reports a constant right operand with no meaning (a shift by a negative count or by
+  /// 64 or more, `/ 0`).
   bool literalOperandFits(const ast::Binary& b);
+  /// The value of an integer expression of literals, enumerators and `let`s (`-1`,
+  /// `1 << 3`, `N - 1`), as the program would compute it in 64 bits; nothing otherwise.
+  std::optional<int64_t> foldedInteger(const ast::Expr& e, int depth = 0) const;
   /// In `reason == NAME`, NAME is looked up among `enum`'s own enumerators first.
   const Type* enumeratorOf(const Type* enum_type, const ast::Identifier& id);
   bool comparable(const ast::Binary& b, const Type* l, const Type* r);

@@ -178,8 +178,9 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
   out.args = sharedArgs(ctx, out.functions);
   out.return_type = ctx.types.fromBtf(out.functions.front().return_type);
   out.attach = functionAttachMethods(ctx.kernel, out.functions);
+  // A glob that matches one function is named by it, as a probe of that function is.
   out.description = out.functions.size() == 1
-                        ? name
+                        ? out.functions.front().name
                         : fmt::format("{} ({} functions)", name, out.functions.size());
   (void)target;
   return out;
@@ -245,12 +246,22 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
     out.event = events.front();
     out.category = out.events.front().substr(0, out.events.front().find(':'));
     out.events.clear();
+    // A glob that matches one event is named by it (`probe`, the PROBE column).
+    out.description = fmt::format("tracepoint:{}:{}", out.category, out.event);
     if (matched_categories.size() == 1) {
       auto format = ctx.kernel.tracepointFormat(matched_categories.front(), out.event);
       if (format) out.format = std::move(*format);
     }
   }
 
+  std::vector<ProbeArg> fields;
+  if (out.format) {
+    uint32_t i = 0;
+    for (const host::TracepointField& field : out.format->fields) {
+      if (out.category == "syscalls" && field.name == "__syscall_nr") continue;
+      fields.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
+    }
+  }
   // tp_btf gives typed arguments (`struct sk_buff *skb`); the classic record gives fields.
   if (auto handler = ctx.btf.findTracepointHandler(out.event)) {
     for (uint32_t i = 1; i < handler->params.size(); ++i) {
@@ -259,20 +270,17 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
     }
     out.functions.push_back(std::move(*handler));
     // Only tp_btf: the expressions are typed against its arguments, which the classic
-    // record does not have.
+    // record does not have. A query that names a field only the record has is typed by
+    // the record instead (typeByRecord).
     out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
+    out.record_fields = std::move(fields);
     return out;
   }
-  if (out.format) {
-    uint32_t i = 0;
-    for (const host::TracepointField& field : out.format->fields) {
-      if (out.category == "syscalls" && field.name == "__syscall_nr") continue;
-      out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
-    }
-  }
+  out.args = std::move(fields);
   out.attach.push_back({AttachKind::Tracepoint, out.format ? Known::Yes : Known::Unknown, ""});
   return out;
 }
+
 
 std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTarget& t) {
   ResolvedTarget out;
@@ -323,6 +331,7 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
     return out;
   }
   out.event = "sys_enter_" + matched.front();
+  out.description = "syscall:" + matched.front();  // a glob's one match, by its name
   if (auto format = ctx.kernel.tracepointFormat("syscalls", out.event)) {
     uint32_t i = 0;
     for (const host::TracepointField& field : format->fields) {
@@ -384,12 +393,22 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   }
   out.return_type = ctx.types.u64();
   out.attach = {{t.on_return ? AttachKind::Uretprobe : AttachKind::Uprobe, Known::Yes, ""}};
+  // A glob that matches one symbol is named by it.
   out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary,
-                                t.symbol.text);
+                                out.symbols.size() == 1 ? out.symbols.front() : t.symbol.text);
   return out;
 }
 
 }  // namespace
+
+void typeByRecord(ResolvedTarget& target, const std::string& because) {
+  for (const ProbeArg& arg : target.args) target.handler_args.push_back(arg.name);
+  target.args = std::move(target.record_fields);
+  target.record_fields.clear();
+  target.functions.clear();
+  target.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
+  target.record_because = because;
+}
 
 std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& target) {
   std::optional<ResolvedTarget> out;

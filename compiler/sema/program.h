@@ -68,6 +68,14 @@ struct ResolvedTarget {
   std::string binary;                              // uprobe
   std::vector<std::string> symbols;                // uprobe symbols matched
   std::vector<ProbeArg> args;
+  /// A tracepoint typed by its BTF handler (tp_btf) whose classic record tracefs also
+  /// describes: the record's fields, which a query reads instead where it names one that
+  /// is no argument of the handler (`bytes` of block:block_rq_issue; tracepoint_record.cpp).
+  std::vector<ProbeArg> record_fields;
+  /// A tracepoint typed by its classic record in place of its handler: the field that
+  /// made it so, and the handler's arguments, which this query then cannot read.
+  std::string record_because;
+  std::vector<std::string> handler_args;
   /// The return value's type when the probe can see one (functions, syscalls, uprobes).
   const Type* return_type = nullptr;
   std::vector<AttachMethod> attach;

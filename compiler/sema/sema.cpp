@@ -128,6 +128,7 @@ void resolveProbes(Context& ctx, Program& program) {
       resolved.probes.push_back(std::move(rp));
     }
     resolveJoins(ctx, resolved);
+    chooseTracepointRecords(ctx, resolved);  // needs the joins' names
     program.queries.push_back(std::move(resolved));
   }
 }

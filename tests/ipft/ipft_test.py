@@ -77,6 +77,15 @@ class IpftExtension(harness.KqTestCase):
             f"backend_len: {n} ( len: {n} mark: 0xdeadbeef type: SOCK_DGRAM proto: 17 big: {b} )"
             for n, b in [(228, "true"), (78, "false"), (428, "true")]], out)
 
+    def test_a_byte_prints_with_its_signedness(self):
+        # 228 bytes of IPv4: a `__u8` (`unsigned char`, as `iph->tos` is) of 228 once printed
+        # as -28, every byte declared `char`; a `char` of it is -28.
+        out = self.run_extension(
+            "bytes", "-e", "use net\nextension where l4proto == 17 select (unsigned char)skb->len as u8len, "
+            "(char)skb->len as s8len, iphdr(skb)->protocol as proto")
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "backend_len: 228 ( u8len: 228 s8len: -28 proto: 17 )", out)
+
     def test_where_that_fails_drops_the_event(self):
         out = self.run_extension("tcp", "-e", "extension where l4proto == 6 select skb->len as len")
         self.assertEqual(out.splitlines(), ["marked: 3 dropped: 3"], out)

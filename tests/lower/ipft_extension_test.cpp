@@ -187,5 +187,28 @@ TEST_F(IpftExtensionTest, EventStructDescribesTheData) {
   EXPECT_EQ(values, (std::map<std::string, int32_t>{{"SOCK_STREAM", 1}, {"SOCK_DGRAM", 2}}));
 }
 
+TEST_F(IpftExtensionTest, BytesKeepTheirSignedness) {
+  // ipftrace2 prints an 8-bit integer as its BTF encoding says: a `__u8` (`unsigned char`,
+  // as `iphdr->protocol` and `tos` are) of 228 printed as -28 when every byte was `char`.
+  build("use net\nextension select iphdr(skb)->protocol as proto, (char)skb->len as c, "
+        "(signed char)skb->len as sc, (unsigned char)skb->len as uc, hex((char)skb->len) as hc");
+  const btf_type* var = find("__ipft_event_struct", BTF_KIND_VAR);
+  ASSERT_NE(var, nullptr);
+  const btf_type* st = type(var->type);
+  ASSERT_TRUE(btf_is_struct(st));
+  const std::pair<const char*, bool> expected[] = {
+      {"proto", false}, {"c", true}, {"sc", true}, {"uc", false}, {"hc", false}};
+  ASSERT_EQ(btf_vlen(st), std::size(expected));
+  for (size_t i = 0; i < std::size(expected); ++i) {
+    const btf_member& m = btf_members(st)[i];
+    SCOPED_TRACE(expected[i].first);
+    EXPECT_EQ(btf__name_by_offset(btf_, m.name_off), std::string(expected[i].first));
+    const btf_type* t = type(btf__resolve_type(btf_, m.type));
+    ASSERT_TRUE(btf_is_int(t));
+    EXPECT_EQ(btf_int_bits(t), 8u);
+    EXPECT_EQ((btf_int_encoding(t) & BTF_INT_SIGNED) != 0, expected[i].second);
+  }
+}
+
 }  // namespace
 }  // namespace kq::lower

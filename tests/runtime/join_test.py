@@ -74,6 +74,22 @@ class Joins(harness.KqTestCase):
         self.assertEqual(join["name"], "s")
         self.assertEqual(join["matched"], 5, summary)
 
+    def test_a_fn_of_a_joined_value_runs_at_the_querys_event(self):
+        # Only the argument reads through `s.`: `time` in the body is the exit's, so each
+        # latency is the 20 ms sleep, where the whole call was once kept at the entry (0).
+        # A body reading nothing but its parameter is kept whole, as before.
+        status, out, err = kq("-o", "json", "fn lat_us(t) = (time - t) / 1000\n"
+                              "fn us(t) = t / 1000\n" + SLEEP_JOIN + "where comm == \"kqsleeper\" "
+                              "select lat_us(s.time) as lat, us(s.time) as at, time / 1000 as now",
+                              "-c", f"python3 {SLEEPER}")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(len(rows), 5, out)
+        for row in rows:
+            self.assertGreaterEqual(row["lat"], 20000, row)
+            self.assertLess(row["lat"], 32000, row)
+            self.assertAlmostEqual(row["now"] - row["at"], row["lat"], delta=1)
+
     def test_sleep_latency_histogram(self):
         status, out, err = kq(SLEEP_JOIN + "where comm == \"kqsleeper\" select count(), hist(time - s.time)",
                               "-c", f"python3 {SLEEPER}")

@@ -275,6 +275,21 @@ int main(void) { int s = 0; for (int i = 1; i <= 3; i++) s += kq_target(i * 10);
         rows = [r.split()[-2:] for r in out.splitlines()[1:] if "kq_target" in r]
         self.assertEqual(rows, [["10", "20"], ["20", "40"], ["30", "60"]], out)
 
+    def test_a_uprobe_on_a_symbol_named_like_a_keyword(self):
+        # libc's syscall(3) and select(2): `syscall` and `select` are words kq reserves.
+        with open("/proc/self/maps") as maps:
+            libc = next((l.split()[-1] for l in maps if re.search(r"/libc[.-][^/]*so", l)), None)
+        if libc is None:
+            self.skipTest("no libc mapped in this Python")
+        script = ("import ctypes, select\nlibc = ctypes.CDLL(None)\n"
+                  "for _ in range(3): libc.syscall(39)\nselect.select([], [], [], 0)")
+        status, out, err = kq("-o", "json", f"trace uprobe:{libc}:syscall, uprobe:{libc}:select "
+                              "group by probe select probe, count()", "-c", f"python3 -c '{script}'")
+        self.assertEqual(status, 0, err)
+        counts = {row["probe"]: row["count()"] for row in json.loads(out.splitlines()[-1])["rows"]}
+        self.assertGreaterEqual(counts.get(f"uprobe:{libc}:syscall", 0), 3, out)
+        self.assertGreaterEqual(counts.get(f"uprobe:{libc}:select", 0), 1, out)
+
     def test_strings_of_a_uprobe_are_user_memory(self):
         # A uprobe's return value and arguments have no types: `str()` of them reads the
         # process's memory (it read kernel memory and printed nothing).
@@ -872,6 +887,20 @@ os.waitpid(pid, 0)
         self.assertEqual(status, 0, err)
         self.assertIn("syscall:openat", {json.loads(l)["probe"] for l in out.splitlines()})
 
+    def test_a_glob_of_one_event_is_named_by_it(self):
+        # `probe` (and the PROBE column) of a glob matching one event once was the pattern.
+        for query, name in [("trace syscall:getpp* select probe", "syscall:getppid"),
+                            ("trace tracepoint:syscalls:sys_enter_getpp* select probe",
+                             "tracepoint:syscalls:sys_enter_getppid"),
+                            ("trace tracepoint:sch*:sched_process_exe* select probe",
+                             "tracepoint:sched:sched_process_exec")]:
+            status, out, err = kq("-o", "json", query, "-c", "python3 -c 'import os; os.getppid()'")
+            self.assertEqual(status, 0, err)
+            rows = [json.loads(l) for l in out.splitlines()]
+            self.assertTrue(rows, out)
+            # a column of the same value as the key is not repeated (`probe_2`)
+            self.assertEqual({(r["probe"], r.get("probe_2", r["probe"])) for r in rows}, {(name, name)}, out)
+
     def test_aggregates_by_key(self):
         status, out, err = kq('trace syscall:read where comm == "cat" group by comm '
                               'select comm, count() as reads, sum(count), hist(count)',
@@ -949,6 +978,61 @@ os.waitpid(pid, 0)
         self.assertEqual(status, 0, err)
         rows = json.loads(out.splitlines()[-1])["rows"]
         self.assertEqual(rows, [{"min(count)": 12345, "max(count)": 2**63 + 7, "count()": 3}], out)
+
+    def test_histogram_buckets_and_shifts_the_verifier_can_follow(self):
+        # A bucket's index LLVM can bound but the verifier cannot (a remainder; `~` of a
+        # 32-bit value, whose range LLVM knows) once had its bounds check optimised away,
+        # and the kernel refused the program. A shift count known only at the event and out
+        # of 0 to 63 shifts every bit out.
+        prog = os.path.join(WORKDIR, "kqlhist")
+        shutil.copy(sys.executable, prog)
+        script = ("import ctypes\nlibc = ctypes.CDLL(None)\nfd = open('/dev/null').fileno()\n"
+                  "for n in [5, 15, 25, 50, 123]: libc.read(fd, None, ctypes.c_size_t(n))")
+        status, out, err = kq("-o", "json", 'trace syscall:read where comm == "kqlhist" and buf == 0 '
+                              "select lhist(count % 100, 0, 100, 10) as rem, "
+                              "lhist(~((u32)count ^ (s64)3), -100, 11, 7) as inverted, "
+                              "hist(count >> (count % 64)) as shifted, "
+                              "sum(count << (count - 100)) as wide, count()",
+                              "-c", f"{prog} -c \"{script}\"")
+        self.assertEqual(status, 0, err)
+        row = json.loads(out.splitlines()[-1])["rows"][0]
+        counted = lambda buckets: {(b["lo"], b["hi"]): b["count"] for b in buckets if b["count"]}
+        self.assertEqual(counted(row["rem"]), {(0, 10): 1, (10, 20): 1, (20, 30): 2, (50, 60): 1}, out)
+        # ~(n ^ 3): -7, -13, -27, -50, -121
+        self.assertEqual(counted(row["inverted"]), {(-9, -2): 1, (-16, -9): 1, (-30, -23): 1,
+                                                    (-51, -44): 1, (None, -100): 1}, out)
+        self.assertEqual(row["count()"], 5, out)
+        self.assertEqual(sum(b["count"] for b in row["shifted"]), 5, out)
+        self.assertEqual(row["wide"], 123 << 23, out)  # the others shift by a negative count
+
+        status, out, err = kq("trace tracepoint:sched:sched_switch select lhist(prev->pid % 10, 0, 10, 1)",
+                              "-d", "300ms")
+        self.assertEqual(status, 0, err)
+
+    def test_a_tracepoints_classic_fields_beside_its_btf_handler(self):
+        # block_rq_issue has a BTF handler (tp_btf, `rq`); `bytes` is a field of its classic
+        # record only, as bpftrace's bitesize reads it (`args->bytes`): the query reads the
+        # record. 20 direct writes of 4 KiB, from a dd named kqbytes.
+        dd = os.path.join(WORKDIR, "kqbytes")
+        shutil.copy("/bin/dd", dd)
+        target = os.path.join("/var/tmp", f"kq-bytes-{os.getpid()}")  # on a disk, not tmpfs
+        subprocess.run(["fallocate", "-l", "80K", target], check=True)
+        subprocess.run(["sync"], check=True)
+        try:
+            proc = subprocess.Popen([harness.KQ, "-o", "json",
+                                     'trace tracepoint:block:block_rq_issue where comm == "kqbytes" '
+                                     "select count(), sum(bytes), lhist(bytes, 0, 8192, 4096) for 3s"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(1.5)  # attached (it prints nothing before its table)
+            subprocess.run([dd, "if=/dev/zero", f"of={target}", "bs=4k", "count=20", "oflag=direct",
+                            "conv=notrunc"], check=True, capture_output=True)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            os.unlink(target)
+        self.assertEqual(proc.returncode, 0, err)
+        row = json.loads(out.decode().splitlines()[-1])["rows"][0]
+        self.assertEqual(row["count()"], 20, out)
+        self.assertEqual(row["sum(bytes)"], 20 * 4096, out)
 
     def test_long_string_keys_stay_apart(self):
         # Two paths alike in their first 60 bytes are two groups (keys were cut at 31
