@@ -88,7 +88,7 @@ probe
   ;
 
 target
-  : PACKET GRAPH? ('(' pattern (',' pattern)* ')')?  # packetTarget
+  : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? GRAPH?  # packetTarget
   | INTERVAL NUMBER                                   # intervalTarget
   | PROFILE NUMBER                                    # profileTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/diag/utf8.h"
+
 namespace kq {
 namespace {
 
@@ -14,39 +16,29 @@ constexpr std::string_view kCyan = "\033[1;36m";
 constexpr std::string_view kGreen = "\033[1;32m";
 constexpr std::string_view kReset = "\033[0m";
 
-/// One character of a source line as it is shown: printable text, or a replacement for
-/// control characters and bytes that are not UTF-8, so the caret line stays aligned.
+/// One character of a source line as it is shown: printable text, or a replacement that
+/// shows what it is (`\xff` for a byte that is not UTF-8, U+FFFD for a control character),
+/// so the caret line stays aligned and the line is never echoed with the bad bytes.
 struct Cell {
   uint32_t offset;  // byte offset of the character in the line
   std::string shown;
+  uint32_t columns = 1;
 };
-
-size_t utf8Length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead >> 5) == 0x6) return 2;
-  if ((lead >> 4) == 0xE) return 3;
-  if ((lead >> 3) == 0x1E) return 4;
-  return 0;
-}
 
 std::vector<Cell> cellsOf(std::string_view line) {
   std::vector<Cell> cells;
   for (uint32_t i = 0; i < line.size();) {
     auto lead = static_cast<unsigned char>(line[i]);
-    size_t len = utf8Length(lead);
-    bool valid = len > 0 && i + len <= line.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      valid = (static_cast<unsigned char>(line[i + k]) & 0xC0) == 0x80;
-    }
-    if (!valid) {
-      cells.push_back({i, "\xEF\xBF\xBD"});  // U+FFFD
+    size_t len = validUtf8Length(line, i);
+    if (len == 0) {
+      cells.push_back({i, fmt::format("\\x{:02x}", lead), 4});
       ++i;
       continue;
     }
     if (lead == '\t') {
       cells.push_back({i, " "});
     } else if (lead < 0x20 || lead == 0x7F) {
-      cells.push_back({i, "\xEF\xBF\xBD"});
+      cells.push_back({i, "\xEF\xBF\xBD"});  // U+FFFD
     } else {
       cells.push_back({i, std::string(line.substr(i, len))});
     }
@@ -133,9 +125,12 @@ class Printer {
     std::string marks(shown.size(), ' ');
     for (size_t i = first; i < last; ++i) shown += cells[i].shown;
     if (last < cells.size()) shown += "...";
-    for (size_t i = first; i < caret; ++i) marks += ' ';
+    for (size_t i = first; i < caret; ++i) marks += std::string(cells[i].columns, ' ');
+    // An escaped byte under the caret is underlined whole.
     std::string underline = "^";
-    for (size_t i = caret + 1; i < caret_end; ++i) underline += '~';
+    auto columns = [&](size_t i) { return i < cells.size() ? cells[i].columns : 1u; };
+    underline += std::string(columns(caret) - 1, '~');
+    for (size_t i = caret + 1; i < caret_end; ++i) underline += std::string(columns(i), '~');
     out_ << shown << "\n" << marks;
     paint(kGreen, underline);
     out_ << "\n";

@@ -212,14 +212,20 @@ class Builder {
     return out;
   }
 
-  // target : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? | INTERVAL NUMBER | PROFILE NUMBER
+  // target : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? GRAPH? | INTERVAL NUMBER | PROFILE NUMBER
   //        | TRACEPOINT ':' pattern ':' pattern captureList? | SYSCALL ':' pattern captureList?
   //        | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?
   //        | pattern (':' pattern)? captureList?
   Target target(P::TargetContext* ctx) {
     Target out{PacketTarget{}, range(ctx)};
     if (auto* t = dynamic_cast<P::PacketTargetContext*>(ctx)) {
-      PacketTarget packet{t->GRAPH() != nullptr, {}};
+      // `packet graph(ip_*)` and `packet(ip_*) graph` are the same; once is enough.
+      std::vector<antlr4::tree::TerminalNode*> graphs = t->GRAPH();
+      if (graphs.size() > 1) {
+        diags_.report(DiagKind::UnexpectedToken, range(graphs[1]), "`graph` is already given")
+            .note("write `packet graph(...)` or `packet(...) graph`");
+      }
+      PacketTarget packet{!graphs.empty(), {}};
       for (P::PatternContext* p : t->pattern()) packet.functions.push_back(pattern(p));
       out.kind = std::move(packet);
     } else if (auto* t = dynamic_cast<P::IntervalTargetContext*>(ctx)) {

@@ -1,5 +1,7 @@
 #include "compiler/parse/syntax_errors.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "KqParser.h"
@@ -34,6 +36,16 @@ bool containsAll(const IntervalSet& set, std::initializer_list<size_t> types) {
 Token* previousToken(antlr4::TokenStream* tokens, size_t index) {
   while (index > 0) {
     Token* t = tokens->get(--index);
+    if (t->getChannel() == Token::DEFAULT_CHANNEL) return t;
+  }
+  return nullptr;
+}
+
+/// The nearest token after `index` on the default channel, or null at the end.
+Token* nextToken(antlr4::TokenStream* tokens, size_t index) {
+  while (index + 1 < tokens->size()) {
+    Token* t = tokens->get(++index);
+    if (t->getType() == Token::EOF) return nullptr;
     if (t->getChannel() == Token::DEFAULT_CHANNEL) return t;
   }
   return nullptr;
@@ -149,6 +161,33 @@ Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token*
 
 }  // namespace
 
+std::string SyntaxErrorStrategy::bpftraceProbeHint(antlr4::TokenStream* tokens,
+                                                   Token* word) const {
+  std::string text(source_.text(word));
+  if (text == "BEGIN") {
+    return "kq has no `BEGIN` probe: a script holds queries (`trace ...`) and declarations, "
+           "and kq prints each query's header row once its probes are attached";
+  }
+  if (text == "END") {
+    return "kq has no `END` probe: a query with aggregates prints its table when the session "
+           "ends (`trace syscall:read group by comm select count()`)";
+  }
+  // bpftrace's `kprobe:f`, `kretprobe:f`, `fentry:f`: kq names a kernel function bare.
+  static const std::set<std::string> entries = {"kprobe", "fentry", "kfunc"};
+  static const std::set<std::string> returns = {"kretprobe", "fexit", "kretfunc"};
+  if (!entries.count(text) && !returns.count(text)) return "";
+  Token* colon = nextToken(tokens, word->getTokenIndex());
+  Token* function = colon ? nextToken(tokens, colon->getTokenIndex()) : nullptr;
+  if (!colon || colon->getType() != P::COLON || !function || function->getType() != P::IDENT) {
+    return "";
+  }
+  std::string name(source_.text(function));
+  return returns.count(text)
+             ? fmt::format("kq names a kernel function bare, and `return` makes the probe one "
+                           "at its exit: `trace {}(return)`", name)
+             : fmt::format("kq names a kernel function bare: `trace {}`", name);
+}
+
 void SyntaxErrorStrategy::reportExpected(antlr4::Parser* parser, Token* offending,
                                          const IntervalSet& expected, bool unwanted) {
   antlr4::TokenStream* tokens = parser->getTokenStream();
@@ -172,9 +211,14 @@ void SyntaxErrorStrategy::reportExpected(antlr4::Parser* parser, Token* offendin
     expectation.kind = DiagKind::UnexpectedToken;
     message = fmt::format("unexpected {}", source_.display(offending));
     if (expectation.hint.empty()) expectation.hint = fmt::format("expected {}", expectation.what);
-    if (previous == nullptr && offending->getType() == P::IDENT) {
-      expectation.hint = fmt::format("a query starts with `trace`: did you mean `trace {}`?",
-                                     source_.text(offending));
+    if (offending->getType() == P::IDENT) {
+      std::string hint = bpftraceProbeHint(tokens, offending);
+      if (!hint.empty()) {
+        expectation.hint = std::move(hint);
+      } else if (previous == nullptr) {
+        expectation.hint = fmt::format("a query starts with `trace`: did you mean `trace {}`?",
+                                       source_.text(offending));
+      }
     }
   } else {
     message = fmt::format("expected {}", expectation.what);

@@ -28,6 +28,9 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   /// `unwanted`: ANTLR found an extra token it can skip.
   void reportExpected(antlr4::Parser* parser, antlr4::Token* offending,
                       const antlr4::misc::IntervalSet& expected, bool unwanted);
+  /// What works in kq for a bpftrace probe where a query should start (`BEGIN`, `END`,
+  /// `kprobe:f`), or empty.
+  std::string bpftraceProbeHint(antlr4::TokenStream* tokens, antlr4::Token* word) const;
 
   const TokenSource& source_;
   Diagnostics& diags_;

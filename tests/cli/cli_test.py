@@ -374,6 +374,16 @@ class HostileInput(unittest.TestCase):
     def test_invalid_utf8(self):
         err = self.check_file(b"trace x where comm == \"\xff\xfe\"\n", "InvalidUtf8")
         self.assertIn(":1:24:", err)
+        # The line is shown with the bad bytes escaped, never echoed to the terminal: an
+        # overlong form (0xc0 0xaf) once was.
+        for data, shown in [(b"\xff\xfe", "\\xff\\xfe"), (b"\xc0\xaf", "\\xc0\\xaf")]:
+            path = write_temp(b"trace x where comm == \"" + data + b"\"\n")
+            try:
+                proc = subprocess.run([KQ, "check", path], capture_output=True, timeout=30)
+            finally:
+                os.unlink(path)
+            err = proc.stderr.decode("utf-8")  # strictly: no byte that is not UTF-8
+            self.assertIn(f'trace x where comm == "{shown}"\n', err)
 
     def test_nul_bytes(self):
         self.check_file(b"trace x\0 where a == 1\n", "UnexpectedCharacter")

@@ -86,6 +86,18 @@ class IpftExtension(harness.KqTestCase):
         lines = out.splitlines()
         self.assertEqual(lines[0], "backend_len: 228 ( u8len: 228 s8len: -28 proto: 17 )", out)
 
+    def test_the_docs_example_filters_by_the_l4_protocol(self):
+        # language.md section 6's example, for UDP as send_udp.py sends: it once compared
+        # `proto` (the ethertype, 0x0800) with IPPROTO_TCP, which no packet matches.
+        with open(os.path.join(HERE, "..", "..", "docs", "language.md")) as f:
+            example = next(l.strip() for l in f if l.startswith("extension where "))
+        self.assertIn("IPPROTO_TCP", example)
+        out = self.run_extension("doc", "-e", example.replace("IPPROTO_TCP", "IPPROTO_UDP"))
+        lines = out.splitlines()
+        self.assertEqual(lines[-1], "marked: 3 dropped: 0", out)
+        self.assertEqual(lines[:-1], [f"backend_len: {n} ( len: {n} mark: 0xdeadbeef )"
+                                      for n in (228, 78, 428)], out)
+
     def test_where_that_fails_drops_the_event(self):
         out = self.run_extension("tcp", "-e", "extension where l4proto == 6 select skb->len as len")
         self.assertEqual(out.splitlines(), ["marked: 3 dropped: 3"], out)
