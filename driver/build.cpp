@@ -14,6 +14,7 @@
 #include "compiler/diag/render.h"
 #include "compiler/lower/lower.h"
 #include "kq_version.h"
+#include "runtime/object_check.h"
 #include "runtime/object_file.h"
 #include "plan/portable_plan.h"
 #include "driver/io.h"
@@ -113,7 +114,7 @@ int buildPortable(const Request& request, const sema::CheckedProgram& checked,
   }
   plan::PortablePlan plan;
   plan.plan = std::move(compiled->plan);
-  plan.queries = queryLimits(checked);
+  plan.limits = queryLimits(checked);
   plan.kq_version = KQ_VERSION;
   plan.built_against = builtAgainst(request);
   plan.machine = machine();
@@ -122,6 +123,12 @@ int buildPortable(const Request& request, const sema::CheckedProgram& checked,
                                     plan::encodePlan(plan), &error);
   if (!object) {
     io.err << "kq: error: cannot add the plan to the compiled object: " << error << "\n";
+    return 1;
+  }
+  // Read back as `kq run` will read it: an object it would refuse is kq's own mistake.
+  runtime::ObjectPlan read = runtime::readObjectPlan(*object);
+  if (!read.plan) {
+    io.err << "kq: error: internal error: `kq run` would refuse the object built: " << read.error << "\n";
     return 1;
   }
   return writeObject(request.object_path, *object, io) ? 0 : 1;

@@ -1,17 +1,19 @@
 #include "driver/run_object.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "host/kernel_info.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/loader.h"
-#include "runtime/object_file.h"
+#include "runtime/object_check.h"
 #include "plan/portable_plan.h"
 #include "driver/engine_run.h"
 #include "driver/dump_plan.h"
@@ -21,21 +23,53 @@ namespace kq::driver {
 namespace {
 
 /// Larger than any object kq writes; a bigger file is not one.
-constexpr std::streamsize kMaxObjectBytes = 256 << 20;
+constexpr off_t kMaxObjectBytes = 256 << 20;
 
+/// Why `mode` is not a file `kq build` could have written, or null.
+const char* notAnObject(mode_t mode) {
+  if (S_ISREG(mode)) return nullptr;
+  if (S_ISDIR(mode)) return "it is a directory";
+  if (S_ISFIFO(mode)) return "it is a FIFO, not a file";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "it is a device, not a file";
+  return "it is not a regular file";
+}
+
+/// The bytes of the regular file `path`. Opened without waiting (a FIFO with no writer
+/// would block an open for reading), then refused at once unless it is a regular file.
 std::optional<std::vector<char>> readObject(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
-  if (size > kMaxObjectBytes) {
-    *error = "it is larger than any object kq builds";
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *error = std::strerror(errno);
     return std::nullopt;
   }
-  std::vector<char> bytes(size > 0 ? static_cast<size_t>(size) : 0);
-  if (in && in.seekg(0) && in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-    return bytes;
+  struct stat st;
+  std::optional<std::vector<char>> bytes;
+  if (fstat(fd, &st) != 0) {
+    *error = std::strerror(errno);
+  } else if (const char* why = notAnObject(st.st_mode)) {
+    *error = why;
+  } else if (st.st_size > kMaxObjectBytes) {
+    *error = "it is larger than any object kq builds";
+  } else {
+    bytes.emplace(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes->size()) {
+      ssize_t n = read(fd, bytes->data() + done, bytes->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error = std::strerror(errno);
+        bytes.reset();
+        break;
+      }
+      if (n == 0) {  // it shrank as it was read
+        bytes->resize(done);
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
   }
-  *error = errno ? std::strerror(errno) : "it cannot be read";
-  return std::nullopt;
+  close(fd);
+  return bytes;
 }
 
 std::string runningKernel() {
@@ -108,15 +142,14 @@ int runObject(const Request& request, Io& io) {
   const std::string& path = request.input;
   std::string error;
   std::optional<std::vector<char>> elf = readObject(path, &error);
-  std::optional<std::string> text;
-  if (elf) text = runtime::sectionContents(*elf, runtime::kPlanSection, &error);
-  std::optional<plan::PortablePlan> portable;
-  if (text) portable = plan::decodePlan(*text, &error);
-  if (!portable) {
-    io.err << fmt::format("kq: error: cannot run `{}`: {}\n", path, error);
-    if (elf && !text) io.err << "note: `kq build SCRIPT -o FILE` writes objects `kq run` runs\n";
+  runtime::ObjectPlan read;
+  if (elf) read = runtime::readObjectPlan(*elf);
+  if (!read.plan) {
+    io.err << fmt::format("kq: error: cannot run `{}`: {}\n", path, elf ? read.error : error);
+    if (elf && !read.has_plan) io.err << "note: `kq build SCRIPT -o FILE` writes objects `kq run` runs\n";
     return 1;
   }
+  std::optional<plan::PortablePlan>& portable = read.plan;
   const plan::ProgramPlan& plan = portable->plan;
   if (request.dump == "plan") {
     dumpPlan(plan, io.out);
@@ -175,7 +208,7 @@ int runObject(const Request& request, Io& io) {
   }
 
   engine::SessionOptions session;
-  session.queries = portable->queries;
+  session.queries = portable->limits;
   session.duration_ns = *duration;
   // The object's BTF ids are another kernel's (or may be): dumps find types by name.
   runtime::KernelTypes kernel_types("/sys/kernel/btf", nullptr);

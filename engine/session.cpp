@@ -118,8 +118,11 @@ std::vector<JoinResult> joinResults(const runtime::LoadedObject& object, const p
     r.unmatched = count(plan::JoinCount::Unmatched);
     r.expired = count(plan::JoinCount::Expired);
     int fd = object.mapFd(join.map);
-    if (fd >= 0) {
-      std::vector<uint8_t> key(1024), next(1024);
+    bpf_map_info info{};
+    uint32_t info_size = sizeof info;
+    if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &info_size) == 0) {
+      // Keys as large as the map's own (not as the plan says).
+      std::vector<uint8_t> key(info.key_size), next(info.key_size);
       void* prev = nullptr;
       while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
         ++r.waiting;
@@ -300,17 +303,10 @@ void Session::wake() {
 
 std::array<uint64_t, plan::kLostReasons> Session::lostOf(uint32_t q) const {
   std::array<uint64_t, plan::kLostReasons> lost{};
+  // Each query has its own counters (checked for `kq run` by runtime/object_check.cpp).
   int fd = object_.mapFd(plan_.lost_map);
-  // Objects that counted every query's losses together (one query's worth of counters)
-  // give them all to query 0.
-  uint32_t entries = 0;
-  for (const plan::PlannedMap& m : plan_.maps) {
-    if (m.name == plan_.lost_map) entries = m.max_entries;
-  }
-  bool per_query = entries >= plan::kLostReasons * std::max<uint32_t>(plan_.layout.queries, 1);
-  if (!per_query && q != 0) return lost;
   for (uint32_t why = 0; why < plan::kLostReasons; ++why) {
-    lost[why] = perCpuSum(fd, (per_query ? q * plan::kLostReasons : 0) + why);
+    lost[why] = perCpuSum(fd, q * plan::kLostReasons + why);
   }
   return lost;
 }

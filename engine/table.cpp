@@ -59,8 +59,9 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
     case AggregateKind::Top:
     case AggregateKind::Sum: return readSigned(p);
     case AggregateKind::Avg: {
-      int64_t n = readSigned(p + 8);
-      return n ? readSigned(p) / n : 0;
+      int64_t n = readSigned(p + 8), sum = readSigned(p);
+      if (n == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(sum));  // INT64_MIN / -1 traps
+      return n ? sum / n : 0;
     }
     case AggregateKind::Min:
     case AggregateKind::Max:

@@ -1,6 +1,7 @@
 // The contract between the compiler and the runtime: how each event record is laid out.
 // The compiler (compiler/lower) writes one ProbeLayout per BPF program; the runtime reads
 // records with it. Nothing in the formatter knows any query: everything it prints is here.
+// Each struct lists its fields once, in `eachField` (plan/contract.h says what that drives).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "plan/contract.h"
 
 namespace kq::plan {
 
@@ -22,32 +25,41 @@ struct EventHeader {
 };
 static_assert(sizeof(EventHeader) == 40, "the BPF side writes 40 bytes");
 
-/// How a field's bytes are shown.
+/// How a field's bytes are shown: one enumerator per line of plan/field_kinds.def.
 enum class FieldKind : uint8_t {
-  Signed,    // a signed integer of `size` bytes
-  Unsigned,  // an unsigned integer
-  Hex,       // an unsigned integer shown in hex (hex(), pointers to non-records)
-  Bool,
-  Enum,      // an integer shown as the enumerator of BTF type `btf_id`
-  String,    // NUL-terminated text in `size` bytes
-  Pointer,   // an address
-  Record,    // the bytes of a struct or union, dumped with BTF type `btf_id`
-  Symbol,    // a kernel address shown as its symbol (ksym)
-  UserSymbol,  // an address in the event's process shown as its symbol (usym)
-  Errno,     // a negative errno shown by name
-  Ipv4,      // 4 bytes in network order, shown as a dotted quad
-  Ipv6,      // 16 bytes in network order, shown as RFC 5952 text (`::1`, `fe80::1`)
-  KernelStack,  // return addresses, shown as symbols
-  UserStack,    // return addresses, shown in hex
-  Format,       // fmt("...", args): `format` filled in with the fields in `args`; no bytes
-  File,         // cat(path): the contents of the file at `path`, read when printed; no bytes
-  StringList,   // join(argv): a u64 count, then kJoinArgs strings of kJoinArgBytes each
-  Buffer,       // buf(p, n): `size` raw bytes, printable ASCII as is, others as `\xNN`
-  WallTime,     // strftime(fmt, ns): a bpf_ktime_get_ns() time shown with `format` (strftime's)
-  Table,        // a signed integer shown as its name in `names` (`caps[cap]`), else itself
-  IpAddress,    // ntop(family, addr): 8 bytes of family (AF_INET6: 16 bytes of IPv6 follow;
-                // else 4 of IPv4), then the address in network order
+#define KQ_FIELD_KIND(Name, ReadBytes) Name,
+#include "plan/field_kinds.def"
+#undef KQ_FIELD_KIND
 };
+template <> struct EnumTable<FieldKind> {
+  static constexpr const char* kWhat = "field kind";
+  static constexpr size_t kCount = 0
+#define KQ_FIELD_KIND(Name, ReadBytes) +1
+#include "plan/field_kinds.def"
+#undef KQ_FIELD_KIND
+      ;
+};
+
+constexpr const char* fieldKindName(FieldKind kind) {
+  switch (kind) {
+#define KQ_FIELD_KIND(Name, ReadBytes) \
+  case FieldKind::Name: return #Name;
+#include "plan/field_kinds.def"
+#undef KQ_FIELD_KIND
+  }
+  return "?";
+}
+
+/// The bytes the runtime reads of a field of `kind` whatever its size (field_kinds.def).
+constexpr uint32_t fieldReadBytes(FieldKind kind) {
+  switch (kind) {
+#define KQ_FIELD_KIND(Name, ReadBytes) \
+  case FieldKind::Name: return ReadBytes;
+#include "plan/field_kinds.def"
+#undef KQ_FIELD_KIND
+  }
+  return 0;
+}
 
 /// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included). A
 /// count above kJoinArgs says the array went on past the strings kept.
@@ -86,6 +98,24 @@ struct FieldLayout {
   std::string separator;
   /// Table: the name of each number (a table literal's, or enumerators `enum_name` chose).
   std::map<int64_t, std::string> names;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("name", self.name...);
+    visit("kind", self.kind...);
+    visit("offset", self.offset...);
+    visit("size", self.size...);
+    visit("btf_id", self.btf_id...);
+    visit("type_name", self.type_name...);
+    visit("is_capture", self.is_capture...);
+    visit("address_field", self.address_field...);
+    visit("hidden", self.hidden...);
+    visit("int_bytes", self.int_bytes...);
+    visit("format", self.format...);
+    visit("args", self.args...);
+    visit("path", self.path...);
+    visit("separator", self.separator...);
+    visit("names", self.names...);
+  }
 };
 
 /// A `packet` probe's records: which hidden fields say where the packet was seen, and the
@@ -100,6 +130,17 @@ struct PacketLayout {
   std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
   std::vector<bool> frees;  // each site: the skb is freed there (a later one is a new packet)
   bool graph = false;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("skb_field", self.skb_field...);
+    visit("site_field", self.site_field...);
+    visit("return_field", self.return_field...);
+    visit("reason_field", self.reason_field...);
+    visit("sites", self.sites...);
+    visit("modules", self.modules...);
+    visit("frees", self.frees...);
+    visit("graph", self.graph...);
+  }
 };
 
 struct ProbeLayout {
@@ -112,11 +153,45 @@ struct ProbeLayout {
   bool writes_records = true;
   /// Set for a `packet` probe.
   std::optional<PacketLayout> packet;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("name", self.name...);
+    visit("query", self.query...);
+    visit("size", self.size...);
+    visit("fields", self.fields...);
+    visit("writes_records", self.writes_records...);
+    visit("packet", self.packet...);
+  }
 };
 
-/// An aggregate, kept in the kernel in a map value.
-/// Top: a count, with the table cut to the `limit` groups with the most events.
-enum class AggregateKind : uint8_t { Count, Sum, Avg, Min, Max, Hist, Lhist, Top };
+/// An aggregate, kept in the kernel in a map value: one enumerator per line of
+/// plan/aggregate_kinds.def.
+enum class AggregateKind : uint8_t {
+#define KQ_AGGREGATE_KIND(Name, Bytes, BucketBytes) Name,
+#include "plan/aggregate_kinds.def"
+#undef KQ_AGGREGATE_KIND
+};
+template <> struct EnumTable<AggregateKind> {
+  static constexpr const char* kWhat = "aggregate kind";
+  static constexpr size_t kCount = 0
+#define KQ_AGGREGATE_KIND(Name, Bytes, BucketBytes) +1
+#include "plan/aggregate_kinds.def"
+#undef KQ_AGGREGATE_KIND
+      ;
+};
+
+constexpr const char* aggregateKindName(AggregateKind kind) {
+  switch (kind) {
+#define KQ_AGGREGATE_KIND(Name, Bytes, BucketBytes) \
+  case AggregateKind::Name: return #Name;
+#include "plan/aggregate_kinds.def"
+#undef KQ_AGGREGATE_KIND
+  }
+  return "?";
+}
+
+/// hist(): buckets below 1, then [1,2), [2,4), ... up to 2^63.
+inline constexpr uint32_t kHistBuckets = 65;
 
 struct AggregateSlot {
   std::string name;  // column header: `count()`, `hist(size)`, or the `as` name
@@ -124,13 +199,38 @@ struct AggregateSlot {
   uint32_t offset = 0;  // in the map value
   /// Avg: a sum, then a count. Min, Max: a seen flag, then the value encoded so that the
   /// kernel keeps the largest as an unsigned number (an atomic compare-and-swap, exact
-  /// under contention; see `decodeExtreme`). Hist: 65 power-of-two buckets (below 1, then
-  /// [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of `step`, then from `hi` up.
+  /// under contention; see `decodeExtreme`). Hist: kHistBuckets power-of-two buckets (below
+  /// 1, then [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of `step`, then
+  /// from `hi` up.
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;
   uint32_t limit = 0;  // Top: how many groups the table keeps
   bool is_signed = true;  // Min, Max: the values compared are signed
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("name", self.name...);
+    visit("kind", self.kind...);
+    visit("offset", self.offset...);
+    visit("lo", self.lo...);
+    visit("hi", self.hi...);
+    visit("step", self.step...);
+    visit("buckets", self.buckets...);
+    visit("limit", self.limit...);
+    visit("is_signed", self.is_signed...);
+  }
 };
+
+/// The bytes `slot` takes in its map value, as aggregate_kinds.def says: what the compiler
+/// lays out and what `kq run` checks a plan's values against.
+constexpr uint64_t slotBytes(const AggregateSlot& slot) {
+  switch (slot.kind) {
+#define KQ_AGGREGATE_KIND(Name, Bytes, BucketBytes) \
+  case AggregateKind::Name: return Bytes + uint64_t{BucketBytes} * slot.buckets;
+#include "plan/aggregate_kinds.def"
+#undef KQ_AGGREGATE_KIND
+  }
+  return UINT64_MAX;
+}
 
 /// Min and Max keep their value as the largest of an unsigned encoding, starting from 0:
 /// a signed value is biased by 2^63 (so the smallest is 0), and Min keeps its complement.
@@ -166,12 +266,32 @@ struct AggregateLayout {
   /// No `group by` and no `every`: the one group is entry 0 of an array (4-byte key), which
   /// the verifier looks up without hashing; it is printed once an event has counted in it.
   bool single = false;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("query", self.query...);
+    visit("map", self.map...);
+    visit("key_size", self.key_size...);
+    visit("value_size", self.value_size...);
+    visit("keys", self.keys...);
+    visit("slots", self.slots...);
+    visit("columns", self.columns...);
+    visit("every_ns", self.every_ns...);
+    visit("interval_bytes", self.interval_bytes...);
+    visit("per_cpu", self.per_cpu...);
+    visit("single", self.single...);
+  }
 };
 
 struct ProgramLayout {
   std::vector<ProbeLayout> probes;
   std::vector<AggregateLayout> aggregates;
   uint32_t queries = 1;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("probes", self.probes...);
+    visit("aggregates", self.aggregates...);
+    visit("queries", self.queries...);
+  }
 };
 
 }  // namespace kq::plan

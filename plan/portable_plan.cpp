@@ -1,304 +1,261 @@
 #include "plan/portable_plan.h"
 
+#include <limits>
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "plan/plan_check.h"
+
 namespace kq::plan {
+namespace {
 
 using Json = nlohmann::ordered_json;
 
-// One to_json/from_json pair per type, found by nlohmann's argument-dependent lookup. Enums
-// are their numbers: kPlanFormat changes when one does.
-
-void to_json(Json& j, const FieldLayout& f) {
-  j = Json{{"name", f.name}, {"kind", f.kind}, {"offset", f.offset}, {"size", f.size},
-           {"btf_id", f.btf_id}, {"type_name", f.type_name}, {"is_capture", f.is_capture},
-           {"address_field", f.address_field}, {"hidden", f.hidden},
-           {"int_bytes", f.int_bytes}, {"format", f.format}, {"args", f.args}, {"path", f.path},
-           {"separator", f.separator}, {"names", f.names}};
-}
-void from_json(const Json& j, FieldLayout& f) {
-  j.at("name").get_to(f.name);
-  j.at("kind").get_to(f.kind);
-  j.at("offset").get_to(f.offset);
-  j.at("size").get_to(f.size);
-  j.at("btf_id").get_to(f.btf_id);
-  j.at("type_name").get_to(f.type_name);
-  j.at("is_capture").get_to(f.is_capture);
-  j.at("address_field").get_to(f.address_field);
-  j.at("hidden").get_to(f.hidden);
-  j.at("int_bytes").get_to(f.int_bytes);
-  j.at("format").get_to(f.format);
-  j.at("args").get_to(f.args);
-  j.at("path").get_to(f.path);
-  j.at("separator").get_to(f.separator);
-  j.at("names").get_to(f.names);
+/// `path.key`, or `key` at the top.
+std::string at(const std::string& path, const char* key) {
+  return path.empty() ? key : path + "." + key;
 }
 
-void to_json(Json& j, const PacketLayout& p) {
-  j = Json{{"skb_field", p.skb_field}, {"site_field", p.site_field},
-           {"return_field", p.return_field}, {"reason_field", p.reason_field},
-           {"sites", p.sites}, {"modules", p.modules}, {"frees", p.frees}, {"graph", p.graph}};
-}
-void from_json(const Json& j, PacketLayout& p) {
-  j.at("skb_field").get_to(p.skb_field);
-  j.at("site_field").get_to(p.site_field);
-  j.at("return_field").get_to(p.return_field);
-  j.at("reason_field").get_to(p.reason_field);
-  j.at("sites").get_to(p.sites);
-  j.at("modules").get_to(p.modules);
-  j.at("frees").get_to(p.frees);
-  j.at("graph").get_to(p.graph);
-}
+// Encoding: a struct is an object of its fields (plan/contract.h), an enum its number (the
+// .def tables keep numbers stable), a map a list of [key, value] pairs.
 
-void to_json(Json& j, const ProbeLayout& p) {
-  j = Json{{"name", p.name}, {"query", p.query}, {"size", p.size}, {"fields", p.fields},
-           {"writes_records", p.writes_records}};
-  if (p.packet) j["packet"] = *p.packet;
-}
-void from_json(const Json& j, ProbeLayout& p) {
-  j.at("name").get_to(p.name);
-  j.at("query").get_to(p.query);
-  j.at("size").get_to(p.size);
-  j.at("fields").get_to(p.fields);
-  j.at("writes_records").get_to(p.writes_records);
-  if (j.contains("packet")) p.packet = j.at("packet").get<PacketLayout>();
-}
-
-void to_json(Json& j, const AggregateSlot& s) {
-  j = Json{{"name", s.name}, {"kind", s.kind}, {"offset", s.offset}, {"lo", s.lo},
-           {"hi", s.hi}, {"step", s.step}, {"buckets", s.buckets}, {"limit", s.limit},
-           {"is_signed", s.is_signed}};
-}
-void from_json(const Json& j, AggregateSlot& s) {
-  j.at("name").get_to(s.name);
-  j.at("kind").get_to(s.kind);
-  j.at("offset").get_to(s.offset);
-  j.at("lo").get_to(s.lo);
-  j.at("hi").get_to(s.hi);
-  j.at("step").get_to(s.step);
-  j.at("buckets").get_to(s.buckets);
-  j.at("limit").get_to(s.limit);
-  j.at("is_signed").get_to(s.is_signed);
-}
-
-void to_json(Json& j, const AggregateLayout& a) {
-  j = Json{{"query", a.query}, {"map", a.map}, {"key_size", a.key_size},
-           {"value_size", a.value_size}, {"keys", a.keys}, {"slots", a.slots},
-           {"columns", a.columns}, {"every_ns", a.every_ns},
-           {"interval_bytes", a.interval_bytes}, {"per_cpu", a.per_cpu}};
-}
-void from_json(const Json& j, AggregateLayout& a) {
-  j.at("query").get_to(a.query);
-  j.at("map").get_to(a.map);
-  j.at("key_size").get_to(a.key_size);
-  j.at("value_size").get_to(a.value_size);
-  j.at("keys").get_to(a.keys);
-  j.at("slots").get_to(a.slots);
-  j.at("columns").get_to(a.columns);
-  j.at("every_ns").get_to(a.every_ns);
-  j.at("interval_bytes").get_to(a.interval_bytes);
-  j.at("per_cpu").get_to(a.per_cpu);
-}
-
-void to_json(Json& j, const PlannedProgram& p) {
-  j = Json{{"function", p.function}, {"attach", p.attach}, {"target", p.target},
-           {"binary", p.binary}, {"symbols", p.symbols}, {"cookies", p.cookies}, {"period_ns", p.period_ns},
-           {"frequency_hz", p.frequency_hz}, {"group", p.group}, {"method", p.method},
-           {"query", p.query}, {"whole_session", p.whole_session}, {"stack_bytes", p.stack_bytes},
-           {"helpers", p.helpers}};
-}
-void from_json(const Json& j, PlannedProgram& p) {
-  j.at("function").get_to(p.function);
-  j.at("attach").get_to(p.attach);
-  j.at("target").get_to(p.target);
-  j.at("binary").get_to(p.binary);
-  j.at("symbols").get_to(p.symbols);
-  if (j.contains("cookies")) j.at("cookies").get_to(p.cookies);
-  j.at("period_ns").get_to(p.period_ns);
-  j.at("frequency_hz").get_to(p.frequency_hz);
-  j.at("group").get_to(p.group);
-  j.at("method").get_to(p.method);
-  if (j.contains("whole_session")) j.at("whole_session").get_to(p.whole_session);
-  j.at("query").get_to(p.query);
-  j.at("stack_bytes").get_to(p.stack_bytes);
-  j.at("helpers").get_to(p.helpers);
-}
-
-void to_json(Json& j, const PlannedMap& m) {
-  j = Json{{"name", m.name}, {"type", m.type}, {"key_size", m.key_size},
-           {"value_size", m.value_size}, {"max_entries", m.max_entries},
-           {"preallocated", m.preallocated}, {"bytes", m.bytes},
-           {"bytes_per_cpu", m.bytes_per_cpu}};
-}
-void from_json(const Json& j, PlannedMap& m) {
-  j.at("name").get_to(m.name);
-  j.at("type").get_to(m.type);
-  j.at("key_size").get_to(m.key_size);
-  j.at("value_size").get_to(m.value_size);
-  j.at("max_entries").get_to(m.max_entries);
-  j.at("preallocated").get_to(m.preallocated);
-  j.at("bytes").get_to(m.bytes);
-  j.at("bytes_per_cpu").get_to(m.bytes_per_cpu);
-}
-
-void to_json(Json& j, const PlannedJoin& p) {
-  j = Json{{"name", p.name}, {"query", p.query}, {"map", p.map}, {"counters", p.counters}};
-}
-void from_json(const Json& j, PlannedJoin& p) {
-  j.at("name").get_to(p.name);
-  j.at("query").get_to(p.query);
-  j.at("map").get_to(p.map);
-  j.at("counters").get_to(p.counters);
-}
-
-void to_json(Json& j, const QueryLimits& q) { j = Json{{"for_ns", q.for_ns}, {"limit", q.limit}}; }
-void from_json(const Json& j, QueryLimits& q) {
-  j.at("for_ns").get_to(q.for_ns);
-  j.at("limit").get_to(q.limit);
-}
-
-void to_json(Json& j, const RecordField& f) {
-  j = Json{{"name", f.name}, {"offset", f.offset}, {"size", f.size}};
-}
-void from_json(const Json& j, RecordField& f) {
-  j.at("name").get_to(f.name);
-  j.at("offset").get_to(f.offset);
-  j.at("size").get_to(f.size);
-}
-
-void to_json(Json& j, const TracepointRecord& t) {
-  j = Json{{"event", t.event}, {"fields", t.fields}};
-}
-void from_json(const Json& j, TracepointRecord& t) {
-  j.at("event").get_to(t.event);
-  j.at("fields").get_to(t.fields);
-}
-
-namespace {
-
-/// Why `fields` cannot be read from records of `bytes` bytes, or empty. A plan is trusted
-/// no further than this: the formatter reads what its fields say.
-std::string fieldsProblem(const std::vector<FieldLayout>& fields, uint64_t bytes) {
-  for (const FieldLayout& f : fields) {
-    if (f.kind > FieldKind::IpAddress) return fmt::format("field `{}` has an unknown kind", f.name);
-    if (uint64_t{f.offset} + f.size > bytes) {
-      return fmt::format("field `{}` lies outside its {}-byte record", f.name, bytes);
-    }
-    if (f.address_field >= static_cast<int64_t>(fields.size())) {
-      return fmt::format("field `{}` names a field that does not exist", f.name);
-    }
-    for (int32_t arg : f.args) {
-      if (arg < 0 || arg >= static_cast<int64_t>(fields.size())) {
-        return fmt::format("field `{}` names a field that does not exist", f.name);
+template <class T> Json encode(const T& value) {
+  if constexpr (kHasFields<T>) {
+    Json j = Json::object();
+    T::eachField([&](const char* key, const auto& member) {
+      if (*key) {
+        j[key] = encode(member);
+      } else {
+        j.update(encode(member));
       }
+    }, value);
+    return j;
+  } else if constexpr (std::is_enum_v<T>) {
+    return static_cast<uint64_t>(value);
+  } else if constexpr (IsOptional<T>::value) {
+    return value ? encode(*value) : Json(nullptr);
+  } else if constexpr (IsVector<T>::value) {
+    Json j = Json::array();
+    for (const auto& item : value) j.push_back(encode(item));
+    return j;
+  } else if constexpr (IsMap<T>::value) {
+    Json j = Json::array();
+    for (const auto& [k, v] : value) j.push_back(Json::array({encode(k), encode(v)}));
+    return j;
+  } else if constexpr (IsPair<T>::value) {
+    return Json::array({encode(value.first), encode(value.second)});
+  } else {
+    return Json(value);
+  }
+}
+
+/// The keys of T's fields, those of inlined members among them.
+template <class T> void addKeys(std::set<std::string>& keys) {
+  const T model{};
+  T::eachField([&](const char* key, const auto& member) {
+    using Member = std::decay_t<decltype(member)>;
+    if constexpr (kHasFields<Member>) {
+      if (!*key) return addKeys<Member>(keys);
     }
-  }
-  return "";
+    keys.insert(key);
+  }, model);
+}
+template <class T> const std::set<std::string>& keysOf() {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> out;
+    addKeys<T>(out);
+    return out;
+  }();
+  return keys;
 }
 
-/// Bytes an aggregate slot takes in its map value.
-uint64_t slotBytes(const AggregateSlot& s) {
-  switch (s.kind) {
-    case AggregateKind::Count:
-    case AggregateKind::Sum:
-    case AggregateKind::Top: return 8;
-    case AggregateKind::Avg:
-    case AggregateKind::Min:
-    case AggregateKind::Max: return 16;
-    case AggregateKind::Hist: return 65 * 8;
-    case AggregateKind::Lhist: return uint64_t{s.buckets} * 8;
+template <class I> const char* integerName() {
+  if constexpr (std::is_signed_v<I>) return sizeof(I) == 8 ? "an i64" : "an i32";
+  switch (sizeof(I)) {
+    case 1: return "a u8";
+    case 2: return "a u16";
+    case 4: return "a u32";
   }
-  return UINT64_MAX;
+  return "a u64";
 }
 
-std::string layoutProblem(const ProgramLayout& layout) {
-  for (const ProbeLayout& p : layout.probes) {
-    if (p.size < sizeof(EventHeader)) return fmt::format("probe `{}` has no room for its header", p.name);
-    if (std::string problem = fieldsProblem(p.fields, p.size); !problem.empty()) return problem;
-  }
-  for (const AggregateLayout& a : layout.aggregates) {
-    if (std::string problem = fieldsProblem(a.keys, a.key_size); !problem.empty()) return problem;
-    for (const AggregateSlot& s : a.slots) {
-      if (s.kind > AggregateKind::Top || s.offset + slotBytes(s) > a.value_size) {
-        return fmt::format("aggregate `{}` lies outside its {}-byte value", s.name, a.value_size);
+/// Reads JSON into contract structs, strictly: every field there, nothing else, each of
+/// its type and within its range; the first mistake is kept, named by its path
+/// (`programs[2].method`).
+class Reader {
+ public:
+  const std::string& error() const { return error_; }
+
+  template <class T> bool read(const Json& j, T& out, const std::string& path) {
+    if constexpr (kHasFields<T>) {
+      if (!j.is_object()) return fail(path, j, "not an object");
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!keysOf<T>().count(it.key())) {
+          return fail(at(path, it.key().c_str()), "is not a field kq knows");
+        }
       }
-    }
-    for (const auto& [is_key, index] : a.columns) {
-      if (index >= (is_key ? a.keys.size() : a.slots.size())) return "a column names nothing";
+      return readFields(j, out, path);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!j.is_boolean()) return fail(path, j, "not true or false");
+      out = j.get<bool>();
+      return true;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!j.is_string()) return fail(path, j, "not a string");
+      out = j.get<std::string>();
+      return true;
+    } else if constexpr (std::is_enum_v<T>) {
+      std::underlying_type_t<T> number;
+      if (!read(j, number, path)) return false;
+      if (number >= EnumTable<T>::kCount) {
+        return fail(path, j, fmt::format("which is no {} (0 to {})", EnumTable<T>::kWhat,
+                                         EnumTable<T>::kCount - 1));
+      }
+      out = static_cast<T>(number);
+      return true;
+    } else if constexpr (std::is_integral_v<T>) {
+      return readInteger(j, out, path);
+    } else if constexpr (IsOptional<T>::value) {
+      if (j.is_null()) {
+        out.reset();
+        return true;
+      }
+      out.emplace();
+      return read(j, *out, path);
+    } else if constexpr (IsVector<T>::value) {
+      if (!j.is_array()) return fail(path, j, "not a list");
+      out.assign(j.size(), typename T::value_type{});
+      for (size_t i = 0; i < j.size(); ++i) {
+        typename T::value_type item{};
+        if (!read(j[i], item, fmt::format("{}[{}]", path, i))) return false;
+        out[i] = std::move(item);
+      }
+      return true;
+    } else if constexpr (IsMap<T>::value) {
+      if (!j.is_array()) return fail(path, j, "not a list of [key, value] pairs");
+      out.clear();
+      for (size_t i = 0; i < j.size(); ++i) {
+        std::pair<typename T::key_type, typename T::mapped_type> entry;
+        if (!read(j[i], entry, fmt::format("{}[{}]", path, i))) return false;
+        out[entry.first] = std::move(entry.second);
+      }
+      return true;
+    } else {
+      static_assert(IsPair<T>::value, "a contract struct holds a type the codec cannot read");
+      if (!j.is_array() || j.size() != 2) return fail(path, j, "not a pair");
+      return read(j[0], out.first, path + "[0]") && read(j[1], out.second, path + "[1]");
     }
   }
-  return "";
+
+  /// Reads T's fields from the object `j` (an inlined member's from the same object).
+  template <class T> bool readFields(const Json& j, T& out, const std::string& path) {
+    bool ok = true;
+    T::eachField([&](const char* key, auto& member) {
+      if (!ok) return;
+      if constexpr (kHasFields<std::decay_t<decltype(member)>>) {
+        if (!*key) {
+          ok = readFields(j, member, path);
+          return;
+        }
+      }
+      auto it = j.find(key);
+      ok = it == j.end() ? fail(at(path, key), "is missing") : read(*it, member, at(path, key));
+    }, out);
+    return ok;
+  }
+
+ private:
+  template <class I> bool readInteger(const Json& j, I& out, const std::string& path) {
+    using Limits = std::numeric_limits<I>;
+    if (j.is_number_unsigned()) {
+      uint64_t n = j.get<uint64_t>();
+      if (n > static_cast<uint64_t>(Limits::max())) {
+        return fail(path, j, fmt::format("more than {} holds", integerName<I>()));
+      }
+      out = static_cast<I>(n);
+      return true;
+    }
+    if (j.is_number_integer()) {
+      int64_t n = j.get<int64_t>();
+      if (n < static_cast<int64_t>(Limits::min())) {
+        return fail(path, j, fmt::format("less than {} holds", integerName<I>()));
+      }
+      out = static_cast<I>(n);
+      return true;
+    }
+    return fail(path, j, "not an integer");
+  }
+
+  bool fail(const std::string& path, const Json& j, const std::string& what) {
+    std::string shown = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+    return fail(path, fmt::format("is {}, {}", shown, what));
+  }
+  bool fail(const std::string& path, const std::string& what) {
+    error_ = fmt::format("{} {}", path.empty() ? "the plan" : path, what);
+    return false;
+  }
+
+  std::string error_;
+};
+
+/// nlohmann's message without its `[json.exception.parse_error.101] ` prefix.
+std::string parseError(const std::exception& e) {
+  std::string what = e.what();
+  size_t end = what.rfind("] ", what.find(' ') + 1);
+  return end == std::string::npos ? what : what.substr(end + 2);
 }
 
 }  // namespace
 
-std::string encodePlan(const PortablePlan& p) {
-  const ProgramPlan& plan = p.plan;
-  Json j{{"format", kPlanFormat},
-         {"kq_version", p.kq_version},
-         {"built_against", p.built_against},
-         {"machine", p.machine},
-         {"queries", p.queries},
-         {"tracepoints", p.tracepoints},
-         {"programs", plan.programs},
-         {"maps", plan.maps},
-         {"probes", plan.layout.probes},
-         {"aggregates", plan.layout.aggregates},
-         {"query_count", plan.layout.queries},
-         {"events_map", plan.events_map},
-         {"lost_map", plan.lost_map},
-         {"tracked_map", plan.tracked_map},
-         {"joins", plan.joins},
-         {"join_counts_map", plan.join_counts_map},
-         {"group_names", plan.group_names}, {"packet_groups", plan.packet_groups}};
-  return j.dump(1);
+std::string encodePlan(const PortablePlan& plan) {
+  Json j{{"format", kPlanFormat}};
+  j.update(encode(plan));
+  // A name that is not UTF-8 (a binary's path) is written with U+FFFD for its bad bytes.
+  return j.dump(1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::optional<PortablePlan> decodePlanFields(const std::string& text, std::string* error) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    *error = "its plan is not JSON: " + parseError(e);
+    return std::nullopt;
+  }
+  auto format = j.is_object() ? j.find("format") : j.end();
+  if (format == j.end() || !format->is_number_integer()) {
+    *error = "its plan has no format number";
+    return std::nullopt;
+  }
+  if (*format != kPlanFormat) {
+    auto version = j.find("kq_version");
+    *error = fmt::format("its plan is in format {} (written by kq {}); this kq reads format {}: "
+                         "build it again with this kq",
+                         format->dump(), version != j.end() && version->is_string()
+                                             ? version->get<std::string>() : std::string("?"),
+                         kPlanFormat);
+    return std::nullopt;
+  }
+  j.erase(format);
+  PortablePlan plan;
+  Reader reader;
+  if (!reader.read(j, plan, "")) {
+    *error = reader.error();
+    return std::nullopt;
+  }
+  return plan;
 }
 
 std::optional<PortablePlan> decodePlan(const std::string& text, std::string* error) {
-  PortablePlan p;
-  ProgramPlan& plan = p.plan;
-  try {
-    Json j = Json::parse(text);
-    int format = j.at("format").get<int>();
-    if (format != kPlanFormat) {
-      *error = fmt::format("its plan is in format {} (written by kq {}); this kq reads format {}: "
-                           "build it again with this kq",
-                           format, j.value("kq_version", std::string("?")), kPlanFormat);
-      return std::nullopt;
-    }
-    j.at("kq_version").get_to(p.kq_version);
-    j.at("built_against").get_to(p.built_against);
-    j.at("machine").get_to(p.machine);
-    j.at("queries").get_to(p.queries);
-    j.at("tracepoints").get_to(p.tracepoints);
-    j.at("programs").get_to(plan.programs);
-    j.at("maps").get_to(plan.maps);
-    j.at("probes").get_to(plan.layout.probes);
-    j.at("aggregates").get_to(plan.layout.aggregates);
-    j.at("query_count").get_to(plan.layout.queries);
-    j.at("events_map").get_to(plan.events_map);
-    j.at("lost_map").get_to(plan.lost_map);
-    j.at("tracked_map").get_to(plan.tracked_map);
-    j.at("joins").get_to(plan.joins);
-    j.at("join_counts_map").get_to(plan.join_counts_map);
-    j.at("group_names").get_to(plan.group_names);
-    if (j.contains("packet_groups")) j.at("packet_groups").get_to(plan.packet_groups);
-  } catch (const nlohmann::json::exception& e) {
-    *error = fmt::format("its plan is malformed: {}", e.what());
+  std::optional<PortablePlan> plan = decodePlanFields(text, error);
+  if (!plan) return std::nullopt;
+  if (std::string problem = planProblem(*plan); !problem.empty()) {
+    *error = problem;
     return std::nullopt;
   }
-  std::string problem = layoutProblem(plan.layout);
-  for (const PlannedProgram& program : plan.programs) {
-    if (program.attach > Attach::PerfEvent) problem = "a program has an unknown attach kind";
-    if (program.group >= plan.group_names.size()) problem = "a program's group has no name";
-  }
-  if (p.queries.size() != plan.layout.queries) problem = "its queries' limits do not match its queries";
-  if (!problem.empty()) {
-    *error = "its plan is inconsistent: " + problem;
-    return std::nullopt;
-  }
-  return p;
+  return plan;
 }
 
 }  // namespace kq::plan

@@ -13,8 +13,9 @@
 
 namespace kq::plan {
 
-/// The version of the encoding below; `kq run` reads only its own.
-inline constexpr int kPlanFormat = 1;
+/// The version of the encoding below; `kq run` reads only its own. 2: every field of every
+/// struct, each query with its own kLostReasons loss counters.
+inline constexpr int kPlanFormat = 2;
 
 /// A field of a classic tracepoint's record, where the compiled code reads it. These
 /// offsets come from the building kernel's tracefs `format` file and are not relocated:
@@ -23,15 +24,26 @@ struct RecordField {
   std::string name;
   uint32_t offset = 0;
   uint32_t size = 0;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("name", self.name...);
+    visit("offset", self.offset...);
+    visit("size", self.size...);
+  }
 };
 struct TracepointRecord {
   std::string event;  // `syscalls/sys_enter_openat`
   std::vector<RecordField> fields;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("event", self.event...);
+    visit("fields", self.fields...);
+  }
 };
 
 struct PortablePlan {
   ProgramPlan plan;
-  std::vector<QueryLimits> queries;  // by query number
+  std::vector<QueryLimits> limits;  // by query number
   std::string kq_version;
   /// What the object was compiled against, for people: `Linux 6.18.0 (x86_64)`, or the
   /// BTF file given with --btf.
@@ -40,12 +52,28 @@ struct PortablePlan {
   std::string machine;
   /// Every classic tracepoint the object attaches to, with its record's fields.
   std::vector<TracepointRecord> tracepoints;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("kq_version", self.kq_version...);
+    visit("built_against", self.built_against...);
+    visit("machine", self.machine...);
+    visit("limits", self.limits...);
+    visit("tracepoints", self.tracepoints...);
+    visit(kInlined, self.plan...);
+  }
 };
 
+/// JSON: `format` (kPlanFormat), then every field of `plan` (plan/contract.h).
 std::string encodePlan(const PortablePlan& plan);
 
 /// The plan `text` encodes, or nullopt with `error` saying why: another format version,
-/// malformed JSON, or a layout whose fields lie outside their records.
+/// malformed JSON, a field missing, unknown or of the wrong type, or fields that disagree
+/// (plan/plan_check.h). What it says of the object's programs and maps is not checked
+/// here: runtime/object_check.h compares them with the object.
 std::optional<PortablePlan> decodePlan(const std::string& text, std::string* error);
+
+/// decodePlan without plan/plan_check.h's checks: each field read and of its type, no more
+/// (for tests of the codec).
+std::optional<PortablePlan> decodePlanFields(const std::string& text, std::string* error);
 
 }  // namespace kq::plan

@@ -23,28 +23,6 @@
 
 namespace kq::plan {
 
-enum class Attach : uint8_t {
-  Fentry, Fexit, Kprobe, Kretprobe, KprobeMulti, KretprobeMulti, TpBtf, Tracepoint, Uprobe,
-  Uretprobe, PerfEvent,
-};
-
-constexpr const char* attachName(Attach attach) {
-  switch (attach) {
-    case Attach::Fentry: return "fentry";
-    case Attach::Fexit: return "fexit";
-    case Attach::Kprobe: return "kprobe";
-    case Attach::Kretprobe: return "kretprobe";
-    case Attach::KprobeMulti: return "kprobe.multi";
-    case Attach::KretprobeMulti: return "kretprobe.multi";
-    case Attach::TpBtf: return "tp_btf";
-    case Attach::Tracepoint: return "tracepoint";
-    case Attach::Uprobe: return "uprobe";
-    case Attach::Uretprobe: return "uretprobe";
-    case Attach::PerfEvent: return "perf_event";
-  }
-  return "?";
-}
-
 /// A kernel facility that some attach kinds need; the runtime probes each once per run.
 enum class Feature : uint8_t {
   Trampoline,      // fentry and fexit (BPF trampolines)
@@ -55,19 +33,38 @@ enum class Feature : uint8_t {
   Uprobe,
   PerfEvent,       // CPU-clock perf events
 };
+
+/// How a program attaches: one enumerator per line of plan/attach_kinds.def.
+enum class Attach : uint8_t {
+#define KQ_ATTACH(Name, Text, Needs) Name,
+#include "plan/attach_kinds.def"
+#undef KQ_ATTACH
+};
+template <> struct EnumTable<Attach> {
+  static constexpr const char* kWhat = "attach kind";
+  static constexpr size_t kCount = 0
+#define KQ_ATTACH(Name, Text, Needs) +1
+#include "plan/attach_kinds.def"
+#undef KQ_ATTACH
+      ;
+};
+
+constexpr const char* attachName(Attach attach) {
+  switch (attach) {
+#define KQ_ATTACH(Name, Text, Needs) \
+  case Attach::Name: return Text;
+#include "plan/attach_kinds.def"
+#undef KQ_ATTACH
+  }
+  return "?";
+}
+
 constexpr Feature featureOf(Attach attach) {
   switch (attach) {
-    case Attach::Fentry:
-    case Attach::Fexit: return Feature::Trampoline;
-    case Attach::Kprobe:
-    case Attach::Kretprobe: return Feature::Kprobe;
-    case Attach::KprobeMulti:
-    case Attach::KretprobeMulti: return Feature::KprobeMulti;
-    case Attach::TpBtf: return Feature::TpBtf;
-    case Attach::Tracepoint: return Feature::Tracepoint;
-    case Attach::Uprobe:
-    case Attach::Uretprobe: return Feature::Uprobe;
-    case Attach::PerfEvent: return Feature::PerfEvent;
+#define KQ_ATTACH(Name, Text, Needs) \
+  case Attach::Name: return Feature::Needs;
+#include "plan/attach_kinds.def"
+#undef KQ_ATTACH
   }
   return Feature::Tracepoint;
 }
@@ -101,6 +98,23 @@ struct PlannedProgram {
   /// The BPF helpers it calls (ids from include/uapi/linux/bpf.h), so a method whose
   /// helpers the kernel lacks is not chosen.
   std::vector<int> helpers;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("function", self.function...);
+    visit("attach", self.attach...);
+    visit("target", self.target...);
+    visit("binary", self.binary...);
+    visit("symbols", self.symbols...);
+    visit("cookies", self.cookies...);
+    visit("period_ns", self.period_ns...);
+    visit("frequency_hz", self.frequency_hz...);
+    visit("group", self.group...);
+    visit("method", self.method...);
+    visit("query", self.query...);
+    visit("whole_session", self.whole_session...);
+    visit("stack_bytes", self.stack_bytes...);
+    visit("helpers", self.helpers...);
+  }
 };
 
 /// A map of the object, with what it costs (for `--dump plan`).
@@ -115,9 +129,19 @@ struct PlannedMap {
   /// preallocated map): `bytes`, plus `bytes_per_cpu` on each CPU (per-CPU maps' values).
   uint64_t bytes = 0;
   uint64_t bytes_per_cpu = 0;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("name", self.name...);
+    visit("type", self.type...);
+    visit("key_size", self.key_size...);
+    visit("value_size", self.value_size...);
+    visit("max_entries", self.max_entries...);
+    visit("preallocated", self.preallocated...);
+    visit("bytes", self.bytes...);
+    visit("bytes_per_cpu", self.bytes_per_cpu...);
+  }
 };
 
-/// Why an event was lost: the slots of the lost-event map.
 /// What a join's counters count, per CPU, at `PlannedJoin::counters + JoinCount`.
 enum class JoinCount : uint32_t {
   Kept = 0,       // an event of the join's source kept, under a new key
@@ -135,8 +159,16 @@ struct PlannedJoin {
   uint32_t query = 0;
   std::string map;
   uint32_t counters = 0;  // the first of its kJoinCounts counters in `join_counts_map`
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("name", self.name...);
+    visit("query", self.query...);
+    visit("map", self.map...);
+    visit("counters", self.counters...);
+  }
 };
 
+/// Why an event was lost: each query has kLostReasons counters in the lost-event map.
 enum class Lost : uint32_t {
   RingBufferFull = 0,  // no room for its record
   TableFull = 1,       // a new group of an aggregate table past `kAggregateGroups`
@@ -168,6 +200,20 @@ struct ProgramPlan {
   std::vector<std::string> group_notes;
   /// The groups of `packet` probes: kq says where they attached once they are ready.
   std::vector<uint32_t> packet_groups;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("programs", self.programs...);
+    visit("maps", self.maps...);
+    visit(kInlined, self.layout...);
+    visit("events_map", self.events_map...);
+    visit("lost_map", self.lost_map...);
+    visit("tracked_map", self.tracked_map...);
+    visit("joins", self.joins...);
+    visit("join_counts_map", self.join_counts_map...);
+    visit("group_names", self.group_names...);
+    visit("group_notes", self.group_notes...);
+    visit("packet_groups", self.packet_groups...);
+  }
 };
 
 }  // namespace kq::plan

@@ -4,12 +4,19 @@
 
 #include <cstdint>
 
+#include "plan/contract.h"
+
 namespace kq::plan {
 
 /// One query's `for` and `limit`; 0: none.
 struct QueryLimits {
   uint64_t for_ns = 0;
   uint64_t limit = 0;
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("for_ns", self.for_ns...);
+    visit("limit", self.limit...);
+  }
 };
 
 }  // namespace kq::plan

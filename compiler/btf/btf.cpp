@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/btf/validate.h"
+#include "host/btf_validate.h"
 #include "host/c_declaration.h"
 #include "host/btf_file.h"
 
@@ -147,7 +147,7 @@ Result<std::unique_ptr<Btf>> Btf::loadFile(const std::string& path) {
                               : errnoText(err);
     return Error{fmt::format("cannot read BTF from `{}`: {}", path, why)};
   }
-  if (std::string problem = findMalformedType(raw); !problem.empty()) {
+  if (std::string problem = host::findMalformedType(raw); !problem.empty()) {
     btf__free(raw);
     return Error{fmt::format("cannot read BTF from `{}`: it is malformed: {}", path, problem)};
   }
@@ -185,7 +185,7 @@ void Btf::loadModules() const {
     std::string path = std::string(kSysfsBtf) + "/" + name;
     ::btf* raw = host::readKernelBtf(path, files_.front().btf);
     // An unreadable or malformed module hides only its own functions.
-    if (raw && !findMalformedType(raw).empty()) {
+    if (raw && !host::findMalformedType(raw).empty()) {
       btf__free(raw);
       raw = nullptr;
     }

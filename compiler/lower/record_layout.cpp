@@ -319,26 +319,11 @@ uint32_t recordBytes(const std::vector<Field>& fields) {
 
 namespace {
 
-/// Bytes of an aggregate's slot in the map value (see plan::AggregateSlot).
-uint32_t slotBytes(const plan::AggregateSlot& s) {
-  switch (s.kind) {
-    case AggregateKind::Count:
-    case AggregateKind::Sum:
-    case AggregateKind::Top: return 8;
-    case AggregateKind::Avg:
-    case AggregateKind::Min:
-    case AggregateKind::Max: return 16;
-    case AggregateKind::Hist:
-    case AggregateKind::Lhist: return 8 * s.buckets;
-  }
-  return 8;
-}
-
 plan::AggregateSlot slotFor(const sema::ExprInfo& info, std::string name) {
   plan::AggregateSlot s;
   s.name = std::move(name);
   s.kind = *info.function->aggregate;
-  if (s.kind == AggregateKind::Hist) s.buckets = 65;
+  if (s.kind == AggregateKind::Hist) s.buckets = plan::kHistBuckets;
   if (s.kind == AggregateKind::Lhist) {
     s.lo = info.operands[0];
     s.hi = info.operands[1];
@@ -415,7 +400,7 @@ void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Re
       s.is_signed = it == probe.exprs.end() || !it->second.type->isInteger() || it->second.type->is_signed;
     }
     s.offset = value;
-    value += slotBytes(s);
+    value += static_cast<uint32_t>(plan::slotBytes(s));
     layout.columns[at] = {false, static_cast<uint32_t>(layout.slots.size())};
     layout.slots.push_back(s);
     const auto& call = ast::as<ast::Call>(*c.expr);
@@ -433,7 +418,7 @@ void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Re
     seen.kind = AggregateKind::Count;
     seen.name = "events";
     seen.offset = value;
-    value += slotBytes(seen);
+    value += static_cast<uint32_t>(plan::slotBytes(seen));
     layout.slots.push_back(seen);
     agg.arguments.push_back(nullptr);
   }

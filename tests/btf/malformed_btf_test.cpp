@@ -10,11 +10,13 @@
 #include <iterator>
 
 #include "compiler/btf/btf.h"
-#include "compiler/btf/validate.h"
+#include "host/btf_validate.h"
 #include "tests/support/fake_kernel.h"
 
 namespace kq::btf {
 namespace {
+
+using host::findMalformedType;
 
 std::string testdata(const std::string& name) { return std::string(KQ_TESTS_DIR) + "/btf/testdata/" + name; }
 

@@ -7,14 +7,14 @@
 #include <cstdint>
 
 #include "compiler/btf/btf.h"
-#include "compiler/btf/validate.h"
+#include "host/btf_validate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static bool quiet = (libbpf_set_print(nullptr), true);  // libbpf complains of most inputs
   (void)quiet;
   ::btf* raw = btf__new(data, size);
   if (!raw) return 0;
-  if (!kq::btf::findMalformedType(raw).empty()) {
+  if (!kq::host::findMalformedType(raw).empty()) {
     btf__free(raw);
     return 0;
   }

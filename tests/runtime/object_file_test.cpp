@@ -5,8 +5,6 @@
 
 #include <cstring>
 
-#include "plan/portable_plan.h"
-
 namespace kq::runtime {
 namespace {
 
@@ -61,38 +59,6 @@ TEST(ObjectFile, EveryTruncationIsRefused) {
   }
   EXPECT_FALSE(sectionContents({'n', 'o'}, kPlanSection, &error));
   EXPECT_EQ(error, "it is not an ELF file");
-}
-
-TEST(PortablePlan, RoundTrips) {
-  plan::PortablePlan plan;
-  plan.kq_version = "0.1.0";
-  plan.built_against = "Linux 6.18.0 (x86_64)";
-  plan.machine = "x86_64";
-  plan.queries = {{1000, 5}};
-  plan.tracepoints = {{"syscalls/sys_enter_openat", {{"filename", 24, 8}}}};
-  plan.plan.group_names = {"openat"};
-  plan.plan.programs.push_back({"kq_p0", plan::Attach::Tracepoint, "syscalls/sys_enter_openat"});
-  plan::ProbeLayout probe{"syscall:openat", 0, 48, {}};
-  plan::FieldLayout fd;
-  fd.name = "fd";
-  fd.kind = plan::FieldKind::Errno;
-  fd.offset = 40;
-  fd.size = 8;
-  fd.names = {{1, "one"}};
-  probe.fields.push_back(fd);
-  plan.plan.layout.probes.push_back(probe);
-  std::string error;
-  auto decoded = plan::decodePlan(plan::encodePlan(plan), &error);
-  ASSERT_TRUE(decoded) << error;
-  EXPECT_EQ(plan::encodePlan(*decoded), plan::encodePlan(plan));
-  EXPECT_EQ(decoded->plan.layout.probes[0].fields[0].names.at(1), "one");
-  EXPECT_EQ(decoded->queries[0].limit, 5u);
-
-  plan.plan.layout.probes[0].fields[0].offset = 41;  // past the record's 48 bytes
-  EXPECT_FALSE(plan::decodePlan(plan::encodePlan(plan), &error));
-  EXPECT_EQ(error, "its plan is inconsistent: field `fd` lies outside its 48-byte record");
-  EXPECT_FALSE(plan::decodePlan("{\"format\": 1}", &error));
-  EXPECT_NE(error.find("its plan is malformed"), std::string::npos);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,35 @@ def edit_plan(obj, old, new, after=b""):
     return edited
 
 
+def rewrite_plan(obj, edit):
+    """A copy of the object whose `.kq.plan` section is its plan (JSON) after `edit(plan)`:
+    the new plan is appended to the file and the section's header pointed at it."""
+    with open(obj, "rb") as f:
+        data = bytearray(f.read())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+
+    def header(i):
+        at = shoff + i * shentsize
+        name, _, _, _, offset, size = struct.unpack_from("<IIQQQQ", data, at)
+        return at, name, offset, size
+
+    _, _, names_offset, _ = header(shstrndx)
+    for i in range(shnum):
+        at, name, offset, size = header(i)
+        end = data.index(b"\0", names_offset + name)
+        if data[names_offset + name:end] == b".kq.plan":
+            plan = json.loads(data[offset:offset + size])
+            edit(plan)
+            text = json.dumps(plan, indent=1).encode()
+            struct.pack_into("<QQ", data, at + 24, len(data), len(text))
+            edited = path("rewritten.o")
+            with open(edited, "wb") as f:
+                f.write(data + text)
+            return edited
+    raise AssertionError("no .kq.plan section")
+
+
 @unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
 class Objects(harness.KqTestCase):
     def test_events_print_as_the_script_prints_them(self):
@@ -141,6 +171,47 @@ class Objects(harness.KqTestCase):
         status, _, err = kq("run", obj, "-d", "300ms")
         self.assertEqual(status, 0, err)
         self.assertLess(time.monotonic() - start, 10)
+
+    def test_a_keyless_table_prints_as_the_script_prints_it(self):
+        # Nothing calls vhangup(2): the table's one group never counts, and says so.
+        script, obj = build("trace tracepoint:syscalls:sys_enter_vhangup select count()\n", "keyless")
+        for args in ([script], ["run", obj]):
+            status, out, err = kq(*args, "-d", "1s")
+            self.assertEqual(status, 0, err)
+            self.assertEqual([l.strip() for l in out.splitlines() if l.strip()],
+                             ["count()", "(no events)"], (args, out))
+
+    def test_an_edited_plan_is_refused_naming_its_field(self):
+        _, obj = build('trace syscall:getpid where comm == "kqobjwork" select count(), sum(pid)\n'
+                       'trace tracepoint:sched:sched_switch select prev->pid limit 1\n', "edited")
+        edits = [
+            (lambda p: p["aggregates"][0].update(per_cpu=False),
+             "aggregates[0].per_cpu is false but map `agg_0` is a per-CPU array"),
+            (lambda p: p["programs"][-1].update(method=2**64 - 1),
+             f"].method is {2**64 - 1}, more than a u32 holds"),
+            (lambda p: p["probes"][-1]["fields"][0].update(offset=4096),
+             "lies outside its"),
+            (lambda p: p["aggregates"][0].update(value_size=8),
+             "aggregates[0].slots[1] (`sum(pid)`) lies outside its 8-byte value"),
+            (lambda p: p["programs"][0].update(function="kq_nothing"),
+             "programs[0].function is `kq_nothing`, which is not a program of the object"),
+            (lambda p: p.update(format=1), "this kq reads format 2: build it again with this kq"),
+        ]
+        for edit, message in edits:
+            edited = rewrite_plan(obj, edit)
+            status, out, err = kq("run", edited, "-d", "1s")
+            self.assertEqual(status, 1, err)
+            self.assertIn(message, err)
+            self.assertTrue(err.startswith(f"kq: error: cannot run `{edited}`: "), err)
+            self.assertEqual(out, "")
+
+    def test_what_is_not_a_file_is_refused_at_once(self):
+        fifo = path("fifo.o")
+        os.mkfifo(fifo)
+        for target, why in [(fifo, "it is a FIFO, not a file"), (WORKDIR, "it is a directory")]:
+            status, _, err = kq("run", target, timeout=10)
+            self.assertEqual(status, 1, err)
+            self.assertEqual(err, f"kq: error: cannot run `{target}`: {why}\n")
 
     def test_a_tracepoint_record_laid_out_differently_is_refused(self):
         _, obj = build(OPENS, "moved")

@@ -1,4 +1,4 @@
-#include "compiler/btf/validate.h"
+#include "host/btf_validate.h"
 
 #include <bpf/btf.h>
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace kq::btf {
+namespace kq::host {
 
 namespace {
 
@@ -171,4 +171,4 @@ std::string findMalformedType(const ::btf* btf) {
   return findLoop(btf, first);
 }
 
-}  // namespace kq::btf
+}  // namespace kq::host
