@@ -99,7 +99,7 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
          objectMap(o, "lost").max_entries = 4;
          plannedMap(p, "lost").max_entries = 4;
        },
-       "lost_map names map `lost`, which has 4 entries; the losses of 2 queries take 8"},
+       "lost_map names map `lost`, which has 4 entries; the losses of 2 queries take 10"},
       {[](Plan& p, Contents& o) {
          objectMap(o, "lost").value_size = 16;
          plannedMap(p, "lost").value_size = 16;

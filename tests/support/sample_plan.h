@@ -92,7 +92,7 @@ inline plan::PortablePlan samplePlan() {
   plan.joins.push_back({"s", 0, "join_0", 0});
   plan.join_counts_map = "join_counts";
   plan.maps = {{"events", "ringbuf", 0, 0, 256 << 10},
-               {"lost", "percpu_array", 4, 8, 8},
+               {"lost", "percpu_array", 4, 8, 2 * plan::kLostReasons},
                {"agg_1", "hash", 16, 640, 10240},
                {"join_0", "lru_hash", 8, 16, 10240},
                {"join_counts", "percpu_array", 4, 8, 5}};
@@ -104,7 +104,7 @@ inline runtime::ObjectContents sampleContents() {
   runtime::ObjectContents contents;
   contents.programs = {"kq_prog_0", "kq_prog_1", "kq_prog_2"};
   contents.maps = {{"events", BPF_MAP_TYPE_RINGBUF, 0, 0, 256 << 10},
-                   {"lost", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 8},
+                   {"lost", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 2 * plan::kLostReasons},
                    {"agg_1", BPF_MAP_TYPE_HASH, 16, 640, 10240},
                    {"join_0", BPF_MAP_TYPE_LRU_HASH, 8, 16, 10240},
                    {"join_counts", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 5},
