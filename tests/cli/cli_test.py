@@ -90,13 +90,13 @@ class CommandLine(unittest.TestCase):
     def test_run_refuses_another_plan_format(self):
         with open(self.built_object(), "rb") as f:
             data = f.read()
-        self.assertEqual(data.count(b'"format": 1,'), 1)
-        other = write_temp(data.replace(b'"format": 1,', b'"format": 9,'), suffix=".o")
+        self.assertEqual(data.count(b'"format": 2,'), 1)
+        other = write_temp(data.replace(b'"format": 2,', b'"format": 9,'), suffix=".o")
         status, _, err = kq("run", other)
         os.unlink(other)
         self.assertEqual(status, 1)
         self.assertRegex(err, r"its plan is in format 9 \(written by kq \S+\); this kq reads "
-                              r"format 1: build it again with this kq")
+                              r"format 2: build it again with this kq")
 
     def test_run_refuses_a_plan_out_of_bounds(self):
         with open(self.built_object(), "rb") as f:
@@ -105,7 +105,8 @@ class CommandLine(unittest.TestCase):
         status, _, err = kq("run", broken)
         os.unlink(broken)
         self.assertEqual(status, 1)
-        self.assertIn("its plan is inconsistent", err)
+        # The message names the field and what is wrong with it.
+        self.assertIn("probes[0].size is 16, less than a record's 40-byte header", err)
 
     def test_run_dumps_the_plan_without_root(self):
         status, out, err = kq("run", self.built_object(), "--dump", "plan")
