@@ -104,14 +104,9 @@ int buildPortable(const Request& request, const sema::CheckedProgram& checked,
   }
   lower::LowerOptions options;
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
-  std::string error;
   std::optional<lower::CompiledProgram> compiled =
-      lower::lowerProgram(checked, *env.btf, sources, file, options, diags, &error);
-  renderDiagnostics(diags, sources, io.err, RenderOptions{color});
-  if (!compiled) {
-    if (!error.empty()) io.err << "kq: error: " << error << "\n";
-    return 1;
-  }
+      lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
+  if (!compiled) return 1;
   plan::PortablePlan plan;
   plan.plan = std::move(compiled->plan);
   plan.limits = queryLimits(checked);
@@ -119,6 +114,7 @@ int buildPortable(const Request& request, const sema::CheckedProgram& checked,
   plan.built_against = builtAgainst(request);
   plan.machine = machine();
   plan.tracepoints = tracepointRecords(plan.plan, *env.kernel);
+  std::string error;
   auto object = runtime::addSection(compiled->object.elf, runtime::kPlanSection,
                                     plan::encodePlan(plan), &error);
   if (!object) {

@@ -124,6 +124,18 @@ bool canLoadPrograms(Io& io) {
   return false;
 }
 
+std::optional<lower::CompiledProgram> lowerAndReport(const sema::CheckedProgram& checked,
+                                                     const btf::Btf& btf, const SourceManager& sources,
+                                                     FileId file, const lower::LowerOptions& options,
+                                                     Diagnostics& diags, bool color, Io& io) {
+  std::string error;
+  std::optional<lower::CompiledProgram> compiled =
+      lower::lowerProgram(checked, btf, sources, file, options, diags, &error);
+  renderDiagnostics(diags, sources, io.err, RenderOptions{color});
+  if (!compiled && !error.empty()) io.err << "kq: error: " << error << "\n";
+  return compiled;
+}
+
 int runProgram(const Request& request, const sema::CheckedProgram& checked,
                const SourceManager& sources, FileId file, const KernelEnvironment& env,
                KernelEnvironment* disposable, Diagnostics& diags, bool color, Io& io,
@@ -159,14 +171,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   options.follow_children = child != nullptr;
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
-  std::string error;
   std::optional<lower::CompiledProgram> compiled =
-      lower::lowerProgram(checked, *env.btf, sources, file, options, diags, &error);
-  renderDiagnostics(diags, sources, io.err, RenderOptions{color});
-  if (!compiled) {
-    if (!error.empty()) io.err << "kq: error: " << error << "\n";
-    return 1;
-  }
+      lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
+  if (!compiled) return 1;
   if (request.dump == "ir") {
     io.out << compiled->object.ir;
     return 0;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/lower/lower.h"
 #include "compiler/sema/sema.h"
 #include "runtime/query_ends.h"
 #include "driver/io.h"
@@ -25,6 +26,12 @@ std::optional<uint64_t> sessionDuration(const Request& request, Io& io);
 bool canLoadPrograms(Io& io);
 
 using engine::RunHooks;
+
+/// Compiles `checked`, rendering the diagnostics (and the error, if it failed) on io.err.
+std::optional<lower::CompiledProgram> lowerAndReport(const sema::CheckedProgram& checked,
+                                                     const btf::Btf& btf, const SourceManager& sources,
+                                                     FileId file, const lower::LowerOptions& options,
+                                                     Diagnostics& diags, bool color, Io& io);
 
 /// Returns the exit status. `env` is what `checked` was checked against; when nothing after
 /// this run needs it (a one-shot command, not the REPL), `disposable` is the same

@@ -104,10 +104,7 @@ class JsonSink : public Sink {
   void onError(const std::string& message) override { err_ << "kq: error: " << message << "\n"; }
 
   void onSummary(const SessionResult& result) override {
-    if (result.traced_exited) err_ << "kq: process " << result.traced_pid << " exited\n";
-    if (!result.output_failure.empty()) {
-      err_ << "kq: error: cannot write the output: " << result.output_failure << "\n";
-    }
+    sayEnding(result, err_);
     nlohmann::json summary = {
         {"events", result.events},
         {"lost", result.lostFor(plan::Lost::RingBufferFull)},

@@ -19,6 +19,10 @@ std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& 
                                    std::ostream& out, std::ostream& err);
 std::unique_ptr<Sink> makeJsonSink(const plan::ProgramPlan& plan, PrintContext& context,
                                    std::ostream& out, std::ostream& err);
+/// How the session ended, before either sink's summary: the -p process exited, the output
+/// could not be written.
+void sayEnding(const SessionResult& result, std::ostream& err);
+
 std::unique_ptr<Sink> makeSink(OutputFormat format, const plan::ProgramPlan& plan,
                                PrintContext& context, std::ostream& out, std::ostream& err);
 

@@ -214,10 +214,7 @@ class TextSink : public Sink {
   void onError(const std::string& message) override { err_ << "kq: error: " << message << "\n"; }
 
   void onSummary(const SessionResult& result) override {
-    if (result.traced_exited) err_ << "kq: process " << result.traced_pid << " exited\n";
-    if (!result.output_failure.empty()) {
-      err_ << "kq: error: cannot write the output: " << result.output_failure << "\n";
-    }
+    sayEnding(result, err_);
     err_ << summaryText(result) << "\n";
   }
 
@@ -341,6 +338,13 @@ class TextSink : public Sink {
 };
 
 }  // namespace
+
+void sayEnding(const SessionResult& result, std::ostream& err) {
+  if (result.traced_exited) err << "kq: process " << result.traced_pid << " exited\n";
+  if (!result.output_failure.empty()) {
+    err << "kq: error: cannot write the output: " << result.output_failure << "\n";
+  }
+}
 
 std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& context,
                                    std::ostream& out, std::ostream& err) {
