@@ -171,6 +171,19 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   options.follow_children = child != nullptr;
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
+  // The running kernel's: compile only the methods it may load (not for --dump ir|bpf, which
+  // show the whole object, nor for --btf FILE, another kernel's).
+  bool running_kernel = request.btf.empty();
+  runtime::LoadOptions load_options;
+  load_options.verifier_log = request.dump == "verifier";
+  load_options.method = request.attach;
+  load_options.features = &run.host().features();
+  if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
+  if (running_kernel && request.dump != "ir" && request.dump != "bpf") {
+    options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
+      return runtime::programsThisKernelMayLoad(plan, load_options);
+    };
+  }
   std::optional<lower::CompiledProgram> compiled =
       lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
   if (!compiled) return 1;
@@ -179,7 +192,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     return 0;
   }
   if (request.dump == "plan") {
-    dumpPlan(compiled->plan, io.out);
+    dumpPlan(compiled->plan, io.out, compiled->left_out);
     return 0;
   }
   if (request.dump == "bpf") {
@@ -195,13 +208,8 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   // A one-shot session needs the compiler's code no more (the REPL compiles again).
   if (disposable) dropCodePages();
 
-  runtime::LoadOptions load_options;
-  load_options.verifier_log = request.dump == "verifier";
-  load_options.method = request.attach;
   // The compiler's BTF is the running kernel's (not --btf FILE's): the kernel's feature
   // probes read it. Unless the REPL keeps it, it goes before libbpf parses its own copy.
-  bool running_kernel = request.btf.empty();
-  if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
   if (disposable) load_options.vmlinux_done = [disposable] { disposable->btf.reset(); };
   engine::Engine engine(run.host());
   runtime::LoadResult loaded = engine.load(compiled->object.elf, compiled->plan, load_options);

@@ -140,6 +140,10 @@ std::optional<uint32_t> AttachMethods::chosen(uint32_t group) const {
   return g.methods[g.next].number;
 }
 
+bool AttachMethods::mayChoose(uint32_t group, uint32_t method) const {
+  return group >= groups_.size() || method >= groups_[group].next;
+}
+
 std::optional<uint32_t> AttachMethods::firstUnusable() const {
   for (uint32_t g = 0; g < groups_.size(); ++g) {
     if (!groups_[g].methods.empty() && !chosen(g)) return g;

@@ -22,6 +22,9 @@ class AttachMethods {
 
   /// The method `group` loads, or nothing when no method can work here.
   std::optional<uint32_t> chosen(uint32_t group) const;
+  /// Whether a load here may ever use `method` of `group`: the chosen one, or one after it
+  /// (where a refusal moves on to). The methods before it are passed over on every load.
+  bool mayChoose(uint32_t group, uint32_t method) const;
   /// The first group no method can attach, if any.
   std::optional<uint32_t> firstUnusable() const;
   /// The kernel refused a program of `group`'s chosen method (`why`): the group moves to

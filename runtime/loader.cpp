@@ -456,16 +456,46 @@ class Loader {
   AttachMethods methods_;
 };
 
+namespace {
+
+/// The kernel a load sees: `options.features`, or the running kernel probed now, less what
+/// the KQ_TEST_FAIL_ATTACH test hook takes away (to exercise the fallback on kernels where
+/// it would succeed, tests/vm).
+class LoadKernel {
+ public:
+  explicit LoadKernel(const LoadOptions& options)
+      : own_(options.features ? nullptr : probeRunningKernel()),
+        features_(options.features ? *options.features : *own_, failOnPurpose()) {}
+  KernelFeatures& features() { return features_; }
+
+ private:
+  static std::string failOnPurpose() {
+    const char* fail = std::getenv("KQ_TEST_FAIL_ATTACH");
+    return fail ? fail : "";
+  }
+  std::unique_ptr<KernelFeatures> own_;
+  WithoutAttach features_;
+};
+
+}  // namespace
+
+std::vector<bool> programsThisKernelMayLoad(const plan::ProgramPlan& plan, const LoadOptions& options) {
+  LoadKernel kernel(options);
+  std::optional<VmlinuxLoan> loan;
+  if (options.vmlinux) loan.emplace(kernel.features(), options.vmlinux);
+  AttachMethods methods(plan, kernel.features(), options.method);
+  std::vector<bool> out(plan.programs.size(), true);
+  if (methods.firstUnusable()) return out;
+  for (size_t i = 0; i < plan.programs.size(); ++i) {
+    out[i] = methods.mayChoose(plan.programs[i].group, plan.programs[i].method);
+  }
+  return out;
+}
+
 LoadResult loadAndAttach(const std::vector<char>& elf, const plan::ProgramPlan& plan,
                          const LoadOptions& options) {
-  std::unique_ptr<KernelFeatures> own;
-  if (!options.features) own = probeRunningKernel();
-  KernelFeatures& kernel = options.features ? *options.features : *own;
-  // A test hook: make one kind of attachment missing, to exercise the fallback on kernels
-  // where it would succeed (tests/vm).
-  const char* fail = std::getenv("KQ_TEST_FAIL_ATTACH");
-  WithoutAttach features(kernel, fail ? fail : "");
-  return Loader(elf, plan, options, features).run();
+  LoadKernel kernel(options);
+  return Loader(elf, plan, options, kernel.features()).run();
 }
 
 }  // namespace kq::runtime

@@ -92,6 +92,12 @@ struct LoadOptions {
   std::function<void()> vmlinux_done;
 };
 
+/// Which of `plan`'s programs a load with `options` could ever use, by index: each group's
+/// chosen method and the ones after it. A live run compiles only these (for a glob of 400
+/// functions at exit, on a kernel that refuses fentry, that halves the compile); when some
+/// group has no usable method, every program, so the load says why as it would.
+std::vector<bool> programsThisKernelMayLoad(const plan::ProgramPlan& plan, const LoadOptions& options);
+
 /// Loads `elf` and attaches its programs as `plan` says.
 LoadResult loadAndAttach(const std::vector<char>& elf, const plan::ProgramPlan& plan,
                          const LoadOptions& options = {});

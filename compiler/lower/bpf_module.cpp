@@ -185,6 +185,13 @@ llvm::Function* BpfModule::addProgram(const std::string& name, const std::string
   return fn;
 }
 
+void BpfModule::dropProgram(const std::string& name) {
+  llvm::Function* fn = module_->getFunction(name);
+  if (!fn) return;
+  helpers_.erase(fn);
+  fn->eraseFromParent();
+}
+
 std::vector<int> BpfModule::helpersOf(const llvm::Function* fn) const {
   auto it = helpers_.find(fn);
   return it == helpers_.end() ? std::vector<int>{} : it->second;

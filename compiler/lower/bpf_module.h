@@ -99,6 +99,9 @@ class BpfModule {
   llvm::Function* addProgram(const std::string& name, const std::string& section,
                              uint32_t offset = 0);
 
+  /// Takes the program `name` out of the module before it is optimized or emitted.
+  void dropProgram(const std::string& name);
+
   /// The helpers the program `fn` calls, in the order first called.
   std::vector<int> helpersOf(const llvm::Function* fn) const;
 

@@ -2,6 +2,7 @@
 // per probe and attach method, plus the event layouts the runtime formats records with.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ struct LowerOptions {
   /// `packet`: also compile the tracepoint programs kernels without kprobes fall back to
   /// (about 30; under emulation, seconds of compiling a kernel with kprobes never uses).
   bool packet_tracepoints = true;
+  /// Which of the plan's programs to compile (by index), asked once the plan is made and
+  /// before LLVM optimizes anything. A live run leaves out the attach methods the running
+  /// kernel can never load (runtime::programsThisKernelMayLoad): for a glob, most of the
+  /// compile. Unset: every program (`kq build`, whose object runs on other kernels).
+  std::function<std::vector<bool>(const plan::ProgramPlan&)> programs_to_compile;
 };
 
 /// The ring buffer a query gets unless told otherwise: room for a burst of 2048 of its
@@ -41,7 +47,11 @@ uint32_t ringBytesFor(uint32_t largest_record);
 
 struct CompiledProgram {
   EmittedObject object;
+  /// Every planned program, including those `programs_to_compile` left out of the object
+  /// (the loader's choice of methods passes over them all the same, saying why).
   plan::ProgramPlan plan;
+  /// By program index: whether it was left out of `object`.
+  std::vector<bool> left_out;
 };
 
 /// Compiles every query of `checked`. Reports what cannot be compiled as diagnostics;

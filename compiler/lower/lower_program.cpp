@@ -84,6 +84,15 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   if (options.follow_children) planner.emitter().emitForkFollower();
   object.finishScratch();
   object.finishEvents();
+  std::vector<bool> left_out(plan.programs.size(), false);
+  if (options.programs_to_compile) {
+    std::vector<bool> wanted = options.programs_to_compile(plan);
+    for (size_t i = 0; i < plan.programs.size() && i < wanted.size(); ++i) {
+      if (wanted[i]) continue;
+      object.module().dropProgram(plan.programs[i].function);
+      left_out[i] = true;
+    }
+  }
 
   auto emitted = object.module().emit(options.want_ir, options.want_asm);
   if (!emitted) {
@@ -94,7 +103,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     *error = emitted.error().message;
     return std::nullopt;
   }
-  return CompiledProgram{emitted.take(), std::move(plan)};
+  return CompiledProgram{emitted.take(), std::move(plan), std::move(left_out)};
 }
 
 }  // namespace kq::lower

@@ -5,6 +5,7 @@ hostile input (huge, deeply nested, not UTF-8, NUL bytes, random bytes).
 Usage: cli_test.py PATH_TO_KQ SOURCE_DIR
 """
 import os
+import re
 import random
 import subprocess
 import sys
@@ -162,6 +163,14 @@ class CommandLine(unittest.TestCase):
             status, out, err = kq("--buffer", size, "--dump", "plan", "-e", "trace syscall:read")
             self.assertEqual(status, 0, err)
             self.assertIn(text, out)
+
+    def test_a_glob_at_exit_keeps_one_stash_for_the_query(self):
+        # One stash for every function of the glob, allocated as calls come: not a
+        # preallocated map per function (tests/vm measures the kernel memory it takes).
+        status, out, err = kq("--dump", "plan", "-e", "trace tcp_v4_* select return")
+        self.assertEqual(status, 0, err)
+        stashes = re.findall(r"^  (stash_\w+) .*\(allocated on use\)$", out, re.M)
+        self.assertEqual(stashes, ["stash_0"], out)
 
     def test_expression_and_argument_together(self):
         status, _, err = kq("check", "-e", SEED, SEED)

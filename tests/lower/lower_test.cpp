@@ -141,6 +141,30 @@ TEST_F(LowerTest, CapturesAreDumpedKsnoopStyle) {
   EXPECT_EQ(layout.fields[2].name, "size");
 }
 
+TEST_F(LowerTest, ProgramsLeftOutAreStillPlannedButNotInTheObject) {
+  SourceManager sources;
+  FileId file = sources.add("<input>", "trace ip_send_skb(skb) where skb->len > 100");
+  Diagnostics diags;
+  auto script = parse::parseScript(sources, file, diags);
+  auto checked = sema::analyze(*script, sources, *btf_, *kernel_, diags);
+  ASSERT_TRUE(checked);
+  LowerOptions options;
+  options.programs_to_compile = [](const plan::ProgramPlan& plan) {
+    std::vector<bool> out;
+    for (const plan::PlannedProgram& p : plan.programs) out.push_back(p.attach != plan::Attach::Fentry);
+    return out;
+  };
+  std::string error;
+  auto c = lowerProgram(*checked, *btf_, sources, file, options, diags, &error);
+  ASSERT_TRUE(c) << error;
+  ASSERT_EQ(c->plan.programs.size(), 2u);
+  EXPECT_EQ(c->left_out, (std::vector<bool>{true, false}));
+  auto text = disassemble(c->object.elf, sources.file(file));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(program(*text, "fentry/ip_send_skb"), "");
+  EXPECT_NE(program(*text, "kprobe/ip_send_skb"), "");
+}
+
 TEST_F(LowerTest, InstructionsMapBackToKqSource) {
   SourceManager sources;
   FileId file = sources.add("<input>", "let x = 1\ntrace ip_send_skb(skb) where skb->len > 100");

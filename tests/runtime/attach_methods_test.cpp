@@ -177,6 +177,20 @@ TEST(AttachMethods, ForcedFailureHidesOneAttachKind) {
             "ip_send_skb: kprobe (passed over fentry: failed on purpose (KQ_TEST_FAIL_ATTACH))");
 }
 
+TEST(AttachMethods, OnlyTheChosenMethodAndThoseAfterItMayEverLoad) {
+  // What a live run compiles: the methods before the chosen one are passed over on every
+  // load, the later ones are where a refusal moves on to.
+  FakeKernel kernel;
+  WithoutAttach features(kernel, "fentry");
+  plan::ProgramPlan plan = functionAtExit();
+  AttachMethods methods(plan, features, "");
+  EXPECT_FALSE(methods.mayChoose(0, 0));
+  EXPECT_TRUE(methods.mayChoose(0, 1));
+  AttachMethods every(plan, kernel, "");
+  EXPECT_TRUE(every.mayChoose(0, 0));
+  EXPECT_TRUE(every.mayChoose(0, 1));
+}
+
 constexpr int kGetFuncIp = 173;  // bpf_get_func_ip
 constexpr int kGetAttachCookie = 174;  // bpf_get_attach_cookie
 

@@ -191,11 +191,10 @@ class KernelFunctions(unittest.TestCase):
         # a preallocated map per function (which took gigabytes).
         if os.uname().release.startswith("6.1."):
             self.skipTest("6.1 has no kprobe.multi: 800 kprobes attach one by one, minutes under emulation")
-        status, out, err = kq("--dump", "plan", "trace tcp_* select return")
-        self.assertEqual(status, 0, err)
-        self.assertIn("stash_0", out)
+        # (Compiling the glob's programs takes about a minute under emulation, so the plan
+        # with its one stash is looked at on the host: tests/cli/cli_test.py.)
         before = map_ids()
-        proc = subprocess.Popen([KQ, "--attach", "kprobe", "-d", "20s", "trace tcp_* select return"],
+        proc = subprocess.Popen([KQ, "--attach", "kprobe", "-d", "10s", "trace tcp_* select return"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 120
