@@ -12,7 +12,6 @@ namespace {
 struct MethodSummary {
   std::set<std::string> kinds;
   size_t programs = 0;
-  size_t left_out = 0;
   uint32_t stack = 0;
   std::vector<std::string> targets;
 };
@@ -23,27 +22,16 @@ std::string joined(const std::set<std::string>& items) {
   return out;
 }
 
-void dumpPrograms(const plan::ProgramPlan& plan, std::ostream& out, const std::vector<bool>& left_out) {
+void dumpPrograms(const plan::ProgramPlan& plan, std::ostream& out) {
   std::map<std::pair<uint32_t, uint32_t>, MethodSummary> methods;
-  size_t compiled = 0;
-  for (size_t i = 0; i < plan.programs.size(); ++i) {
-    const plan::PlannedProgram& p = plan.programs[i];
+  for (const plan::PlannedProgram& p : plan.programs) {
     MethodSummary& m = methods[{p.group, p.method}];
     m.kinds.insert(plan::attachName(p.attach));
     ++m.programs;
-    bool out_of_object = i < left_out.size() && left_out[i];
-    m.left_out += out_of_object;
-    compiled += !out_of_object;
     m.stack = std::max(m.stack, p.stack_bytes);
     if (m.targets.size() < 3) m.targets.push_back(p.target);
   }
-  if (compiled == plan.programs.size()) {
-    out << fmt::format("programs: {}\n", plan.programs.size());
-  } else {
-    out << fmt::format("programs: {} ({} more planned, not compiled: this kernel cannot load "
-                       "their method)\n",
-                       compiled, plan.programs.size() - compiled);
-  }
+  out << fmt::format("programs: {}\n", plan.programs.size());
   uint32_t group = UINT32_MAX;
   for (const auto& [key, m] : methods) {
     if (key.first != group) {
@@ -57,10 +45,8 @@ void dumpPrograms(const plan::ProgramPlan& plan, std::ostream& out, const std::v
     std::string targets;
     for (const std::string& t : m.targets) targets += (targets.empty() ? "" : ", ") + t;
     if (m.programs > m.targets.size()) targets += ", ...";
-    std::string compiled_here = m.left_out == m.programs ? ", not compiled" : "";
-    out << fmt::format("    method {}: {}, {} program{}, stack {} B ({}){}\n", key.second,
-                       joined(m.kinds), m.programs, m.programs == 1 ? "" : "s", m.stack, targets,
-                       compiled_here);
+    out << fmt::format("    method {}: {}, {} program{}, stack {} B ({})\n", key.second,
+                       joined(m.kinds), m.programs, m.programs == 1 ? "" : "s", m.stack, targets);
   }
 }
 
@@ -98,8 +84,8 @@ std::string byteSize(uint64_t bytes) {
   return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
 }
 
-void dumpPlan(const plan::ProgramPlan& plan, std::ostream& out, const std::vector<bool>& left_out) {
-  dumpPrograms(plan, out, left_out);
+void dumpPlan(const plan::ProgramPlan& plan, std::ostream& out) {
+  dumpPrograms(plan, out);
   dumpMaps(plan, out);
 }
 

@@ -3,15 +3,12 @@
 #pragma once
 
 #include <ostream>
-#include <vector>
 
 #include "plan/program_plan.h"
 
 namespace kq::driver {
 
-/// `left_out` (by program index, may be empty): programs not compiled, because the running
-/// kernel can never load their method.
-void dumpPlan(const plan::ProgramPlan& plan, std::ostream& out, const std::vector<bool>& left_out = {});
+void dumpPlan(const plan::ProgramPlan& plan, std::ostream& out);
 
 /// `4.0 MiB`, `512 B`.
 std::string byteSize(uint64_t bytes);

@@ -171,15 +171,15 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   options.follow_children = child != nullptr;
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
-  // The running kernel's: compile only the methods it may load (not for --dump ir|bpf, which
-  // show the whole object, nor for --btf FILE, another kernel's).
+  // A run on this kernel compiles only the methods it may load. A dump shows the whole
+  // plan and object, the same on every kernel; --btf FILE is another kernel's.
   bool running_kernel = request.btf.empty();
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
   load_options.method = request.attach;
   load_options.features = &run.host().features();
   if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
-  if (running_kernel && request.dump != "ir" && request.dump != "bpf") {
+  if (running_kernel && !dump_only) {
     options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
       return runtime::programsThisKernelMayLoad(plan, load_options);
     };
@@ -192,7 +192,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     return 0;
   }
   if (request.dump == "plan") {
-    dumpPlan(compiled->plan, io.out, compiled->left_out);
+    dumpPlan(compiled->plan, io.out);
     return 0;
   }
   if (request.dump == "bpf") {

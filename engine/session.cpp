@@ -40,7 +40,7 @@ struct Reader {
   Sink& sink;
   runtime::QueryEnds& ends;
   const Cancellation& cancellation;
-  std::deque<std::atomic<uint64_t>>& query_events;
+  std::vector<uint64_t>& query_events;  // the reader's own count; published after each read
   std::atomic<uint64_t>* shared_events;  // may be null
   uint64_t events = 0;
   std::vector<uint32_t> reached_limit;  // queries to detach once the read is over
@@ -74,7 +74,7 @@ int onRecord(void* ctx, void* data, size_t size) {
   if (r->ends.ended(query)) return 0;
   r->sink.onEvent(*event);
   ++r->events;
-  if (query < r->query_events.size()) r->query_events[query].fetch_add(1, std::memory_order_relaxed);
+  if (query < r->query_events.size()) ++r->query_events[query];
   if (r->shared_events) r->shared_events->store(r->events, std::memory_order_relaxed);
   if (r->ends.printed(query)) r->reached_limit.push_back(query);
   --r->records_left;
@@ -315,7 +315,7 @@ SessionResult Session::run() {
   SessionResult result;
   RecordDecoder decoder(plan_.layout, context_);
   runtime::QueryEnds ends(options_.queries, plan_.layout, nowNs());
-  std::deque<std::atomic<uint64_t>> query_events(states_.size());
+  std::vector<uint64_t> query_events(states_.size(), 0);
   Reader reader{decoder, sink_, ends, cancellation_, query_events, options_.events_printed};
   Tables tables(object_, plan_, ends, decoder, sink_);
   ring_buffer* ring = ring_buffer__new(object_.mapFd(plan_.events_map), onRecord, &reader, nullptr);
@@ -330,7 +330,7 @@ SessionResult Session::run() {
     object_.detach(query);
     tables.showFinal(query);
     if (query < states_.size()) {
-      states_[query].events.store(query_events[query].load());
+      states_[query].events.store(query_events[query]);
       states_[query].ended = true;
       sink_.onQueryEnd(query, handles_[query].stats());
     }
@@ -339,7 +339,7 @@ SessionResult Session::run() {
   auto readSlice = [&](int64_t limit) {
     int64_t until = nowNs() + kReadSliceNs;
     int n = readRing(ring, reader, limit ? std::min(until, limit) : until);
-    for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q].load());
+    for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q]);
     return n;
   };
   auto sinkFailed = [&] { return sink_.failed() || !sink_.failure().empty(); };
@@ -405,7 +405,7 @@ SessionResult Session::run() {
     reader.final_read = true;
     reader.records_left = kFinalRecords;
     readRing(ring, reader, nowNs() + kFinalReadNs);
-    for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q].load());
+    for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q]);
   }
   std::vector<uint64_t> not_shown(states_.size(), 0);
   reader.not_shown = &not_shown;

@@ -30,8 +30,10 @@ int64_t monotonicNs() {
 FdOutputBuffer::FdOutputBuffer(int fd) : fd_(fd), buffer_(64 * 1024) {
   setp(buffer_.data(), buffer_.data() + buffer_.size());
   struct stat st;
-  // A pipe, socket or terminal can make a write wait for its reader; a file cannot.
-  may_block_ = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
+  // A pipe, socket or terminal can make a write wait for its reader; a file (or a device
+  // like /dev/null) cannot: its writes go straight out, whole.
+  bool known = fstat(fd, &st) == 0;
+  may_block_ = !known || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || isatty(fd);
 }
 
 bool FdOutputBuffer::stopping() const {
@@ -88,7 +90,7 @@ bool FdOutputBuffer::waitWritable() {
 
 bool FdOutputBuffer::writeAll(const char* data, size_t size) {
   while (size > 0) {
-    bool stop = stopping();
+    bool stop = may_block_ && stopping();
     if (!stop) give_up_at_ns_ = 0;  // a new session of the REPL: a new grace period
     if (stop && !waitWritable()) return false;
     // Signals do not interrupt writes (the engine reads them from a signalfd): a write that
