@@ -143,10 +143,7 @@ class JsonSink : public Sink {
 
   void flush() override { out_.flush(); }
   bool failed() const override { return out_.bad(); }
-  std::string failure() const override {
-    std::string why = runtime::outputFailure(out_);
-    return why.empty() && out_.bad() ? "the stream failed" : why;
-  }
+  std::string failure() const override { return runtime::outputFailure(out_); }
 
  private:
   /// One field as JSON: numbers, strings, structs as objects, stacks as arrays.

@@ -220,10 +220,7 @@ class TextSink : public Sink {
 
   void flush() override { out_.flush(); }
   bool failed() const override { return out_.bad(); }
-  std::string failure() const override {
-    std::string why = runtime::outputFailure(out_);
-    return why.empty() && out_.bad() ? "the stream failed" : why;
-  }
+  std::string failure() const override { return runtime::outputFailure(out_); }
 
  private:
   /// With several queries, each line says which query it came from: `2:tcp_sendmsg`.

@@ -114,9 +114,10 @@ void setOutputStopFd(std::ostream& out, int stop_fd) {
   if (auto* buffer = dynamic_cast<FdOutputBuffer*>(out.rdbuf())) buffer->setStopFd(stop_fd);
 }
 
-std::string outputFailure(std::ostream& out) {
-  auto* buffer = dynamic_cast<FdOutputBuffer*>(out.rdbuf());
-  if (buffer) return buffer->failure();
+std::string outputFailure(const std::ostream& out) {
+  if (auto* buffer = dynamic_cast<FdOutputBuffer*>(out.rdbuf())) {
+    if (std::string why = buffer->failure(); !why.empty()) return why;
+  }
   return out.bad() ? "the stream failed" : "";
 }
 

@@ -38,8 +38,9 @@ class FdOutputBuffer : public std::streambuf {
   bool may_block_ = true;
 };
 
-/// Why the output of `out` failed, if it is an FdOutputBuffer's and it did; empty otherwise.
-std::string outputFailure(std::ostream& out);
+/// Why writing to `out` failed (its FdOutputBuffer says how: "stdout's reader went away"),
+/// or "" while it works.
+std::string outputFailure(const std::ostream& out);
 
 /// Makes the FdOutputBuffer of `out`, if it has one, watch `stop_fd` (-1: nothing).
 void setOutputStopFd(std::ostream& out, int stop_fd);

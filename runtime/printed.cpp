@@ -24,8 +24,15 @@ int64_t readSigned(const uint8_t* p) { return static_cast<int64_t>(readU64(p)); 
 
 std::string clockText(int64_t wall_ns, ClockPrecision precision) {
   time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
-  struct tm tm;
-  localtime_r(&seconds, &tm);
+  // Events come by the hundred thousand a second: the local time of the last second is
+  // kept (localtime_r consults the time zone's rules on every call).
+  thread_local time_t last_seconds = -1;
+  thread_local struct tm last_tm {};
+  if (seconds != last_seconds) {
+    localtime_r(&seconds, &last_tm);
+    last_seconds = seconds;
+  }
+  const struct tm& tm = last_tm;
   int64_t frac = wall_ns % 1'000'000'000;
   switch (precision) {
     case ClockPrecision::Seconds:
@@ -41,14 +48,19 @@ std::string clockText(int64_t wall_ns, ClockPrecision precision) {
 std::string stringText(const uint8_t* p, size_t size, bool mark_cut) {
   std::string out;
   size_t i = 0;
+  auto plain = [](unsigned char c) { return c >= 0x20 && c != 0x7f && c != '\\'; };
   for (; i < size && p[i]; ++i) {
     unsigned char c = p[i];
-    if (c == '\\') {
+    if (plain(c)) {
+      // A run of printable bytes (most strings are one) is appended at once.
+      size_t end = i + 1;
+      while (end < size && p[end] && plain(p[end])) ++end;
+      out.append(reinterpret_cast<const char*>(p + i), end - i);
+      i = end - 1;
+    } else if (c == '\\') {
       out += "\\\\";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
     } else {
-      out += static_cast<char>(c);
+      out += fmt::format("\\x{:02x}", c);  // a control character
     }
   }
   // A string that fills its field (the read keeps a NUL at the end) was most likely longer

@@ -24,7 +24,7 @@ class LowerTest : public ::testing::Test {
   std::unique_ptr<btf::Btf> btf_ = testing::fakeBtf();
   std::unique_ptr<host::KernelInfo> kernel_ = testing::fakeKernelInfo();
 
-  Compiled compile(const std::string& text) {
+  Compiled compile(const std::string& text, const LowerOptions& options = {}) {
     Compiled out;
     SourceManager sources;
     FileId file = sources.add("<input>", text);
@@ -33,7 +33,7 @@ class LowerTest : public ::testing::Test {
     auto checked = sema::analyze(*script, sources, *btf_, *kernel_, out.diags);
     if (!checked) return out;
     std::string error;
-    out.program = lowerProgram(*checked, *btf_, sources, file, LowerOptions{}, out.diags, &error);
+    out.program = lowerProgram(*checked, *btf_, sources, file, options, out.diags, &error);
     EXPECT_EQ(error, "");
     if (out.program) {
       auto text = disassemble(out.program->object.elf, sources.file(file));
@@ -142,41 +142,26 @@ TEST_F(LowerTest, CapturesAreDumpedKsnoopStyle) {
 }
 
 TEST_F(LowerTest, ProgramsLeftOutAreStillPlannedButNotInTheObject) {
-  SourceManager sources;
-  FileId file = sources.add("<input>", "trace ip_send_skb(skb) where skb->len > 100");
-  Diagnostics diags;
-  auto script = parse::parseScript(sources, file, diags);
-  auto checked = sema::analyze(*script, sources, *btf_, *kernel_, diags);
-  ASSERT_TRUE(checked);
   LowerOptions options;
   options.programs_to_compile = [](const plan::ProgramPlan& plan) {
     std::vector<bool> out;
     for (const plan::PlannedProgram& p : plan.programs) out.push_back(p.attach != plan::Attach::Fentry);
     return out;
   };
-  std::string error;
-  auto c = lowerProgram(*checked, *btf_, sources, file, options, diags, &error);
-  ASSERT_TRUE(c) << error;
-  ASSERT_EQ(c->plan.programs.size(), 2u);
-  EXPECT_EQ(c->left_out, (std::vector<bool>{true, false}));
-  auto text = disassemble(c->object.elf, sources.file(file));
-  ASSERT_TRUE(text.ok());
-  EXPECT_EQ(program(*text, "fentry/ip_send_skb"), "");
-  EXPECT_NE(program(*text, "kprobe/ip_send_skb"), "");
+  Compiled c = compile("trace ip_send_skb(skb) where skb->len > 100", options);
+  ASSERT_TRUE(c.program);
+  ASSERT_EQ(c.program->plan.programs.size(), 2u);
+  EXPECT_EQ(c.program->left_out, (std::vector<bool>{true, false}));
+  EXPECT_EQ(program(c.bpf, "fentry/ip_send_skb"), "");
+  EXPECT_NE(program(c.bpf, "kprobe/ip_send_skb"), "");
 }
 
 TEST_F(LowerTest, InstructionsMapBackToKqSource) {
-  SourceManager sources;
-  FileId file = sources.add("<input>", "let x = 1\ntrace ip_send_skb(skb) where skb->len > 100");
-  Diagnostics diags;
-  auto script = parse::parseScript(sources, file, diags);
-  auto checked = sema::analyze(*script, sources, *btf_, *kernel_, diags);
-  std::string error;
-  auto c = lowerProgram(*checked, *btf_, sources, file, LowerOptions{}, diags, &error);
-  ASSERT_TRUE(c);
+  Compiled c = compile("let x = 1\ntrace ip_send_skb(skb) where skb->len > 100");
+  ASSERT_TRUE(c.program);
   bool on_line_two = false;
   for (int i = 0; i < 8; ++i) {
-    auto at = sourceOfInstruction(c->object.elf, c->plan.programs[0].function, i);
+    auto at = sourceOfInstruction(c.program->object.elf, c.program->plan.programs[0].function, i);
     on_line_two = on_line_two || (at && at->line == 2);
   }
   EXPECT_TRUE(on_line_two);

@@ -118,7 +118,9 @@ class Joins(harness.KqTestCase):
         subprocess.run(["sync"], check=True)
         proc = subprocess.Popen([harness.KQ, "-o", "json",
                                  "trace tracepoint:block:block_rq_complete(rq, nr_bytes) "
-                                 "join tracepoint:block:block_rq_issue(rq) as issue where comm == \"kqdd\" on rq "
+                                 # Writes only (REQ_OP_WRITE): dd's exec may read a page.
+                                 "join tracepoint:block:block_rq_issue(rq) as issue "
+                                 "where comm == \"kqdd\" and (rq->cmd_flags & 0xff) == 1 on rq "
                                  "select nr_bytes, issue.comm, (time - issue.time) as ns for 4s"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(1.5)  # attached (kq prints nothing before its first JSON row)
