@@ -2,7 +2,9 @@
 """How long a one-liner takes from Return to attached (its header printed) in the
 interactive session, against the same query run as `kq QUERY` from the shell (exec to
 header), measured in the same run. The session keeps the kernel's BTF, the attach features
-it found and LLVM set up; each query is forked from it.
+it found and LLVM set up; each query is forked from it. Then what a pasted line of 16,000
+characters costs the session in CPU until its echo is drawn (it grew with the square of
+the line's length before kq read the line editor's wide line).
 
     bench/repl_latency.py [build/kq] [RUNS]      (as root)
 """
@@ -43,6 +45,27 @@ def in_session(s):
     return took
 
 
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def paste(s, length):
+    """The session's CPU seconds from the first byte of a pasted line to its drawn echo."""
+    text = ('trace syscall:read where comm == "x" ' * (length // 36 + 1))[:length - 7] + "kqend77"
+    before = cpu_seconds(s.pid)
+    for i in range(0, length, 1024):
+        os.write(s.fd, text[i:i + 1024].encode())
+        s.pump(0.001)
+    while "kqend77" not in s.screen.text():
+        s.pump(0.05)
+    s.pump(0.5)
+    took = cpu_seconds(s.pid) - before
+    s.ctrl_c()
+    s.wait_prompt()
+    return took
+
+
 def main():
     state = tempfile.mkdtemp(prefix="kqbench")
     s = Session(KQ, env={"XDG_STATE_HOME": state})
@@ -51,12 +74,14 @@ def main():
     for _ in range(RUNS):  # interleaved, so that both see the same load
         shell.append(from_shell())
         session.append(in_session(s))
+    paste_cpu = paste(s, 16000)
     s.enter("quit")
     s.wait_exit()
     s.close()
     sh, se = statistics.median(shell) * 1000, statistics.median(session) * 1000
     print(f"one-liner to attached (median of {RUNS}): from the shell {sh:.1f} ms, "
           f"in the session {se:.1f} ms, ratio {sh / se:.1f}x")
+    print(f"a pasted line of 16,000 characters: {paste_cpu:.2f} s of the session's CPU")
 
 
 if __name__ == "__main__":

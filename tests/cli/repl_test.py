@@ -206,6 +206,22 @@ class HistoryAndLines(ReplTestCase):
         s.wait_for(r"arguments \(tracepoint:syscalls:sys_enter_kill\)", since=mark)
         self.quit(s)
 
+    def test_a_pasted_long_line_runs_whole(self):
+        # 10,000 characters at once, as a paste gives them: the line arrives whole (each key
+        # no longer converts the whole line again; bench/repl_latency.py times it).
+        pids = " or ".join(f"pid == {1000000 + i}" for i in range(700))
+        query = (f'trace tracepoint:sched:sched_process_exec where comm == "{PROGRAM}" or {pids} '
+                 "select comm limit 1")
+        self.assertGreater(len(query), 10000)
+        s = self.session()
+        for i in range(0, len(query), 4096):
+            os.write(s.fd, query[i:i + 4096].encode())
+        s.type("\r")
+        s.wait_for(r"^TIME +CPU", timeout=60)
+        run_program()
+        s.wait_for(rf"sched_process_exec +{PROGRAM} *$")
+        s.wait_prompt()
+
     def test_an_unfinished_query_goes_on_on_the_next_line(self):
         s = self.session()
         s.enter("trace tracepoint:sched:sched_process_exec where")
