@@ -22,9 +22,23 @@ std::string joined(const std::set<std::string>& items) {
   return out;
 }
 
+/// `1-3, 5`: queries numbered from 1, runs of them as ranges.
+std::string queryList(const std::set<uint32_t>& queries) {
+  std::string out;
+  for (auto it = queries.begin(); it != queries.end();) {
+    uint32_t first = *it, last = *it;
+    while (++it != queries.end() && *it == last + 1) last = *it;
+    out += (out.empty() ? "" : ", ") +
+           (first == last ? std::to_string(first + 1) : fmt::format("{}-{}", first + 1, last + 1));
+  }
+  return out;
+}
+
 void dumpPrograms(const plan::ProgramPlan& plan, std::ostream& out) {
   std::map<std::pair<uint32_t, uint32_t>, MethodSummary> methods;
+  std::map<uint32_t, std::set<uint32_t>> group_queries;
   for (const plan::PlannedProgram& p : plan.programs) {
+    group_queries[p.group].insert(p.queries.begin(), p.queries.end());
     MethodSummary& m = methods[{p.group, p.method}];
     m.kinds.insert(plan::attachName(p.attach));
     ++m.programs;
@@ -37,6 +51,9 @@ void dumpPrograms(const plan::ProgramPlan& plan, std::ostream& out) {
     if (key.first != group) {
       group = key.first;
       std::string name = group < plan.group_names.size() ? plan.group_names[group] : "?";
+      // A group that serves several queries: their programs are shared (site_programs.h).
+      const std::set<uint32_t>& queries = group_queries[group];
+      if (queries.size() > 1) name += fmt::format(" (queries {})", queryList(queries));
       out << fmt::format("  group {}: {}\n", group, name);
       if (group < plan.group_notes.size() && !plan.group_notes[group].empty()) {
         out << fmt::format("    why: {}\n", plan.group_notes[group]);

@@ -201,9 +201,22 @@ void checkPrograms(Checks& c, const std::string& path, const ProgramPlan& plan) 
                          "numbered from 0", p.method, p.group,
                          shownName(plan.group_names[p.group]), missing));
     }
-    if (p.query >= plan.layout.queries) {
-      c.fail(at(here, "query"), fmt::format("is {}, but the plan has {}", p.query,
-                                            plural(plan.layout.queries, "query", "queries")));
+    if (p.queries.empty() && !p.whole_session) {
+      c.fail(at(here, "queries"), "is empty: a program runs the parts of at least one query");
+    }
+    for (size_t q = 0; q < p.queries.size(); ++q) {
+      if (p.queries[q] >= plan.layout.queries) {
+        c.fail(at(at(here, "queries"), q), fmt::format("is {}, but the plan has {}", p.queries[q],
+                                                       plural(plan.layout.queries, "query", "queries")));
+      } else if (q > 0 && p.queries[q] <= p.queries[q - 1]) {
+        c.fail(at(at(here, "queries"), q), fmt::format("is {}, after {}: a program's queries are "
+                                                       "listed once each, in order",
+                                                       p.queries[q], p.queries[q - 1]));
+      }
+    }
+    if (p.queries.size() > 1 && plan.stops_map.empty()) {
+      c.fail(at(here, "queries"), fmt::format("has {}, but the plan has no stops_map to end one of them",
+                                              plural(p.queries.size(), "query", "queries")));
     }
     if (!p.cookies.empty() && p.cookies.size() != p.symbols.size()) {
       c.fail(at(here, "cookies"), fmt::format("has {} for {}", plural(p.cookies.size(), "entry", "entries"),

@@ -15,7 +15,7 @@ namespace kq::plan {
 
 /// The version of the encoding below; `kq run` reads only its own. 2: every field of every
 /// struct, each query with its own kLostReasons loss counters.
-inline constexpr int kPlanFormat = 2;
+inline constexpr int kPlanFormat = 3;
 
 /// A field of a classic tracepoint's record, where the compiled code reads it. These
 /// offsets come from the building kernel's tracefs `format` file and are not relocated:

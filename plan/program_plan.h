@@ -88,8 +88,11 @@ struct PlannedProgram {
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;
   uint32_t method = 0;
-  /// Which query of the script it belongs to (`for` and `limit` end one query).
-  uint32_t query = 0;
+  /// The queries of the script whose parts it runs, each in turn (one program serves every
+  /// query on one place). A program of several queries checks, before each query's part,
+  /// that query's word in `ProgramPlan::stops_map`: ending one query (`for`, `limit`, the
+  /// REPL's `stop`) sets its word, and detaches the program once all of its queries ended.
+  std::vector<uint32_t> queries;
   /// Serves every query (the fork follower of -c): detached only when the session ends,
   /// whichever query ends first.
   bool whole_session = false;
@@ -110,7 +113,7 @@ struct PlannedProgram {
     visit("frequency_hz", self.frequency_hz...);
     visit("group", self.group...);
     visit("method", self.method...);
-    visit("query", self.query...);
+    visit("queries", self.queries...);
     visit("whole_session", self.whole_session...);
     visit("stack_bytes", self.stack_bytes...);
     visit("helpers", self.helpers...);
@@ -190,6 +193,9 @@ struct ProgramPlan {
   std::string events_map = "events";
   std::string lost_map = "lost";
   std::string tracked_map;
+  /// An array of one 32-bit word per query, all 0 when loaded: a program of several queries
+  /// skips the part of each query whose word is not 0 (empty when no program is shared).
+  std::string stops_map;
   /// Every join of every query, and the per-CPU array of their counters.
   std::vector<PlannedJoin> joins;
   std::string join_counts_map;
@@ -208,6 +214,7 @@ struct ProgramPlan {
     visit("events_map", self.events_map...);
     visit("lost_map", self.lost_map...);
     visit("tracked_map", self.tracked_map...);
+    visit("stops_map", self.stops_map...);
     visit("joins", self.joins...);
     visit("join_counts_map", self.join_counts_map...);
     visit("group_names", self.group_names...);

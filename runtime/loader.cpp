@@ -45,8 +45,11 @@ void destroyLinks(std::vector<bpf_link*> links) {
   for (std::thread& t : threads) t.join();
 }
 
-/// The query whose end detaches a program's links: none for one serving the whole session.
-uint32_t linkQuery(const plan::PlannedProgram& p) { return p.whole_session ? UINT32_MAX : p.query; }
+/// The queries whose end detaches a program's links (once all have ended): none for one
+/// serving the whole session.
+std::vector<uint32_t> linkQueries(const plan::PlannedProgram& p) {
+  return p.whole_session ? std::vector<uint32_t>{} : p.queries;
+}
 
 }  // namespace
 
@@ -57,9 +60,22 @@ LoadedObject::~LoadedObject() {
   if (object_) bpf_object__close(object_);
 }
 
+bool LoadedObject::Link::serves(uint32_t query) const {
+  return std::find(queries.begin(), queries.end(), query) != queries.end();
+}
+
 void LoadedObject::detach(uint32_t query) {
-  auto ends = std::stable_partition(links_.begin(), links_.end(),
-                                    [&](const Link& l) { return l.query != query; });
+  // A program shared with queries still running skips this query's part from now on; one
+  // whose queries have all ended is detached.
+  ended_.insert(query);
+  if (stops_fd_ >= 0) {
+    uint32_t word = 1;
+    bpf_map_update_elem(stops_fd_, &query, &word, BPF_ANY);
+  }
+  auto ends = std::stable_partition(links_.begin(), links_.end(), [&](const Link& l) {
+    return l.queries.empty() || !std::all_of(l.queries.begin(), l.queries.end(),
+                                             [&](uint32_t q) { return ended_.count(q) > 0; });
+  });
   std::vector<bpf_link*> links;
   for (auto it = ends; it != links_.end(); ++it) links.push_back(it->link);
   destroyLinks(std::move(links));
@@ -75,7 +91,7 @@ void LoadedObject::detachAll() {
 
 size_t LoadedObject::attachedLinks(uint32_t query) const {
   return static_cast<size_t>(std::count_if(links_.begin(), links_.end(),
-                                           [&](const Link& l) { return l.query == query; }));
+                                           [&](const Link& l) { return l.serves(query); }));
 }
 
 std::string LoadedObject::attachedText(uint32_t group) const {
@@ -217,6 +233,7 @@ class Loader {
     }
     configure(loaded);
     if (auto failure = load(loaded, refusal)) return failure;
+    loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
     return attachAll(loaded, refusal);
   }
 
@@ -279,7 +296,7 @@ class Loader {
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {
         attachKprobes(loaded, prog, *p, refusal, failure);
       } else if (bpf_link* link = attach(prog, *p)) {
-        loaded.links_.push_back({link, linkQuery(*p)});
+        loaded.links_.push_back({link, linkQueries(*p)});
       } else {
         int err = errno;
         refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p)
@@ -338,7 +355,7 @@ class Loader {
         int why = errno;
         std::lock_guard<std::mutex> hold(lock);
         if (link) {
-          loaded.links_.push_back({link, linkQuery(p)});
+          loaded.links_.push_back({link, linkQueries(p)});
         } else {
           err = why;
           ++failed;
@@ -390,7 +407,7 @@ class Loader {
         failure = LoadFailure{fmt::format("cannot attach to a perf event: {}", std::strerror(err))};
         return false;
       }
-      loaded.links_.push_back({link, linkQuery(p)});
+      loaded.links_.push_back({link, linkQueries(p)});
       ++attached;
     }
     if (attached == 0) {

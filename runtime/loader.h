@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,11 @@ class LoadedObject {
   /// For each packet group: `packet (2,395 functions): ready, 2,390 functions through
   /// kprobe.multi`, so a user (or a script) knows when to send the packet.
   std::vector<std::string> readyLines(const plan::ProgramPlan& plan) const;
+  /// The links of programs that run `query`'s parts (shared ones included).
   size_t attachedLinks(uint32_t query) const;
-  /// Detaches every program of one query (its `for` or `limit` ended it).
+  /// Ends one query (its `for` or `limit` ended it): its word in the stops map is set, so
+  /// programs it shares with other queries skip its parts, and the programs whose queries
+  /// have all ended are detached.
   void detach(uint32_t query);
   /// Detaches every program: nothing more is counted or written (the session is ending).
   void detachAll();
@@ -57,9 +61,12 @@ class LoadedObject {
   bpf_object* object_ = nullptr;
   struct Link {
     bpf_link* link;
-    uint32_t query;
+    std::vector<uint32_t> queries;  // empty: serves the whole session
+    bool serves(uint32_t query) const;
   };
   std::vector<Link> links_;
+  std::set<uint32_t> ended_;
+  int stops_fd_ = -1;
   struct Places {
     plan::Attach attach;
     size_t count = 0;

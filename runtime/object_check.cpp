@@ -204,6 +204,19 @@ std::string objectMismatch(const plan::ProgramPlan& plan, const ObjectContents& 
   c.counters("lost_map", plan.lost_map, queries * plan::kLostReasons,
              fmt::format("the losses of {} {}", queries, queries == 1 ? "query" : "queries").c_str());
   if (!plan.tracked_map.empty()) c.map("tracked_map", plan.tracked_map);
+  if (!plan.stops_map.empty()) {
+    if (const ObjectMap* stops = c.map("stops_map", plan.stops_map)) {
+      std::string which = fmt::format("stops_map names map `{}`, which", shownName(plan.stops_map));
+      if (stops->type != BPF_MAP_TYPE_ARRAY) {
+        c.fail(fmt::format("{} is {}, not an array", which, typeText(stops->type)));
+      } else if (stops->key_size != 4 || stops->value_size != 4) {
+        c.fail(fmt::format("{} has {}-byte keys and {}-byte values, not 4 and 4", which,
+                           stops->key_size, stops->value_size));
+      } else if (stops->max_entries < queries) {
+        c.fail(fmt::format("{} has {} entries, for {} queries", which, stops->max_entries, queries));
+      }
+    }
+  }
   if (!plan.joins.empty()) {
     uint64_t counters = 0;
     for (const plan::PlannedJoin& join : plan.joins) {

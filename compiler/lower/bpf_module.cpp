@@ -166,20 +166,34 @@ llvm::GlobalVariable* BpfModule::describeMap(llvm::GlobalVariable* global, const
 
 llvm::Function* BpfModule::addProgram(const std::string& name, const std::string& section,
                                       uint32_t offset) {
+  llvm::Function* fn = addFunction(name, offset, /*local=*/false);
+  fn->setSection(section);
+  return fn;
+}
+
+llvm::Function* BpfModule::addPart(const std::string& name, uint32_t offset) {
+  return addFunction(name, offset, /*local=*/true);
+}
+
+llvm::Function* BpfModule::addFunction(const std::string& name, uint32_t offset, bool local) {
   auto* ptr = llvm::PointerType::get(*context_, 0);
   auto* fn_type = llvm::FunctionType::get(llvm::Type::getInt32Ty(*context_), {ptr}, false);
-  auto* fn = llvm::Function::Create(fn_type, llvm::GlobalValue::ExternalLinkage, name, *module_);
-  fn->setSection(section);
+  auto linkage = local ? llvm::GlobalValue::InternalLinkage : llvm::GlobalValue::ExternalLinkage;
+  auto* fn = llvm::Function::Create(fn_type, linkage, name, *module_);
   fn->addFnAttr(llvm::Attribute::NoUnwind);  // no .eh_frame in the object
   fn->getArg(0)->setName("ctx");
 
-  // A subprogram with a named parameter: without it the kernel rejects the object's BTF.
+  // A subprogram with a named parameter: without it the kernel rejects the object's BTF. A
+  // part is static in BTF too: the verifier checks it as part of its caller, with the
+  // caller's context (a global function would be checked alone, from its BTF types).
   llvm::DIType* int_type = di_->createBasicType("int", 32, llvm::dwarf::DW_ATE_signed);
   llvm::DIType* void_ptr = di_->createPointerType(nullptr, 64);
   auto* sub_type = di_->createSubroutineType(di_->getOrCreateTypeArray({int_type, void_ptr}));
   uint32_t line = source_.lineColumn(offset).line;
+  auto flags = llvm::DISubprogram::SPFlagDefinition;
+  if (local) flags |= llvm::DISubprogram::SPFlagLocalToUnit;
   auto* sp = di_->createFunction(unit_, name, name, file_, line, sub_type, line,
-                                 llvm::DINode::FlagPrototyped, llvm::DISubprogram::SPFlagDefinition);
+                                 llvm::DINode::FlagPrototyped, flags);
   fn->setSubprogram(sp);
   di_->createParameterVariable(sp, "ctx", 1, file_, line, void_ptr, true);
   return fn;

@@ -98,6 +98,9 @@ class BpfModule {
   /// `offset` of the kq source (its probe).
   llvm::Function* addProgram(const std::string& name, const std::string& section,
                              uint32_t offset = 0);
+  /// A part of a program: `static int name(void *ctx)`, in no section, that a program calls
+  /// with its context (site_programs.h).
+  llvm::Function* addPart(const std::string& name, uint32_t offset = 0);
 
   /// Takes the program `name` out of the module before it is optimized or emitted.
   void dropProgram(const std::string& name);
@@ -124,6 +127,7 @@ class BpfModule {
   Result<llvm::Function*> cFunction(const std::string& bitcode, const std::string& name);
 
  private:
+  llvm::Function* addFunction(const std::string& name, uint32_t offset, bool local);
   llvm::DIType* intDi(uint32_t bytes);
   llvm::DIType* arrayOfIntsDi(uint32_t count);
 

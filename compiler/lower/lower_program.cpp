@@ -1,10 +1,12 @@
 // The entry point of code generation: the object's shared maps, each query's aggregation
-// and programs (probe_planner.cpp), and LLVM's errors turned into kq diagnostics.
+// and parts (probe_planner.cpp), the programs made of them (site_programs.cpp), and LLVM's
+// errors turned into kq diagnostics.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "compiler/lower/probe_planner.h"
+#include "compiler/lower/site_programs.h"
 
 namespace kq::lower {
 namespace {
@@ -82,6 +84,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   plan.layout.queries = static_cast<uint32_t>(queries.size());
   if (diags.hasErrors()) return std::nullopt;
   if (options.follow_children) planner.emitter().emitForkFollower();
+  makeSitePrograms(object);
   object.finishScratch();
   object.finishEvents();
   std::vector<bool> left_out(plan.programs.size(), false);

@@ -97,9 +97,13 @@ void ObjectBuilder::noteGroup(uint32_t group, std::string why) {
 
 std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", program_count_++); }
 
-void ObjectBuilder::addProgram(plan::PlannedProgram program) {
-  program.query = query;
-  plan_.programs.push_back(std::move(program));
+llvm::GlobalVariable* ObjectBuilder::queryStops() {
+  if (!query_stops_) {
+    uint32_t queries = std::max<uint32_t>(1, static_cast<uint32_t>(checked_.program.queries.size()));
+    query_stops_ = addMap({"query_stops", MapType::Array, queries, 4, 4});
+    plan_.stops_map = "query_stops";
+  }
+  return query_stops_;
 }
 
 llvm::GlobalVariable* ObjectBuilder::targetPid() {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/btf/btf.h"
 #include "compiler/lower/bpf_module.h"
@@ -16,6 +17,16 @@
 #include "plan/program_plan.h"
 
 namespace kq::lower {
+
+/// One query's part of a program: what it does at one place, and where that is (as a
+/// program of its own would attach). The object's programs are made of parts
+/// (site_programs.h): one program per place, running each query's part in turn.
+struct ProgramPart {
+  plan::PlannedProgram planned;  // `function`: the name the program gets if it is the first
+  std::string section;
+  llvm::Function* fn = nullptr;
+  uint32_t offset = 0;  // of the kq source it is for (the program's debug location)
+};
 
 class ObjectBuilder {
  public:
@@ -45,7 +56,10 @@ class ObjectBuilder {
   /// Says why `group`'s methods are these (`--dump plan`).
   void noteGroup(uint32_t group, std::string why);
   std::string programName();
-  void addProgram(plan::PlannedProgram program);
+  void addPart(ProgramPart part) { parts_.push_back(std::move(part)); }
+  std::vector<ProgramPart>& parts() { return parts_; }
+  /// The array of words that stop a query's parts of shared programs (made on first use).
+  llvm::GlobalVariable* queryStops();
 
   /// The query being lowered (the programs added now belong to it).
   uint32_t query = 0;
@@ -83,6 +97,8 @@ class ObjectBuilder {
   CoreTypes core_;
   plan::ProgramPlan plan_;
   uint32_t program_count_ = 0;
+  std::vector<ProgramPart> parts_;
+  llvm::GlobalVariable* query_stops_ = nullptr;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;
   llvm::GlobalVariable* join_counts_ = nullptr;

@@ -15,7 +15,8 @@ using plan::FieldLayout;
 std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const std::string& section,
                                                SourceRange at) {
   BpfModule& module = object_.module();
-  llvm::Function* fn = module.addProgram(name, section, at.file == 0 ? at.begin : 0);
+  uint32_t offset = at.file == 0 ? at.begin : 0;
+  llvm::Function* fn = module.addPart(name + "_part", offset);
   llvm::LLVMContext& ctx = module.context();
   // entry: stack slots; setup: what every later block needs (the scratch entry); body: code.
   auto* entry = llvm::BasicBlock::Create(ctx, "entry", fn);
@@ -25,7 +26,9 @@ std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const st
   bool trampoline = section.rfind("fentry/", 0) == 0 || section.rfind("fexit/", 0) == 0 ||
                     section.rfind("tp_btf/", 0) == 0;
   auto p = std::make_unique<Program>(object_, fn, setup, bail, trampoline);
-  llvm::DebugLoc loc = module.location(fn->getSubprogram(), at.file == 0 ? at.begin : 0);
+  p->section = section;
+  p->offset = offset;
+  llvm::DebugLoc loc = module.location(fn->getSubprogram(), offset);
   p->b.SetCurrentDebugLocation(loc);
   p->b.SetInsertPoint(bail);
   p->b.CreateRet(p->b.getInt32(0));
@@ -62,7 +65,9 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.frequency_hz = site.frequency_hz;
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);
-  object_.addProgram(std::move(planned));
+  planned.whole_session = site.whole_session;
+  planned.queries = {object_.query};
+  object_.addPart({std::move(planned), program.section, program.fn, program.offset});
 }
 
 ExprLowering ProgramEmitter::lowering(Program& program, const sema::ExprTable& exprs,
@@ -470,6 +475,8 @@ void ProgramEmitter::emitForkFollower() {
   s.attach = Attach::TpBtf;
   s.target = "sched_process_fork";
   s.group = object_.newGroup("following forks");
+  // Every query follows the command's children: no query's end detaches it.
+  s.whole_session = true;
   std::string name = object_.programName();
   auto program = begin(name, "tp_btf/sched_process_fork", SourceRange{});
   llvm::IRBuilder<>& b = program->b;
@@ -493,8 +500,6 @@ void ProgramEmitter::emitForkFollower() {
   b.CreateStore(b.getInt8(1), one);
   module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {object_.tracked, child, one, b.getInt64(0)});
   finish(*program, name, s);
-  // Every query follows the command's children: no query's end detaches it.
-  object_.plan().programs.back().whole_session = true;
 }
 
 }  // namespace kq::lower

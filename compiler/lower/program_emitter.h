@@ -45,6 +45,8 @@ struct ProgramSite {
   /// every other, and for 32-bit compat calls, whose numbers are another table's).
   std::optional<uint32_t> syscall_nr;
   bool syscall_exit = false;
+  /// Serves every query (the fork follower of -c): never shared, never stopped by one.
+  bool whole_session = false;
 };
 
 /// A join's map and what it keeps (join_emitter.cpp).
@@ -88,12 +90,15 @@ struct ProbeUnit {
   llvm::GlobalVariable* graph_depth = nullptr;
 };
 
-/// A program being generated.
+/// A program being generated: one query's part of the program at its site (the object's
+/// programs are made of parts once every query is lowered, site_programs.h).
 struct Program {
   Program(ObjectBuilder& object, llvm::Function* f, llvm::BasicBlock* setup, llvm::BasicBlock* bail,
           bool may_nest)
       : fn(f), b(object.module().context()), bail(bail), frame(object, f, setup, bail, may_nest) {}
   llvm::Function* fn;
+  std::string section;
+  uint32_t offset = 0;  // of the kq source it is for
   llvm::IRBuilder<> b;
   llvm::BasicBlock* bail;  // returns 0
   Frame frame;
@@ -116,7 +121,7 @@ class ProgramEmitter {
   // Pieces shared with call_context.cpp and aggregate_emitter.cpp.
   std::unique_ptr<Program> begin(const std::string& name, const std::string& section,
                                  SourceRange at);
-  /// Ends `program` (returning 0) and adds it to the plan.
+  /// Ends `program` (returning 0) and adds it to the object's parts.
   void finish(Program& program, const std::string& name, const ProgramSite& site);
   ExprLowering lowering(Program& program, const sema::ExprTable& exprs, const ArgAccess& args);
   llvm::Value* mapLookup(Program& program, llvm::GlobalVariable* map, llvm::Value* key);

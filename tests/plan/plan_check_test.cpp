@@ -86,7 +86,16 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
        "are numbered from 0"},
       {[](PortablePlan& p) { p.plan.programs[1].function = "kq_prog_0"; },
        "programs[1].function is `kq_prog_0`, as is programs[0]'s"},
-      {[](PortablePlan& p) { p.plan.programs[0].query = 2; }, "programs[0].query is 2, but the plan has 2 queries"},
+      {[](PortablePlan& p) { p.plan.programs[0].queries = {2}; }, "programs[0].queries[0] is 2, but the plan has 2 queries"},
+      {[](PortablePlan& p) { p.plan.programs[0].queries = {}; },
+       "programs[0].queries is empty: a program runs the parts of at least one query"},
+      {[](PortablePlan& p) {
+         p.plan.stops_map = "agg_1";
+         p.plan.programs[0].queries = {1, 0};
+       },
+       "programs[0].queries[1] is 0, after 1: a program's queries are listed once each, in order"},
+      {[](PortablePlan& p) { p.plan.programs[0].queries = {0, 1}; },
+       "programs[0].queries has 2 queries, but the plan has no stops_map to end one of them"},
       {[](PortablePlan& p) {
          p.plan.programs[0].symbols = {"a", "b"};
          p.plan.programs[0].cookies = {1};

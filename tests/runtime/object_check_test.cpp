@@ -172,18 +172,18 @@ TEST(ObjectCheck, EveryObjectTheCompilerWritesReadsBack) {
 
 TEST(ObjectCheck, AnObjectWhoseBtfIsMalformedIsNotOpened) {
   // fuzz_object's find: a type id of the BTF past the last type, which libbpf 1.1 follows
-  // (and crashes on) when it reads the map definitions. packet.o with one byte changed.
+  // (and crashes on) when it reads the map definitions. packet.o with one type id changed (make_object_seeds.sh).
   std::ifstream in(KQ_TESTS_DIR "/fuzz/corpus/object/malformed_btf_type_id.o", std::ios::binary);
   std::vector<char> elf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(elf.empty());
   ObjectPlan read = readObjectPlan(elf);
   EXPECT_FALSE(read.plan);
-  EXPECT_EQ(read.error, "its BTF is malformed: type 12 refers to type 267, but the last type is 55");
+  EXPECT_EQ(read.error, "its BTF is malformed: type 12 refers to type 276, but the last type is 64");
 }
 
 TEST(ObjectCheck, TheCorpusSeedsAreObjectsThisKqRuns) {
   // fuzz_object mutates these: a seed this kq refuses outright explores nothing
-  // (rebuild them with `kq build` when the plan's format changes).
+  // (tests/fuzz/make_object_seeds.sh rebuilds them when the plan's format changes).
   for (const char* name : {"keyless_count.o", "packet.o", "tables_joins_records.o"}) {
     std::ifstream in(std::string(KQ_TESTS_DIR "/fuzz/corpus/object/") + name, std::ios::binary);
     std::vector<char> elf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

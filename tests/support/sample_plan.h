@@ -26,7 +26,7 @@ inline plan::PlannedProgram sampleProgram(std::string name, plan::Attach attach,
   plan::PlannedProgram p{std::move(name), attach, "syscalls/sys_enter_openat"};
   p.group = group;
   p.method = method;
-  p.query = query;
+  p.queries = {query};
   return p;
 }
 

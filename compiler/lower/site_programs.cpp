@@ -1,0 +1,197 @@
+#include "compiler/lower/site_programs.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "compiler/lower/object_builder.h"
+
+namespace kq::lower {
+namespace {
+
+/// The kernel's limits on one program (include/linux/bpf.h): maps it uses (MAX_USED_MAPS),
+/// and functions (BPF_MAX_SUBPROGS, 256); a site with more is split between programs.
+constexpr size_t kMapsPerProgram = 64;
+constexpr size_t kPartsPerProgram = 128;
+
+/// The maps a part uses (globals of section .maps, wherever its code names them).
+std::set<const llvm::GlobalVariable*> mapsOf(const llvm::Function& fn) {
+  std::set<const llvm::GlobalVariable*> maps;
+  std::vector<const llvm::Value*> work;
+  for (const llvm::BasicBlock& block : fn) {
+    for (const llvm::Instruction& inst : block) {
+      for (const llvm::Value* operand : inst.operands()) work.push_back(operand);
+    }
+  }
+  std::set<const llvm::Value*> seen;
+  while (!work.empty()) {
+    const llvm::Value* v = work.back();
+    work.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (const auto* global = llvm::dyn_cast<llvm::GlobalVariable>(v)) {
+      if (global->getSection() == ".maps") maps.insert(global);
+    } else if (const auto* expr = llvm::dyn_cast<llvm::ConstantExpr>(v)) {
+      for (const llvm::Value* operand : expr->operands()) work.push_back(operand);
+    }
+  }
+  return maps;
+}
+
+/// A site's parts in turn, in as few programs as the kernel's limits allow.
+std::vector<std::vector<ProgramPart*>> programsOf(const std::vector<ProgramPart*>& parts,
+                                                  const llvm::GlobalVariable* stops) {
+  std::vector<std::vector<ProgramPart*>> programs(1);
+  std::set<const llvm::GlobalVariable*> used;
+  for (ProgramPart* part : parts) {
+    std::set<const llvm::GlobalVariable*> maps = mapsOf(*part->fn);
+    std::set<const llvm::GlobalVariable*> with = used;
+    with.insert(maps.begin(), maps.end());
+    if (stops) with.insert(stops);
+    if (!programs.back().empty() &&
+        (with.size() > kMapsPerProgram || programs.back().size() == kPartsPerProgram)) {
+      programs.emplace_back();
+      with = maps;
+      if (stops) with.insert(stops);
+    }
+    programs.back().push_back(part);
+    used = std::move(with);
+  }
+  return programs;
+}
+
+/// Where and how a part attaches: parts of one method with the same place can be one program.
+std::string placeOf(const ProgramPart& part) {
+  const plan::PlannedProgram& p = part.planned;
+  std::string place = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", p.method, part.section,
+                                  static_cast<int>(p.attach), p.target, p.binary, p.period_ns,
+                                  p.frequency_hz);
+  for (const std::string& symbol : p.symbols) place += "\n" + symbol;
+  place += "\n#";
+  for (uint64_t cookie : p.cookies) place += fmt::format("\n{}", cookie);
+  return place;
+}
+
+/// For each group, the group whose programs it shares: the first group that attaches to the
+/// same places in every method (itself when none does).
+std::vector<uint32_t> sharedGroups(const std::vector<ProgramPart>& parts, size_t groups) {
+  std::vector<std::vector<std::string>> places(groups);
+  std::vector<bool> alone(groups, false);
+  for (const ProgramPart& part : parts) {
+    uint32_t g = part.planned.group;
+    if (g >= groups) continue;
+    places[g].push_back(placeOf(part));
+    if (part.planned.whole_session) alone[g] = true;
+  }
+  std::vector<uint32_t> shared(groups);
+  std::map<std::vector<std::string>, uint32_t> first;
+  for (uint32_t g = 0; g < groups; ++g) {
+    shared[g] = g;
+    if (alone[g] || places[g].empty()) continue;
+    std::vector<std::string>& key = places[g];
+    std::sort(key.begin(), key.end());
+    key.erase(std::unique(key.begin(), key.end()), key.end());
+    shared[g] = first.emplace(std::move(key), g).first->second;
+  }
+  return shared;
+}
+
+/// The program of one site: each part in turn; with parts of several queries, each only
+/// while its query's word in the stops map is 0.
+plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<ProgramPart*>& parts,
+                                 uint32_t group) {
+  BpfModule& module = object.module();
+  const ProgramPart& first = *parts.front();
+  plan::PlannedProgram planned = first.planned;
+  planned.group = group;
+  std::set<uint32_t> queries;
+  for (const ProgramPart* part : parts) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
+  planned.queries.assign(queries.begin(), queries.end());
+  bool guarded = queries.size() > 1;
+
+  llvm::Function* fn = module.addProgram(first.planned.function, first.section, first.offset);
+  llvm::LLVMContext& ctx = module.context();
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  b.SetCurrentDebugLocation(module.location(fn->getSubprogram(), first.offset));
+  llvm::Value* key = guarded ? b.CreateAlloca(b.getInt32Ty()) : nullptr;
+  uint32_t part_stack = 0;
+  for (const ProgramPart* part : parts) {
+    part->fn->addFnAttr(parts.size() == 1 ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
+    auto* run = llvm::BasicBlock::Create(ctx, "run_part", fn);
+    auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
+    if (guarded) {
+      b.CreateStore(b.getInt32(part->planned.queries.front()), key);
+      llvm::Value* stop = module.callHelper(b, Helper::MapLookupElem, b.getPtrTy(), {object.queryStops(), key});
+      auto* check = llvm::BasicBlock::Create(ctx, "query_word", fn);
+      b.CreateCondBr(b.CreateIsNotNull(stop), check, next);
+      b.SetInsertPoint(check);
+      b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), stop), b.getInt32(0)), run, next);
+    } else {
+      b.CreateBr(run);
+    }
+    b.SetInsertPoint(run);
+    b.CreateCall(part->fn, {fn->getArg(0)});
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+    part_stack = std::max(part_stack, part->planned.stack_bytes);
+  }
+  b.CreateRet(b.getInt32(0));
+
+  // The program's own frame (the key), then the deepest part's: a called part has a frame
+  // of its own; an inlined one is the program's.
+  planned.stack_bytes = (guarded ? 8 : 0) + part_stack;
+  planned.helpers = module.helpersOf(fn);
+  for (const ProgramPart* part : parts) {
+    for (int helper : part->planned.helpers) {
+      if (std::find(planned.helpers.begin(), planned.helpers.end(), helper) == planned.helpers.end()) {
+        planned.helpers.push_back(helper);
+      }
+    }
+  }
+  return planned;
+}
+
+}  // namespace
+
+void makeSitePrograms(ObjectBuilder& object) {
+  plan::ProgramPlan& plan = object.plan();
+  std::vector<ProgramPart>& parts = object.parts();
+  std::vector<uint32_t> shared = sharedGroups(parts, plan.group_names.size());
+  auto groupOf = [&](uint32_t g) { return g < shared.size() ? shared[g] : g; };
+
+  // Sites in the order their first parts were made (so a lone query's programs keep their
+  // order, and a join's source runs before the query that looks its events up).
+  std::map<std::tuple<uint32_t, std::string>, size_t> site_of;
+  std::vector<std::vector<ProgramPart*>> sites;
+  std::vector<uint32_t> site_group;
+  for (ProgramPart& part : parts) {
+    uint32_t group = groupOf(part.planned.group);
+    std::string place = part.planned.whole_session ? part.planned.function : placeOf(part);
+    auto [it, added] = site_of.emplace(std::make_tuple(group, std::move(place)), sites.size());
+    if (added) {
+      sites.emplace_back();
+      site_group.push_back(group);
+    }
+    sites[it->second].push_back(&part);
+  }
+  for (size_t s = 0; s < sites.size(); ++s) {
+    std::set<uint32_t> queries;
+    for (const ProgramPart* part : sites[s]) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
+    const llvm::GlobalVariable* stops = queries.size() > 1 ? object.queryStops() : nullptr;
+    for (const std::vector<ProgramPart*>& parts : programsOf(sites[s], stops)) {
+      plan.programs.push_back(siteProgram(object, parts, site_group[s]));
+    }
+  }
+
+  // A packet query whose group is another's says where it attached once.
+  std::vector<uint32_t> packet_groups;
+  for (uint32_t g : plan.packet_groups) {
+    g = groupOf(g);
+    if (std::find(packet_groups.begin(), packet_groups.end(), g) == packet_groups.end()) packet_groups.push_back(g);
+  }
+  plan.packet_groups = std::move(packet_groups);
+}
+
+}  // namespace kq::lower
