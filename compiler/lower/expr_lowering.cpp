@@ -2,6 +2,11 @@
 
 #include <bpf/btf.h>
 
+#include <set>
+
+#include <llvm/IR/CFG.h>
+
+#include "compiler/ast/compare.h"
 #include "compiler/lower/core_values.h"
 #include "compiler/sema/builtins/builtins.h"
 
@@ -87,7 +92,71 @@ Val ExprLowering::extend(llvm::Value* v, const sema::Type* type) {
 
 // ---- values -------------------------------------------------------------------------------
 
+namespace {
+
+/// Whether every path from the function's entry to `use` goes through `def`. The function
+/// is still being written: blocks without a terminator yet have no successors, and blocks
+/// are only ever entered by branches made before code is written into them.
+bool dominates(const llvm::BasicBlock* def, const llvm::BasicBlock* use) {
+  if (def == use) return true;
+  const llvm::BasicBlock* entry = &use->getParent()->getEntryBlock();
+  std::vector<const llvm::BasicBlock*> work{entry};
+  std::set<const llvm::BasicBlock*> seen;
+  while (!work.empty()) {
+    const llvm::BasicBlock* block = work.back();
+    work.pop_back();
+    if (block == def || !seen.insert(block).second) continue;
+    if (block == use) return false;
+    if (const llvm::Instruction* end = block->getTerminator()) {
+      for (const llvm::BasicBlock* next : llvm::successors(end)) work.push_back(next);
+    }
+  }
+  return true;
+}
+
+/// Whether `value` keeps what `e` computes: values read from memory or from a helper, whose
+/// second reading could differ from the first (arithmetic over them LLVM folds itself).
+bool readsOnce(const ast::Expr& e, const sema::ExprInfo& ei) {
+  switch (e.kind) {
+    case ast::ExprKind::Member:
+    case ast::ExprKind::Index:
+    case ast::ExprKind::ReturnValue:
+      return true;
+    case ast::ExprKind::Unary:
+      return ast::as<ast::Unary>(e).op == ast::UnaryOp::Deref;
+    case ast::ExprKind::Identifier:
+      return ei.ref == sema::Ref::Arg || ei.ref == sema::Ref::Builtin || ei.ref == sema::Ref::Property ||
+             ei.ref == sema::Ref::Return || ei.ref == sema::Ref::Joined;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+const Val* ExprLowering::known(const ast::Expr& e) const {
+  const llvm::BasicBlock* here = b_.GetInsertBlock();
+  for (const Known& k : known_) {
+    if (k.exprs != exprs_ || !ast::sameExpr(*k.expr, e)) continue;
+    const auto* inst = llvm::dyn_cast<llvm::Instruction>(k.val.v);
+    if (!inst || !here || dominates(inst->getParent(), here)) return &k.val;
+  }
+  return nullptr;
+}
+
 Val ExprLowering::value(const ast::Expr& e) {
+  // Inside a function's body its parameters differ from one expansion to the next: only
+  // what the query itself writes is kept.
+  bool keep = params_.empty() && readsOnce(e, info(e));
+  if (keep) {
+    if (const Val* v = known(e)) return *v;
+  }
+  Val v = compute(e);
+  if (keep && v.v && !llvm::isa<llvm::Constant>(v.v)) known_.push_back({&e, exprs_, v});
+  return v;
+}
+
+Val ExprLowering::compute(const ast::Expr& e) {
   const sema::ExprInfo& ei = info(e);
   current_ = e.range;
   if (ei.ref == sema::Ref::Joined) {

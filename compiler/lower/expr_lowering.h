@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/lower/bpf_module.h"
 #include "compiler/btf/btf.h"
@@ -125,6 +126,10 @@ class ExprLowering {
                llvm::DISubprogram* scope, const sema::ExprTable& exprs, const ArgAccess& args,
                uint32_t string_bytes);
 
+  /// The expression's value. A value read from memory or a helper (a member, an argument,
+  /// a builtin, a property) is computed once per program: the same expression written again
+  /// (`where skb->len > 100 select skb->len`) is the value already read wherever that read
+  /// dominates, so the value filtered is the value printed.
   Val value(const ast::Expr& e);
   /// A condition as an i1.
   llvm::Value* condition(const ast::Expr& e);
@@ -237,6 +242,10 @@ class ExprLowering {
   void storeDecimal(llvm::Value* v, llvm::Value* dst, uint32_t size);
   /// Whether the strings in two buffers of `n` bytes are equal (up to the first NUL), as i1.
   llvm::Value* compareBuffers(llvm::Value* a, llvm::Value* c, uint32_t n);
+  Val compute(const ast::Expr& e);
+  /// A value `value` computed before, where it is still valid (its block dominates the one
+  /// being written); null if none.
+  const Val* known(const ast::Expr& e) const;
   Val cast(const ast::Cast& c);
   Val expand(const sema::ExprInfo& info, const ast::Expr& use, std::vector<Val> args);
   Place member(const ast::Member& m);
@@ -257,6 +266,13 @@ class ExprLowering {
   std::vector<Val> params_;
   /// What `enterBody` replaced.
   std::vector<std::pair<const sema::ExprTable*, std::vector<Val>>> outer_scopes_;
+  /// Values read once (`value`): the expression, the table it was typed in, the value.
+  struct Known {
+    const ast::Expr* expr;
+    const sema::ExprTable* exprs;
+    Val val;
+  };
+  std::vector<Known> known_;
   const btf::Btf* btf_ = nullptr;
   Frame* frame_ = nullptr;
   std::vector<LoweringProblem> problems_;

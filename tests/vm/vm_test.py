@@ -242,6 +242,25 @@ class KernelFunctions(unittest.TestCase):
                 rows = json.loads(out.splitlines()[-1])["rows"]
                 self.assertEqual(rows, [{"comm": "python3", "count()": 1, "sum(size)": 1000}])
 
+    def test_200_queries_on_one_function_share_its_programs(self):
+        # A trampoline takes 38 programs (BPF_MAX_TRAMP_LINKS): at d824265 each query was one,
+        # and the 39th on a function was refused. Now the queries share the function's
+        # programs: 150 count, 50 end at their first event (`limit 1`: only their parts stop).
+        counting = 'trace tcp_sendmsg(sk, size) where comm == "python3" select count(), sum(size)\n'
+        ending = 'trace tcp_sendmsg(sk, size) where comm == "python3" select size limit 1\n'
+        path = os.path.join("/tmp", "kq-200-queries.kq")
+        with open(path, "w") as f:
+            f.write((counting * 3 + ending) * 50)
+        for method in ["fentry", "kprobe"]:
+            with self.subTest(method=method):
+                status, out, err = kq("--attach", method, "-o", "json", path, "-c", SEND_TCP)
+                self.assertEqual(status, 0, err)
+                lines = [json.loads(line) for line in out.splitlines()]
+                tables = [line["rows"] for line in lines if "rows" in line]
+                events = [line for line in lines if "size" in line]
+                self.assertEqual(tables, [[{"count()": 1, "sum(size)": 1000}]] * 150, out[-3000:])
+                self.assertEqual([e["size"] for e in events], [1000] * 50, out[-3000:])
+
     def skip_without_kprobe_multi(self):
         if os.uname().release.startswith("6.1."):
             self.skipTest("6.1 has no kprobe.multi: packet mode attaches ~1,500 kprobes one by one "
