@@ -324,6 +324,34 @@ std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modul
 }
 
 /// The first parameter of `f` below `max_position` that points to struct `name`.
+namespace {
+
+bool findMemberIn(BtfType record, std::string_view name, MemberSteps& path) {
+  const ::btf_type* raw = record.get();
+  if (!btf_is_composite(raw)) return false;
+  const btf_member* members = btf_members(raw);
+  for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
+    const char* member_name = btf__name_by_offset(record.file->btf, members[i].name_off);
+    BtfType type = BtfType{record.file, members[i].type}.resolved();
+    path.steps.emplace_back(record, i);
+    if (member_name && name == member_name) {
+      path.type = type;
+      return true;
+    }
+    if ((!member_name || !*member_name) && findMemberIn(type, name, path)) return true;
+    path.steps.pop_back();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<MemberSteps> findMemberSteps(BtfType record, std::string_view name) {
+  MemberSteps path;
+  if (record.id == 0 || !findMemberIn(record.resolved(), name, path)) return std::nullopt;
+  return path;
+}
+
 std::optional<uint32_t> parameterPointingTo(const Function& f, std::string_view name,
                                             uint32_t first, uint32_t max_position) {
   for (uint32_t i = first; i < f.params.size() && i < max_position; ++i) {

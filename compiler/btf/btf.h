@@ -166,6 +166,14 @@ class Btf {
   mutable int scans_ = 0;
 };
 
+/// A member reached by name from a struct or union, through anonymous members: each step
+/// is (record, BTF member index), outermost first; `type` is the member's, resolved.
+struct MemberSteps {
+  std::vector<std::pair<BtfType, uint32_t>> steps;
+  BtfType type;
+};
+std::optional<MemberSteps> findMemberSteps(BtfType record, std::string_view name);
+
 /// glob(7)-style matching with `*` and `?`.
 bool globMatch(std::string_view pattern, std::string_view text);
 

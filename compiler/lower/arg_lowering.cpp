@@ -160,13 +160,13 @@ llvm::Value* ExprLowering::syscallNumber(bool at_exit) {
 
 llvm::Value* ExprLowering::compatSyscall() {
   constexpr uint32_t kTsCompat = 0x0002;  // arch/x86/include/asm/thread_info.h
-  std::optional<btf::BtfType> task = btf_ ? btf_->findStruct("task_struct") : std::nullopt;
-  std::optional<BtfMemberPath> info = task ? findBtfMember(task->resolved(), "thread_info") : std::nullopt;
-  std::optional<BtfMemberPath> status = info ? findBtfMember(info->type, "status") : std::nullopt;
-  if (!status || status->type.size() != 4) return b_.getFalse();
+  if (args_.compat_status.size() != 2) {
+    problems_.push_back({current_, "a raw_syscalls program without thread_info.status"});
+    return b_.getFalse();
+  }
   // A tp_btf program: the task is a BTF pointer, read with plain (CO-RE) loads.
   llvm::Value* addr = toPtr(module_.callHelper(b_, Helper::GetCurrentTaskBtf, b_.getInt64Ty(), {}));
-  addr = access(access(addr, info->steps), status->steps);
+  addr = access(access(addr, args_.compat_status[0].steps), args_.compat_status[1].steps);
   if (!addr) return b_.getFalse();
   llvm::Value* v = b_.CreateLoad(b_.getInt32Ty(), addr);
   return b_.CreateICmpNE(b_.CreateAnd(v, b_.getInt32(kTsCompat)), b_.getInt32(0));

@@ -16,7 +16,7 @@ Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& varia
   switch (variable.id) {
     case BuiltinVar::Computed: {
       const sema::ValueRecipe& recipe = variable.recipe;
-      if (!recipe.task_path.empty()) return extend(currentTaskChain(recipe.task_path).v, type);
+      if (!recipe.task_path.empty()) return extend(currentTaskChain(info(e).task_members).v, type);
       v = module_.callHelper(b_, static_cast<Helper>(recipe.helper), b_.getInt64Ty(), {});
       if (recipe.shift) v = b_.CreateLShr(v, b_.getInt64(recipe.shift));
       if (recipe.mask != ~0ull) v = b_.CreateAnd(v, b_.getInt64(recipe.mask));

@@ -14,34 +14,6 @@ std::atomic<uint32_t> g_compilations{0};
 
 }  // namespace
 
-namespace {
-
-bool findIn(btf::BtfType record, std::string_view name, BtfMemberPath& path) {
-  const ::btf_type* raw = record.get();
-  if (!btf_is_composite(raw)) return false;
-  const btf_member* members = btf_members(raw);
-  for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
-    const char* member_name = btf__name_by_offset(record.file->btf, members[i].name_off);
-    btf::BtfType type = btf::BtfType{record.file, members[i].type}.resolved();
-    path.steps.emplace_back(record, i);
-    if (member_name && name == member_name) {
-      path.type = type;
-      return true;
-    }
-    if ((!member_name || !*member_name) && findIn(type, name, path)) return true;
-    path.steps.pop_back();
-  }
-  return false;
-}
-
-}  // namespace
-
-std::optional<BtfMemberPath> findBtfMember(btf::BtfType record, std::string_view name) {
-  BtfMemberPath path;
-  if (record.id == 0 || !findIn(record.resolved(), name, path)) return std::nullopt;
-  return path;
-}
-
 CoreTypes::CoreTypes(BpfModule& module) : module_(module), compile_id_(++g_compilations) {}
 
 std::string CoreTypes::suffixed(std::string_view name) const {

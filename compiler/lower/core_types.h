@@ -17,14 +17,12 @@
 
 namespace kq::lower {
 
-/// A member reached by name from a struct or union, through anonymous members: each step
-/// is (record, BTF member index), outermost first. Found in BTF alone, for what lowering
-/// reads that no kq expression names (`struct pt_regs` registers, `current`'s members).
-struct BtfMemberPath {
-  std::vector<std::pair<btf::BtfType, uint32_t>> steps;
-  btf::BtfType type;  // the member's type, resolved
-};
-std::optional<BtfMemberPath> findBtfMember(btf::BtfType record, std::string_view name);
+/// A member reached by name through anonymous members (btf.h), for what lowering reads that
+/// no kq expression names (`struct pt_regs` registers).
+using BtfMemberPath = btf::MemberSteps;
+inline std::optional<BtfMemberPath> findBtfMember(btf::BtfType record, std::string_view name) {
+  return btf::findMemberSteps(record, name);
+}
 
 class CoreTypes {
  public:

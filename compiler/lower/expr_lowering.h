@@ -97,6 +97,9 @@ struct ArgAccess {
   std::optional<uint32_t> syscall_ret_offset;
   /// PtRegs and Regs: whose calling convention and `struct pt_regs`.
   Arch arch = hostArch();
+  /// raw_syscalls programs: `task_struct.thread_info` then its `status`, whose TS_COMPAT bit
+  /// tells a 32-bit call (found by the planner, which uses raw_syscalls only with them).
+  std::vector<btf::MemberSteps> compat_status;
   /// Arguments are user-space pointers (syscalls, uprobes).
   bool user_args = false;
   /// PtRegs: the register of each argument, when it differs from its index (packet mode:
@@ -223,12 +226,13 @@ class ExprLowering {
   Val builtinCall(const ast::Call& c, const sema::ExprInfo& info);
   /// `pcap("...")`: whether the packet matches (packet_filter_lowering.cpp).
   Val packetFilter(const ast::Call& c, const sema::ExprInfo& info);
-  /// Member `name` of the `struct sk_buff` at `skb` (an integer or pointer): loaded where
-  /// the verifier knows `skb`, else probe-read through `tmp` (8 bytes); null when the
-  /// kernel's BTF lacks it.
-  llvm::Value* packetMember(const Val& skb, std::string_view name, llvm::Value* tmp);
+  /// A member of the `struct sk_buff` at `skb` (an integer or pointer, found by sema):
+  /// loaded where the verifier knows the skb, else read; null if CO-RE cannot reach it.
+  llvm::Value* packetMember(const Val& skb, const btf::MemberSteps& member, llvm::Value* tmp);
   /// Follows `members` from the current task (probe reads, CO-RE); 0 if BTF lacks a step.
-  Val currentTaskChain(const std::vector<std::string>& members);
+  /// The current task's member at the end of `members` (sema found them: `ppid`, `netns`),
+  /// following pointer members on the way.
+  Val currentTaskChain(const std::vector<btf::MemberSteps>& members);
   Val call(const ast::Call& c);
   /// A call of a `use c` function, linked from its bitcode and inlined (c_call.cpp).
   Val cCall(const ast::Call& c, const sema::ExprInfo& ei);

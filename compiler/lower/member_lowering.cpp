@@ -215,31 +215,23 @@ Val ExprLowering::loadBitfield(const Place& p) {
   return Val{v, p.type};
 }
 
-Val ExprLowering::currentTaskChain(const std::vector<std::string>& members) {
-  std::optional<btf::BtfType> task = btf_ ? btf_->findStruct("task_struct") : std::nullopt;
-  if (!task) return Val{b_.getInt64(0), types_.u64()};
-  // Read through BTF alone: sema's types are its output, and lowering adds none.
+Val ExprLowering::currentTaskChain(const std::vector<btf::MemberSteps>& members) {
+  // Sema found every member (a kernel without one is its located error): none is looked up.
+  if (members.empty()) return problem("a task member sema did not find", types_.u64());
   llvm::Value* addr = toPtr(module_.callHelper(b_, Helper::GetCurrentTask, b_.getInt64Ty(), {}));
-  btf::BtfType record = task->resolved();
-  btf::BtfType type = record;
-  for (const std::string& name : members) {
-    if (btf_is_ptr(type.get())) {
+  const btf::BtfType* type = nullptr;
+  for (const btf::MemberSteps& member : members) {
+    if (type && btf_is_ptr(type->get())) {
       // Through a pointer member: load it, then continue in what it points at.
       llvm::Value* tmp = slot(8);
       probeRead(tmp, 8, addr, false, false);
       addr = toPtr(b_.CreateLoad(b_.getInt64Ty(), tmp));
-      record = btf::BtfType{type.file, type.get()->type}.resolved();
-    } else {
-      record = type;
     }
-    auto path = findBtfMember(record, name);
-    if (!path) return Val{b_.getInt64(0), types_.u64()};
-    addr = access(addr, path->steps);
-    if (!addr) return Val{b_.getInt64(0), types_.u64()};
-    type = path->type;
+    addr = access(addr, member.steps);
+    if (!addr) return problem("a task member CO-RE cannot relocate", types_.u64());
+    type = &member.type;
   }
-  uint32_t size = static_cast<uint32_t>(std::min<uint64_t>(type.size(), 8));
-  if (!btf_is_int(type.get()) || size == 0) return Val{b_.getInt64(0), types_.u64()};
+  uint32_t size = static_cast<uint32_t>(std::min<uint64_t>(type->size(), 8));
   llvm::Value* tmp = slot(8);
   b_.CreateStore(b_.getInt64(0), tmp);
   probeRead(tmp, size, addr, false, false);

@@ -263,15 +263,11 @@ class CbpfEmitter {
 
 }  // namespace
 
-llvm::Value* ExprLowering::packetMember(const Val& skb, std::string_view name, llvm::Value* tmp) {
-  std::optional<btf::BtfType> sk_buff = btf_ ? btf_->findStruct("sk_buff") : std::nullopt;
-  if (!sk_buff) return nullptr;
-  std::optional<BtfMemberPath> path = findBtfMember(sk_buff->resolved(), name);
-  if (!path) return nullptr;
-  llvm::Value* addr = access(toPtr(skb.v), path->steps);
-  uint64_t size = path->type.size();
-  if (!addr || size == 0 || size > 8) return nullptr;
-  if (skb.btf && btf_is_int(path->type.get())) {
+llvm::Value* ExprLowering::packetMember(const Val& skb, const btf::MemberSteps& member, llvm::Value* tmp) {
+  llvm::Value* addr = access(toPtr(skb.v), member.steps);
+  uint64_t size = member.type.size();
+  if (!addr) return nullptr;
+  if (skb.btf && btf_is_int(member.type.get())) {
     // Where the verifier knows the skb (tp_btf, fentry): a direct load, as member_lowering
     // does; pointers (`head`, `data`) are still read, so that they can be added to.
     llvm::Value* v = b_.CreateLoad(b_.getIntNTy(static_cast<unsigned>(size * 8)), addr);
@@ -291,20 +287,21 @@ Val ExprLowering::packetFilter(const ast::Call& c, const sema::ExprInfo& ei) {
   Val skb = filter.skb_arg ? arg(*filter.skb_arg, argType(*filter.skb_arg)) : value(*c.args[0]);
   at(c);
   llvm::Value* word = slot(8);
-  llvm::Value* head = packetMember(skb, "head", word);
-  llvm::Value* data = packetMember(skb, "data", word);
-  llvm::Value* len = packetMember(skb, "len", word);
-  llvm::Value* tail = packetMember(skb, "tail", word);
-  llvm::Value* mac = packetMember(skb, "mac_header", word);
-  llvm::Value* network = packetMember(skb, "network_header", word);
+  // Sema found the members (PacketFilter::kMembers): none is looked up here.
+  if (filter.members.size() != std::size(sema::PacketFilter::kMembers)) {
+    return problem("`pcap` without the members sema finds", ei.type);
+  }
+  llvm::Value* head = packetMember(skb, filter.members[0], word);
+  llvm::Value* data = packetMember(skb, filter.members[1], word);
+  llvm::Value* len = packetMember(skb, filter.members[2], word);
+  llvm::Value* tail = packetMember(skb, filter.members[3], word);
+  llvm::Value* mac = packetMember(skb, filter.members[4], word);
+  llvm::Value* network = packetMember(skb, filter.members[5], word);
   if (!head || !data || !len || !tail || !mac || !network) {
-    return problem("`pcap` reads `struct sk_buff`'s head, data, len, tail, mac_header and "
-                   "network_header, and the kernel's BTF lacks one", ei.type);
+    return problem("a `struct sk_buff` member CO-RE cannot relocate", ei.type);
   }
   // sk_buff_data_t is an offset on 64-bit kernels and a pointer elsewhere.
-  if (findBtfMember(btf_->findStruct("sk_buff")->resolved(), "tail")->type.size() == 8) {
-    tail = b_.CreateSub(tail, head);
-  }
+  if (filter.members[3].type.size() == 8) tail = b_.CreateSub(tail, head);
   llvm::Value* has_mac = b_.CreateAnd(b_.CreateICmpNE(mac, b_.getInt64(0xffff)),
                                       b_.CreateICmpULT(mac, network));
   llvm::Value* from = b_.CreateSelect(has_mac, mac, network);

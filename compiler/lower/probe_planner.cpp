@@ -42,6 +42,16 @@ uint32_t arityOf(const sema::ResolvedProbe& probe) {
   return n;
 }
 
+/// `task_struct.thread_info` and its `status` (4 bytes), which raw_syscalls programs read to
+/// tell a 32-bit call; empty when the kernel's BTF lacks them.
+std::vector<btf::MemberSteps> compatStatus(const btf::Btf& btf) {
+  std::optional<btf::BtfType> task = btf.findStruct("task_struct");
+  std::optional<btf::MemberSteps> info = task ? btf::findMemberSteps(*task, "thread_info") : std::nullopt;
+  std::optional<btf::MemberSteps> status = info ? btf::findMemberSteps(info->type, "status") : std::nullopt;
+  if (!status || status->type.size() != 4) return {};
+  return {std::move(*info), std::move(*status)};
+}
+
 }  // namespace
 
 std::vector<const ast::Call*> entryCalls(const sema::ResolvedProbe& probe) {
@@ -284,25 +294,31 @@ void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
   // raw_syscalls where kq knows the call's number and how to tell a 32-bit compat call
   // (x86-64): measured in bench/README.md, it detaches at once and costs less per call.
   std::optional<uint32_t> nr = syscallNumber(name);
-  if (nr && hostArch() == Arch::X86_64) {
+  std::vector<btf::MemberSteps> compat = compatStatus(object_.btf());
+  if (nr && hostArch() == Arch::X86_64 && !compat.empty()) {
     object_.noteGroup(group, fmt::format(
         "raw_syscalls filtered to system call {}: detached at once and cheaper per call than "
         "syscalls/sys_enter_{} (method 1, for kernels without tp_btf), whose perf event waits "
         "for an RCU grace period as it goes; each other system call pays a compare",
         *nr, name));
-    lowerRawSyscall(p, *nr, group);
+    lowerRawSyscall(p, *nr, group, compat);
     lowerClassicSyscall(p, name, group, 1);
     return;
   }
-  object_.noteGroup(group, nr ? "the syscalls tracepoint (raw_syscalls are used on x86-64 only)"
-                              : fmt::format("the syscalls tracepoint (kq knows no system call "
-                                            "number named `{}` for raw_syscalls)", name));
+  object_.noteGroup(group, !nr ? fmt::format("the syscalls tracepoint (kq knows no system call "
+                                             "number named `{}` for raw_syscalls)", name)
+                   : hostArch() != Arch::X86_64 ? "the syscalls tracepoint (raw_syscalls are used on x86-64 only)"
+                                                : "the syscalls tracepoint (raw_syscalls need the kernel's "
+                                                  "task_struct.thread_info.status to tell a 32-bit call, and "
+                                                  "this kernel's BTF lacks it)");
   lowerClassicSyscall(p, name, group, 0);
 }
 
-void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group) {
+void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group,
+                                   const std::vector<btf::MemberSteps>& compat) {
   ArgAccess enter{ArgAccess::Kind::SyscallRegs};
   enter.user_args = true;
+  enter.compat_status = compat;
   ProgramSite in = site("tp_btf/sys_enter", Attach::TpBtf, "sys_enter", group, 0, enter);
   in.syscall_nr = nr;
   if (!p.probe.at_exit) {
@@ -314,6 +330,7 @@ void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t gro
   emitter_.emitStash(p, in);
   ArgAccess exit{ArgAccess::Kind::Stash};
   exit.user_args = true;
+  exit.compat_status = compat;
   exit.ret = ArgAccess::Ret::CtxSlot;  // sys_exit(struct pt_regs *regs, long ret)
   exit.return_slot = 1;
   ProgramSite out = site("tp_btf/sys_exit", Attach::TpBtf, "sys_exit", group, 0, exit);

@@ -38,7 +38,8 @@ class ProbePlanner {
   /// `syscall:NAME`: raw_syscalls filtered to the call's number, then the syscalls
   /// tracepoint as the fallback method (or only that, where kq cannot use raw_syscalls).
   void lowerSyscall(const ProbeUnit& p);
-  void lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group);
+  void lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group,
+                       const std::vector<btf::MemberSteps>& compat);
   void lowerClassicSyscall(const ProbeUnit& p, const std::string& name, uint32_t group,
                            uint32_t method);
   void lowerEventGlob(const ProbeUnit& p);

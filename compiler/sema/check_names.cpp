@@ -1,6 +1,8 @@
 // The type checker on names and calls: what an identifier refers to (a parameter, a probe
 // argument, a builtin, a `let`, an enumerator or a property), `retval`, and calls of
 // builtin functions and of `fn`s, which are expanded inline.
+#include <bpf/btf.h>
+
 #include <cctype>
 #include <string>
 
@@ -70,6 +72,10 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
           .note(fmt::format("`{}` is {}", name, builtins[i].doc));
       return info;
     }
+    if (!builtins[i].recipe.task_path.empty() && !findTaskMembers(builtins[i], id, info)) {
+      info.type = error();
+      return info;
+    }
     checkNeeds(builtins[i], id);
     return info;
   }
@@ -93,6 +99,37 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
   unknownName(id);
   info.type = error();
   return info;
+}
+
+bool ExprChecker::findTaskMembers(const BuiltinVariable& builtin, const ast::Identifier& id,
+                                  ExprInfo& info) {
+  const std::vector<std::string>& names = builtin.recipe.task_path;
+  std::string spelled = "task_struct";
+  std::optional<btf::BtfType> task = ctx_.btf.findStruct("task_struct");
+  btf::BtfType type = task ? task->resolved() : btf::BtfType{};
+  std::string lacks = task ? "" : "has no `struct task_struct`";
+  for (size_t i = 0; i < names.size() && lacks.empty(); ++i) {
+    btf::BtfType record = type;
+    if (btf_is_ptr(type.get())) record = btf::BtfType{type.file, type.get()->type}.resolved();
+    spelled += (btf_is_ptr(type.get()) ? "->" : ".") + names[i];
+    std::optional<btf::MemberSteps> member = btf::findMemberSteps(record, names[i]);
+    if (!member) {
+      lacks = fmt::format("has no member `{}` in `{}`", names[i], ctx_.types.fromBtf(record)->spelling);
+      break;
+    }
+    type = member->type;
+    info.task_members.push_back(std::move(*member));
+  }
+  if (lacks.empty() && (!btf_is_int(type.get()) || type.size() == 0 || type.size() > 8)) {
+    lacks = fmt::format("makes `{}` a `{}`, not an integer", spelled, ctx_.types.fromBtf(type)->spelling);
+  }
+  if (lacks.empty()) return true;
+  info.task_members.clear();
+  report(DiagKind::NotAvailableHere, id.range,
+         fmt::format("`{}` reads `{}` of the current task, and this kernel's BTF {}", builtin.name,
+                     spelled, lacks))
+      .note(fmt::format("`{}` is {}", builtin.name, builtin.doc));
+  return false;
 }
 
 std::optional<uint32_t> ExprChecker::argNumber(const std::string& name) {

@@ -88,6 +88,9 @@ class ExprChecker {
   /// Warns that a probe argument or classic tracepoint field hides the builtin of its name.
   void warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg);
   static std::optional<uint32_t> argNumber(const std::string& name);
+  /// `ppid`, `netns`: the current task's members the builtin reads, into `info`; false
+  /// (with a diagnostic) when this kernel's BTF lacks one.
+  bool findTaskMembers(const BuiltinVariable& builtin, const ast::Identifier& id, ExprInfo& info);
   void checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at);
   /// Marks the probe as running at exit, or reports why `name` cannot be used here.
   bool needsExit(std::string_view name, const ast::Expr& at);

@@ -3,6 +3,8 @@
 // into the program's own code (compiler/lower/packet_filter_lowering.cpp).
 #pragma once
 
+#include "compiler/btf/btf.h"
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -53,6 +55,10 @@ struct PacketFilter {
   std::vector<CbpfInsn> from_network;
   /// `pcap("...")` without the packet: the probe argument that is its one `struct sk_buff *`.
   std::optional<uint32_t> skb_arg;
+  /// The `struct sk_buff` members the filter reads the packet through, found in the
+  /// kernel's BTF (PacketFilter::kMembers order).
+  static constexpr const char* kMembers[] = {"head", "data", "len", "tail", "mac_header", "network_header"};
+  std::vector<btf::MemberSteps> members;
 };
 
 /// Compiles `text` with libpcap, optimised; the error is libpcap's message.

@@ -137,6 +137,9 @@ struct ExprInfo {
   std::optional<std::vector<int64_t>> keys;
   /// `pcap("...")`: the filter libpcap compiled, and which argument is the packet.
   std::shared_ptr<const PacketFilter> packet_filter;
+  /// A builtin read from the current task (`ppid`, `netns`): each member on the way, found
+  /// in the kernel's BTF from `struct task_struct` (a pointer member is followed).
+  std::vector<btf::MemberSteps> task_members;
 };
 
 /// A `select` item or `group by` key that prints through `fmt`: the `fmt` call, the table

@@ -275,6 +275,35 @@ class CommandLine(unittest.TestCase):
         finally:
             os.unlink(path)
 
+    def test_a_builtin_names_the_task_member_this_btf_lacks(self):
+        # `ppid` reads task_struct.real_parent->tgid, `netns` task_struct.nsproxy->net_ns->
+        # ns.inum. A copy of vmlinux BTF with one member renamed lacks it: at d824265 the
+        # builtin compiled to a constant 0 and `kq check` said nothing.
+        if not os.path.exists("/sys/kernel/btf/vmlinux"):
+            self.skipTest("this kernel has no BTF")
+        with open("/sys/kernel/btf/vmlinux", "rb") as f:
+            vmlinux = f.read()
+        for member, builtin, spelled in (
+                (b"real_parent", "ppid", "task_struct.real_parent"),
+                (b"nsproxy", "netns", "task_struct.nsproxy"),
+                (b"net_ns", "netns", "task_struct.nsproxy->net_ns"),
+                (b"inum", "netns", "task_struct.nsproxy->net_ns->ns.inum")):
+            with self.subTest(member=member):
+                renamed = vmlinux.replace(b"\0" + member + b"\0", b"\0" + member[:-1] + b"Z\0")
+                self.assertNotEqual(renamed, vmlinux)
+                path = write_temp(renamed, suffix=".btf")
+                try:
+                    query = f"trace tracepoint:sched:sched_switch where {builtin} != 0"
+                    status, _, err = kq("check", "--btf", path, "-e", query)
+                    self.assertEqual(status, 1, err)
+                    self.assertIn(f"<input>:1:43: error: `{builtin}` reads `{spelled}` of the current "
+                                  "task, and this kernel's BTF has no member", err)
+                    self.assertIn("[NotAvailableHere]", err)
+                finally:
+                    os.unlink(path)
+        status, _, err = kq("check", "-e", "trace tracepoint:sched:sched_switch where ppid != 0 and netns != 0")
+        self.assertEqual((status, err), (0, ""))
+
     def test_malformed_btf_is_an_error_not_a_crash(self):
         # libbpf accepts both: a FUNC whose type is an INT, and one whose type is id 999.
         for name, why in (("func_to_int.btf", "not a function prototype"),

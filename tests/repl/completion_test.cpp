@@ -141,7 +141,7 @@ TEST_F(CompletionTest, Joins) {
   const std::string query = "trace tcp_v4_rcv(skb) join ip_send_skb(skb) as s on skb ";
   EXPECT_THAT(candidates(query + "select s."), IsSupersetOf({"net", "skb", "time", "comm"}));
   EXPECT_THAT(candidates(query + "select s.skb->de"), ElementsAre("dev"));
-  EXPECT_THAT(candidates(query + "select s.net->"), ElementsAre("ifindex"));
+  EXPECT_THAT(candidates(query + "select s.net->"), ElementsAre("ifindex", "ns"));
   EXPECT_THAT(candidates("trace tcp_v4_rcv(skb) join ip_send_skb(skb) as s "), ElementsAre("on", "where"));
   EXPECT_THAT(candidates("trace tcp_v4_rcv(skb) join ip_send_skb(skb) as s where ne"), Contains("net"));
   EXPECT_THAT(candidates("trace tcp_v4_rcv(skb) join ip_send_skb "), ElementsAre("as"));

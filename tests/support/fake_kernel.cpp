@@ -117,7 +117,9 @@ class Builder {
   // Forward declarations first, so structs can point at each other.
   b.add("struct sk_buff", btf__add_fwd(b.take(), "sk_buff", BTF_FWD_STRUCT));
   b.add("struct opaque", btf__add_fwd(b.take(), "opaque", BTF_FWD_STRUCT));
-  b.add("struct net", b.record(true, "net", 8, {{"ifindex", b.type("int"), 0}}));
+  b.record(true, "ns_common", 8, {{"stashed", b.ptr("void"), 0}, {"inum", b.type("unsigned int"), 32}});
+  b.add("struct net", b.record(true, "net", 16, {{"ifindex", b.type("int"), 0},
+                                                   {"ns", b.type("struct ns_common"), 64}}));
 
   b.record(true, "net_device", 32,
            {{"name", b.array("char", 16), 0},
@@ -192,15 +194,23 @@ class Builder {
                                     {"arg_start", b.type("long unsigned int"), 64}});
   // `real_parent` points at the struct being defined, as in the kernel's BTF: a pointer
   // may name a type added after it (the struct, added right after the pointer).
+  // `netns` reads task->nsproxy->net_ns->ns.inum.
+  b.record(true, "nsproxy", 16, {{"count", b.type("u32"), 0}, {"net_ns", b.ptr("struct net"), 64}});
   int comm = b.array("char", 16);
   int mm = b.ptr("struct mm_struct");
+  int nsproxy = b.ptr("struct nsproxy");
+  // raw_syscalls programs read thread_info.status (TS_COMPAT: a 32-bit call).
+  int thread_info = b.record(true, "thread_info", 16, {{"flags", b.type("long unsigned int"), 0},
+                                                        {"status", b.type("u32"), 64}});
   int task_pointer = btf__add_ptr(b.take(), static_cast<int>(btf__type_cnt(b.take())) + 1);
-  b.record(true, "task_struct", 40,
+  b.record(true, "task_struct", 64,
            {{"pid", b.type("pid_t"), 0},
             {"tgid", b.type("pid_t"), 32},
             {"comm", comm, 64},
             {"real_parent", task_pointer, 192},
-            {"mm", mm, 256}});
+            {"mm", mm, 256},
+            {"nsproxy", nsproxy, 320},
+            {"thread_info", thread_info, 384}});
 
   b.enumeration("skb_drop_reason", 4,
                 {{"SKB_DROP_REASON_NOT_SPECIFIED", 2},

@@ -78,6 +78,24 @@ const Type* checkPcap(BuiltinCall& c) {
     return c.types.error();
   }
   filter->skb_arg = skb_arg;
+  // The members the packet is read through: found now, so a kernel without one is an error
+  // at the call (`kq check` says so), not at compile time.
+  std::optional<btf::BtfType> sk_buff = c.btf.findStruct("sk_buff");
+  for (const char* name : PacketFilter::kMembers) {
+    std::optional<btf::MemberSteps> member = sk_buff ? btf::findMemberSteps(*sk_buff, name) : std::nullopt;
+    uint64_t size = member ? member->type.size() : 0;
+    if (!member || size == 0 || size > 8) {
+      c.diags.report(DiagKind::NotAvailableHere, c.call.range,
+                     fmt::format("`pcap` reads the packet through `struct sk_buff`'s `{}`, and this "
+                                 "kernel's BTF {}",
+                                 name, !sk_buff  ? "has no `struct sk_buff`"
+                                       : !member ? "has no such member"
+                                                 : "makes it no integer or pointer"))
+          .note("`pcap` reads head, data, len, tail, mac_header and network_header");
+      return c.types.error();
+    }
+    filter->members.push_back(std::move(*member));
+  }
   c.packet_filter = std::make_shared<const PacketFilter>(filter.take());
   return c.types.boolType();
 }
