@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "compiler/lower/frame.h"
 #include "compiler/lower/object_builder.h"
 
 namespace kq::lower {
@@ -16,6 +18,11 @@ namespace {
 /// and functions (BPF_MAX_SUBPROGS, 256); a site with more is split between programs.
 constexpr size_t kMapsPerProgram = 64;
 constexpr size_t kPartsPerProgram = 128;
+/// A site's parts are inlined into its programs (a bpf-to-bpf call costs more than a small
+/// query's filter and counter) where their stack slots fit one program's budget, in at
+/// most this many programs; else they are called, in as few programs as the limits allow
+/// (a trampoline takes 38).
+constexpr size_t kInlinedPrograms = 4;
 
 /// The maps a part uses (globals of section .maps, wherever its code names them).
 std::set<const llvm::GlobalVariable*> mapsOf(const llvm::Function& fn) {
@@ -40,24 +47,30 @@ std::set<const llvm::GlobalVariable*> mapsOf(const llvm::Function& fn) {
   return maps;
 }
 
-/// A site's parts in turn, in as few programs as the kernel's limits allow.
+/// A site's parts in turn, in programs within the kernel's limits and, when `stack_budget`
+/// is given, whose parts' stack slots add up to at most that.
 std::vector<std::vector<ProgramPart*>> programsOf(const std::vector<ProgramPart*>& parts,
-                                                  const llvm::GlobalVariable* stops) {
+                                                  const llvm::GlobalVariable* stops,
+                                                  std::optional<uint32_t> stack_budget) {
   std::vector<std::vector<ProgramPart*>> programs(1);
   std::set<const llvm::GlobalVariable*> used;
+  uint32_t stack = 0;
   for (ProgramPart* part : parts) {
     std::set<const llvm::GlobalVariable*> maps = mapsOf(*part->fn);
     std::set<const llvm::GlobalVariable*> with = used;
     with.insert(maps.begin(), maps.end());
     if (stops) with.insert(stops);
-    if (!programs.back().empty() &&
-        (with.size() > kMapsPerProgram || programs.back().size() == kPartsPerProgram)) {
+    bool full = with.size() > kMapsPerProgram || programs.back().size() == kPartsPerProgram ||
+                (stack_budget && stack + part->planned.stack_bytes > *stack_budget);
+    if (!programs.back().empty() && full) {
       programs.emplace_back();
       with = maps;
       if (stops) with.insert(stops);
+      stack = 0;
     }
     programs.back().push_back(part);
     used = std::move(with);
+    stack += part->planned.stack_bytes;
   }
   return programs;
 }
@@ -101,7 +114,7 @@ std::vector<uint32_t> sharedGroups(const std::vector<ProgramPart>& parts, size_t
 /// The program of one site: each part in turn; with parts of several queries, each only
 /// while its query's word in the stops map is 0.
 plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<ProgramPart*>& parts,
-                                 uint32_t group) {
+                                 uint32_t group, bool inline_parts) {
   BpfModule& module = object.module();
   const ProgramPart& first = *parts.front();
   plan::PlannedProgram planned = first.planned;
@@ -116,9 +129,12 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   b.SetCurrentDebugLocation(module.location(fn->getSubprogram(), first.offset));
   llvm::Value* key = guarded ? b.CreateAlloca(b.getInt32Ty()) : nullptr;
+  uint32_t stacks = guarded ? 8 : 0;
+  for (const ProgramPart* part : parts) stacks += part->planned.stack_bytes;
+  inline_parts = inline_parts || parts.size() == 1;
   uint32_t part_stack = 0;
   for (const ProgramPart* part : parts) {
-    part->fn->addFnAttr(parts.size() == 1 ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
+    part->fn->addFnAttr(inline_parts ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
     auto* run = llvm::BasicBlock::Create(ctx, "run_part", fn);
     auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
     if (guarded) {
@@ -139,9 +155,9 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   }
   b.CreateRet(b.getInt32(0));
 
-  // The program's own frame (the key), then the deepest part's: a called part has a frame
-  // of its own; an inlined one is the program's.
-  planned.stack_bytes = (guarded ? 8 : 0) + part_stack;
+  // Inlined parts are the program's frame; a called part has a frame of its own, beside
+  // the program's (the key).
+  planned.stack_bytes = inline_parts ? stacks : (guarded ? 8 : 0) + part_stack;
   planned.helpers = module.helpersOf(fn);
   for (const ProgramPart* part : parts) {
     for (int helper : part->planned.helpers) {
@@ -180,8 +196,12 @@ void makeSitePrograms(ObjectBuilder& object) {
     std::set<uint32_t> queries;
     for (const ProgramPart* part : sites[s]) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
     const llvm::GlobalVariable* stops = queries.size() > 1 ? object.queryStops() : nullptr;
-    for (const std::vector<ProgramPart*>& parts : programsOf(sites[s], stops)) {
-      plan.programs.push_back(siteProgram(object, parts, site_group[s]));
+    uint32_t budget = Frame::kStackBudget - (stops ? 8 : 0);
+    std::vector<std::vector<ProgramPart*>> programs = programsOf(sites[s], stops, budget);
+    bool inlined = programs.size() <= kInlinedPrograms;
+    if (!inlined) programs = programsOf(sites[s], stops, std::nullopt);
+    for (const std::vector<ProgramPart*>& parts : programs) {
+      plan.programs.push_back(siteProgram(object, parts, site_group[s], inlined));
     }
   }
 

@@ -1,0 +1,3 @@
+// See queries.bpf.h.
+#define QUERIES 10
+#include "queries.bpf.h"
