@@ -123,11 +123,14 @@ class CInTheSession(ReplTestCase):
         s.enter('let sigs = macros("asm/signal.h", "SIG")')
         s.wait_prompt()
         for _ in range(2):
+            # Each query's own lines: the first query's header on the screen must not start
+            # the program before the second is attached.
+            mark = s.mark()
             s.enter(exec_query(extra="select sigs[9] as name limit 1").replace(" select comm", ""))
-            s.wait_for(r"^TIME +CPU")
+            s.wait_for(r"^TIME +CPU", since=mark)
             run_program()
-            s.wait_for(r"sched_process_exec +SIGKILL$")
-            s.wait_for(r"kq: 1 event, 0 lost")
+            s.wait_for(r"sched_process_exec +SIGKILL$", since=mark)
+            s.wait_for(r"kq: 1 event, 0 lost", since=mark)
             s.wait_prompt()
         self.quit(s)
 

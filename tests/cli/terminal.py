@@ -11,6 +11,9 @@ import struct
 import termios
 import time
 
+# scripts/sanitize runs kq under AddressSanitizer, several times slower: every wait scales.
+TIMEOUT_SCALE = float(os.environ.get("KQ_TEST_TIMEOUT_SCALE", "1"))
+
 WIDTH = 120
 
 
@@ -141,7 +144,7 @@ class Session:
 
     def wait_for(self, pattern, timeout=20, since=0):
         """Waits until the screen (from row `since`) matches `pattern`; returns the match."""
-        end = time.monotonic() + timeout
+        end = time.monotonic() + timeout * TIMEOUT_SCALE
         while True:
             text = "\n".join(self.screen.lines()[since:])
             m = re.search(pattern, text, re.M)
@@ -154,7 +157,7 @@ class Session:
 
     def wait_current(self, line, timeout=10):
         """Waits until the cursor's row shows `line`."""
-        end = time.monotonic() + timeout
+        end = time.monotonic() + timeout * TIMEOUT_SCALE
         while self.screen.current() != line:
             if time.monotonic() > end:
                 raise AssertionError(f"{line!r} not on the cursor's row after {timeout}s:\n{self.screen.text()}")
@@ -195,7 +198,7 @@ class Session:
         return self.status is not None
 
     def wait_exit(self, timeout=20):
-        end = time.monotonic() + timeout
+        end = time.monotonic() + timeout * TIMEOUT_SCALE
         while not self.exited():
             if time.monotonic() > end:
                 raise AssertionError(f"kq did not end after {timeout}s:\n{self.screen.text()}")
