@@ -182,7 +182,11 @@ llvm::Function* BpfModule::addFunction(const std::string& name, uint32_t offset,
   auto* fn = llvm::Function::Create(fn_type, linkage, name, *module_);
   fn->addFnAttr(llvm::Attribute::NoUnwind);  // no .eh_frame in the object
   fn->getArg(0)->setName("ctx");
+  fn->setSubprogram(subprogram(name, offset, local));
+  return fn;
+}
 
+llvm::DISubprogram* BpfModule::subprogram(const std::string& name, uint32_t offset, bool local) {
   // A subprogram with a named parameter: without it the kernel rejects the object's BTF. A
   // part is static in BTF too: the verifier checks it as part of its caller, with the
   // caller's context (a global function would be checked alone, from its BTF types).
@@ -194,9 +198,34 @@ llvm::Function* BpfModule::addFunction(const std::string& name, uint32_t offset,
   if (local) flags |= llvm::DISubprogram::SPFlagLocalToUnit;
   auto* sp = di_->createFunction(unit_, name, name, file_, line, sub_type, line,
                                  llvm::DINode::FlagPrototyped, flags);
-  fn->setSubprogram(sp);
   di_->createParameterVariable(sp, "ctx", 1, file_, line, void_ptr, true);
-  return fn;
+  return sp;
+}
+
+bool BpfModule::adoptPart(llvm::Function* fn, const std::string& name, const std::string& section,
+                          uint32_t offset) {
+  llvm::DISubprogram* old = fn->getSubprogram();
+  for (llvm::BasicBlock& block : *fn) {
+    for (llvm::Instruction& inst : block) {
+      const llvm::DebugLoc& at = inst.getDebugLoc();
+      if (at && (at->getScope() != old || at->getInlinedAt())) return false;
+      if (llvm::isa<llvm::DbgInfoIntrinsic>(inst)) return false;
+    }
+  }
+  llvm::DISubprogram* sp = subprogram(name, offset, /*local=*/false);
+  for (llvm::BasicBlock& block : *fn) {
+    for (llvm::Instruction& inst : block) {
+      if (const llvm::DebugLoc& at = inst.getDebugLoc()) {
+        inst.setDebugLoc(llvm::DILocation::get(*context_, at.getLine(), at.getCol(), sp));
+      }
+    }
+  }
+  fn->setName(name);
+  fn->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  fn->setDSOLocal(false);
+  fn->setSection(section);
+  fn->setSubprogram(sp);
+  return true;
 }
 
 void BpfModule::dropProgram(const std::string& name) {

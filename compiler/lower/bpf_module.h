@@ -101,6 +101,10 @@ class BpfModule {
   /// A part of a program: `static int name(void *ctx)`, in no section, that a program calls
   /// with its context (site_programs.h).
   llvm::Function* addPart(const std::string& name, uint32_t offset = 0);
+  /// Makes part `fn` (of addPart) the program `name` itself, when it is its site's only
+  /// part; false (and `fn` unchanged) where its code is not all in its own scope.
+  bool adoptPart(llvm::Function* fn, const std::string& name, const std::string& section,
+                 uint32_t offset);
 
   /// Takes the program `name` out of the module before it is optimized or emitted.
   void dropProgram(const std::string& name);
@@ -128,6 +132,7 @@ class BpfModule {
 
  private:
   llvm::Function* addFunction(const std::string& name, uint32_t offset, bool local);
+  llvm::DISubprogram* subprogram(const std::string& name, uint32_t offset, bool local);
   llvm::DIType* intDi(uint32_t bytes);
   llvm::DIType* arrayOfIntsDi(uint32_t count);
 

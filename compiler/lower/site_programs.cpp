@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include "compiler/lower/frame.h"
 #include "compiler/lower/object_builder.h"
@@ -124,6 +125,12 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   planned.queries.assign(queries.begin(), queries.end());
   bool guarded = queries.size() > 1;
 
+  if (!guarded && parts.size() == 1 &&
+      module.adoptPart(first.fn, first.planned.function, first.section, first.offset)) {
+    // A site of one part is that part: no call to inline, no second function to optimize.
+    planned.helpers = module.helpersOf(first.fn);
+    return planned;
+  }
   llvm::Function* fn = module.addProgram(first.planned.function, first.section, first.offset);
   llvm::LLVMContext& ctx = module.context();
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
@@ -133,8 +140,9 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   for (const ProgramPart* part : parts) stacks += part->planned.stack_bytes;
   inline_parts = inline_parts || parts.size() == 1;
   uint32_t part_stack = 0;
+  std::vector<llvm::CallInst*> calls;
   for (const ProgramPart* part : parts) {
-    part->fn->addFnAttr(inline_parts ? llvm::Attribute::AlwaysInline : llvm::Attribute::NoInline);
+    if (!inline_parts) part->fn->addFnAttr(llvm::Attribute::NoInline);
     auto* run = llvm::BasicBlock::Create(ctx, "run_part", fn);
     auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
     if (guarded) {
@@ -148,12 +156,21 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
       b.CreateBr(run);
     }
     b.SetInsertPoint(run);
-    b.CreateCall(part->fn, {fn->getArg(0)});
+    calls.push_back(b.CreateCall(part->fn, {fn->getArg(0)}));
     b.CreateBr(next);
     b.SetInsertPoint(next);
     part_stack = std::max(part_stack, part->planned.stack_bytes);
   }
   b.CreateRet(b.getInt32(0));
+  if (inline_parts) {
+    // Inlined here, before the optimizer runs: it then sees each part once, as the
+    // program, not once alone and again inlined (a glob's 800 programs compiled 35% slower).
+    for (llvm::CallInst* call : calls) {
+      llvm::Function* callee = call->getCalledFunction();
+      llvm::InlineFunctionInfo info;
+      if (llvm::InlineFunction(*call, info).isSuccess() && callee->use_empty()) callee->eraseFromParent();
+    }
+  }
 
   // Inlined parts are the program's frame; a called part has a frame of its own, beside
   // the program's (the key).
@@ -212,6 +229,7 @@ void makeSitePrograms(ObjectBuilder& object) {
     if (std::find(packet_groups.begin(), packet_groups.end(), g) == packet_groups.end()) packet_groups.push_back(g);
   }
   plan.packet_groups = std::move(packet_groups);
+  parts.clear();  // inlined parts are gone from the module
 }
 
 }  // namespace kq::lower

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -194,21 +195,26 @@ class KernelFunctions(unittest.TestCase):
         # (Compiling the glob's programs takes about a minute under emulation, so the plan
         # with its one stash is looked at on the host: tests/cli/cli_test.py.)
         before = map_ids()
-        proc = subprocess.Popen([KQ, "--attach", "kprobe", "-d", "10s", "trace tcp_* select return"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and not loaded_kq_programs():
-                time.sleep(0.5)
-            time.sleep(2)
-            maps = [m for m in bpftool_json("map", "list") if m["id"] not in before]
-            self.assertTrue(maps, "kq loaded no maps")
-            total = sum(m.get("bytes_memlock", 0) for m in maps)
-            print(f"tcp_* at exit: {len(maps)} maps, {total / (1 << 20):.1f} MiB", flush=True)
-            self.assertLess(total, 64 << 20)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=120)
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen([KQ, "--attach", "kprobe", "-d", "10s", "trace tcp_* select return"],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                # Compiling takes a minute or more under emulation, longer on a busy host:
+                # wait while kq runs, not for a fixed time.
+                deadline = time.monotonic() + 600
+                while time.monotonic() < deadline and proc.poll() is None and not loaded_kq_programs():
+                    time.sleep(0.5)
+                time.sleep(2)
+                maps = [m for m in bpftool_json("map", "list") if m["id"] not in before]
+                err.seek(0)
+                said = err.read().decode("utf-8", "replace")
+                self.assertTrue(maps, f"kq loaded no maps (exit status {proc.poll()}): {said}")
+                total = sum(m.get("bytes_memlock", 0) for m in maps)
+                print(f"tcp_* at exit: {len(maps)} maps, {total / (1 << 20):.1f} MiB", flush=True)
+                self.assertLess(total, 64 << 20)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=120)
 
     def check_call_context(self, *extra):
         status, out, err = kq(*extra, "-o", "json",
