@@ -24,6 +24,9 @@ struct LowerOptions {
   uint32_t ringbuf_bytes = 0;
   /// Bytes kept of a string (str(), char arrays, tracepoint strings).
   uint32_t string_bytes = 64;
+  /// Bytes kept of a string that is a `group by` key: more, since groups that differ only
+  /// past them are one group (paths often share 64 bytes; a cut key is said beneath).
+  uint32_t key_string_bytes = 256;
   /// Bytes kept of a struct shown as a typed dump.
   uint32_t dump_bytes = 1024;
   bool want_ir = false;

@@ -46,7 +46,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   }
 
   // Aggregations first: the all-zero value new entries copy is as large as the largest.
-  LayoutOptions layout_options{options.string_bytes, options.dump_bytes, false};
+  LayoutOptions layout_options{options.key_string_bytes, options.dump_bytes, false};
   const auto& queries = checked.program.queries;
   std::vector<std::unique_ptr<Aggregation>> aggregations(queries.size());
   uint32_t largest = 0;

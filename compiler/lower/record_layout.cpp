@@ -371,7 +371,11 @@ void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Res
       place(funcField(name, options));
       continue;
     }
-    place(Field{fieldFor(probe.exprs, &key, type, name, options), &key, 0, type});
+    FieldLayout f = fieldFor(probe.exprs, &key, type, name, options);
+    if (f.kind == FieldKind::String && type->kind == TypeKind::Array && type->size) {
+      f.size = std::min(f.size, type->size + 1);  // a char array and its NUL, not a whole key's bytes
+    }
+    place(Field{std::move(f), &key, 0, type});
   }
   layout.key_size = std::max<uint32_t>(offset, 8);
   // Columns: every key first unless selected, then `select` order (sema's shape).

@@ -1053,10 +1053,11 @@ os.waitpid(pid, 0)
         self.assertEqual(row["sum(bytes)"], 20 * 4096, out)
 
     def test_long_string_keys_stay_apart(self):
-        # Two paths alike in their first 60 bytes are two groups (keys were cut at 31
-        # bytes and merged); a path longer than a key keeps is marked as cut.
-        base = os.path.join(WORKDIR, "k" * (60 - len(WORKDIR)))  # 61 or 62 bytes in all
-        long = os.path.join(WORKDIR, "l" * 80)
+        # Two paths alike in their first 100 bytes are two groups (keys were cut at 31
+        # bytes, then at 64, and merged); a path longer than a key keeps (256 bytes) is
+        # marked as cut.
+        base = os.path.join(WORKDIR, "k" * (100 - len(WORKDIR)))  # 101 or 102 bytes in all
+        long = os.path.join(WORKDIR, "l" * 250)
         for path in [base + "1", base + "2", long]:
             open(path, "w").close()
         status, out, err = kq("-o", "json", 'trace syscall:openat where comm == "cat" '
