@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/btf/btf.h"
+#include "compiler/sema/packet_functions.h"
 #include "compiler/sema/types.h"
 #include "driver/commands.h"
 
@@ -100,9 +101,9 @@ int listPacketFunctions(const btf::Btf& btf, host::KernelInfo& kernel, Io& io) {
     return 1;
   }
   noteTraceability(kernel, io);
-  for (const auto& [f, i] : btf.functionsTaking("sk_buff", 6)) {
-    if (!traceable(kernel, f.name)) continue;
-    io.out << fmt::format("{} ({}: arg{})\n", f.name, f.params[i].name.empty() ? "skb" : f.params[i].name, i);
+  for (const sema::PacketFunction& p : sema::packetFunctions(btf, kernel)) {
+    const btf::Function& f = p.function;
+    io.out << fmt::format("{} ({}: arg{})\n", f.name, f.params[p.skb].name.empty() ? "skb" : f.params[p.skb].name, p.skb);
   }
   std::map<std::string, uint32_t> events;
   for (const auto& [handler, slot] : btf.tracepointsTaking("sk_buff")) events.emplace(handler.name, slot);

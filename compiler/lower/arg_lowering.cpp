@@ -113,7 +113,27 @@ llvm::Value* ExprLowering::registerAt(llvm::Value* position) {
   for (uint32_t i = 1; i < layout.args.size(); ++i) {
     v = b_.CreateSelect(b_.CreateICmpEQ(position, b_.getInt64(i)), read(layout.args[i]), v);
   }
-  return v;
+  if (!args_.packet || !args_.packet->stack_args) return v;
+  // Past the registers: the stack slot, read only for the functions that need it.
+  llvm::BasicBlock* here = b_.GetInsertBlock();
+  llvm::Function* fn = here->getParent();
+  auto* stack = llvm::BasicBlock::Create(b_.getContext(), "stack_arg", fn);
+  auto* done = llvm::BasicBlock::Create(b_.getContext(), "arg_read", fn);
+  auto registers = static_cast<uint64_t>(layout.args.size());
+  llvm::Value* tmp = slot(8);
+  b_.CreateStore(b_.getInt64(0), tmp);
+  b_.CreateCondBr(b_.CreateICmpUGE(position, b_.getInt64(registers)), stack, done);
+  b_.SetInsertPoint(stack);
+  llvm::Value* offset = b_.CreateAdd(b_.getInt64(layout.first_stack_arg),
+                                     b_.CreateMul(b_.CreateSub(position, b_.getInt64(registers)), b_.getInt64(8)));
+  probeRead(tmp, 8, b_.CreateAdd(readRegister(layout.sp), offset), false, false);
+  llvm::BasicBlock* from_stack = b_.GetInsertBlock();
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  llvm::PHINode* which = b_.CreatePHI(b_.getInt1Ty(), 2);
+  which->addIncoming(b_.getFalse(), here);
+  which->addIncoming(b_.getTrue(), from_stack);
+  return b_.CreateSelect(which, b_.CreateLoad(b_.getInt64Ty(), tmp), v);
 }
 
 llvm::Value* ExprLowering::packetSkb() {

@@ -59,6 +59,9 @@ struct PacketAccess {
   uint32_t site = 0;                    // a tracepoint's site number
   std::optional<uint32_t> reason_slot;  // a tracepoint's context slot of the reason
   bool frees = false;                   // a tracepoint where the skb is freed
+  /// Some function of the kprobe's takes its skb or reason past the argument registers:
+  /// read from the stack at entry.
+  bool stack_args = false;
   /// The skb, read once when the program starts (a tracepoint's may be NULL: the program
   /// returns then, and the verifier knows this value is not), or at a function's return
   /// (`packet graph`) the one its entry saw.

@@ -16,6 +16,12 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
   if (kprobe) {
     args.packet->cookie = object_.module().callHelper(b, Helper::GetAttachCookie, b.getInt64Ty(),
                                                       {program.fn->getArg(0)});
+    uint32_t registers = static_cast<uint32_t>(ptRegsLayout(args.arch).args.size());
+    for (const sema::PacketSite& s : p.target.packet_sites) {
+      if (s.event.empty() && (s.skb >= registers || (s.reason && *s.reason >= registers))) {
+        args.packet->stack_args = true;
+      }
+    }
   }
   if (args.packet->at_return) return;
   ExprLowering lower = lowering(program, p.probe.exprs, args);

@@ -1,5 +1,6 @@
 // `trace packet`: the places a packet can be seen. Every traceable function taking a
-// `struct sk_buff *` among its first six arguments (what kprobes reach), narrowed by the
+// `struct sk_buff *` among its first twelve arguments (a kprobe reads six from registers,
+// the rest from the stack at entry), narrowed by the
 // query's globs (`packet(ip_*, udp_*)`), then every tracepoint whose BTF handler carries
 // one: the set a kernel without kprobes and fentry falls back to.
 #include <bpf/btf.h>
@@ -7,14 +8,30 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/context.h"
+#include "compiler/sema/packet_functions.h"
 
 namespace kq::sema {
 namespace {
 
 using host::Known;
 
-/// kprobes read the first six arguments from registers.
+/// The arguments a kprobe reads: six in registers, then the stack (x86-64 and arm64 pass
+/// eight bytes a slot there). ipftrace2's function_graph reaches __udp4_lib_lookup's skb, its 9th.
 constexpr uint32_t kRegisterArgs = 6;
+constexpr uint32_t kPacketArgs = 12;
+
+/// Whether argument `position` of `f` is where kq reads it: each argument before it is one
+/// slot (a struct passed by value takes several registers, so past one the count is off).
+bool slotIsPosition(const btf::Function& f, uint32_t position) {
+  if (position < kRegisterArgs) return true;
+  for (uint32_t i = 0; i < position && i < f.params.size(); ++i) {
+    btf::BtfType t = f.params[i].type.resolved();
+    if (t.id == 0) continue;
+    bool wide = (btf_is_int(t.get()) || btf_is_float(t.get())) && t.get()->size > 8;
+    if (btf_is_composite(t.get()) || wide) return false;
+  }
+  return true;
+}
 
 /// The parameter (from `first`) whose type is `enum skb_drop_reason`.
 std::optional<uint32_t> dropReason(const btf::Function& f, uint32_t first) {
@@ -26,6 +43,18 @@ std::optional<uint32_t> dropReason(const btf::Function& f, uint32_t first) {
 }
 
 }  // namespace
+
+std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInfo& kernel) {
+  std::vector<PacketFunction> out;
+  for (auto& [f, position] : btf.functionsTaking("sk_buff", kPacketArgs)) {
+    Known listed = kernel.inFilterFunctions(f.name);
+    if (listed == Known::No || (listed == Known::Unknown && kernel.inKallsyms(f.name) == Known::No)) continue;
+    std::optional<uint32_t> reason = dropReason(f, 0);
+    if (!slotIsPosition(f, position) || (reason && !slotIsPosition(f, *reason))) continue;
+    out.push_back({std::move(f), position, reason});
+  }
+  return out;
+}
 
 std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,
                                             const ast::PacketTarget& packet) {
@@ -43,16 +72,12 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     }
     return any;
   };
-  // Functions ftrace cannot attach to would make the whole attachment fail; where its list
-  // cannot be read, kallsyms at least says which functions exist under their own name.
-  for (auto& [f, position] : ctx.btf.functionsTaking("sk_buff", kRegisterArgs)) {
-    Known listed = ctx.kernel.inFilterFunctions(f.name);
-    if (listed == Known::No || (listed == Known::Unknown && ctx.kernel.inKallsyms(f.name) == Known::No)) continue;
-    if (!use(f.name)) continue;
-    PacketSite site{f.name, f.module.empty() ? "vmlinux" : f.module, "", position, dropReason(f, 0),
-                    f.name == "kfree_skbmem"};
+  for (PacketFunction& f : packetFunctions(ctx.btf, ctx.kernel)) {
+    if (!use(f.function.name)) continue;
+    PacketSite site{f.function.name, f.function.module.empty() ? "vmlinux" : f.function.module, "",
+                    f.skb, f.reason, f.function.name == "kfree_skbmem"};
     out.packet_sites.push_back(std::move(site));
-    out.functions.push_back(std::move(f));
+    out.functions.push_back(std::move(f.function));
   }
   std::vector<std::pair<btf::Function, uint32_t>> events = ctx.btf.tracepointsTaking("sk_buff");
   std::set<std::string> event_names;

@@ -311,9 +311,10 @@ class KernelFunctions(unittest.TestCase):
             rows = [re.match(r"\s*(\S+)\s+\+\S+ \S+\s+(\d+)\s+(\S+)\s*(\d*)", line).groups() for line in lines[2:]]
             functions = [r[2] for r in rows]
             # The path, in order, as the kernel's code takes it (udp_sendmsg -> udp_send_skb ->
-            # ip_send_skb -> ... -> loopback -> ip_rcv -> __udp4_lib_rcv -> no socket -> freed).
+            # ip_send_skb -> ... -> loopback -> ip_rcv -> __udp4_lib_rcv -> the socket lookup,
+            # whose skb is its 9th argument, on the stack -> no socket -> freed).
             path = ["udp_send_skb", "ip_send_skb", "ip_output", "__dev_queue_xmit", "ip_rcv",
-                    "__udp4_lib_rcv", "kfree_skbmem"]
+                    "__udp4_lib_rcv", "__udp4_lib_lookup", "kfree_skbmem"]
             at = [functions.index(f) for f in path]
             self.assertEqual(at, sorted(at), functions)
             self.assertEqual(int(rows[functions.index("ip_send_skb")][3]), size + 28)

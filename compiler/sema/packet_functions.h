@@ -1,0 +1,24 @@
+// The kernel functions `trace packet` attaches to: every traceable function taking a
+// `struct sk_buff *` where a kprobe can read it (sema's packet target, `kq list packet`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "compiler/btf/btf.h"
+#include "host/kernel_info.h"
+
+namespace kq::sema {
+
+struct PacketFunction {
+  btf::Function function;
+  uint32_t skb = 0;                // its argument
+  std::optional<uint32_t> reason;  // the argument of an `enum skb_drop_reason`, if any
+};
+
+/// In name order. A function ftrace cannot attach to is left out (it would make the whole
+/// attachment fail); where its list cannot be read, kallsyms says which functions exist.
+std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInfo& kernel);
+
+}  // namespace kq::sema
