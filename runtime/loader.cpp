@@ -122,6 +122,15 @@ int LoadedObject::mapFd(const std::string& name) const {
   return map ? bpf_map__fd(map) : -1;
 }
 
+std::vector<int> LoadedObject::programFds() const {
+  std::vector<int> fds;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, object_) {
+    if (bpf_program__autoload(prog) && bpf_program__fd(prog) >= 0) fds.push_back(bpf_program__fd(prog));
+  }
+  return fds;
+}
+
 namespace {
 
 bool exists(const char* path) {

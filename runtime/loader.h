@@ -34,6 +34,8 @@ class LoadedObject {
   LoadedObject& operator=(const LoadedObject&) = delete;
 
   int mapFd(const std::string& name) const;
+  /// The loaded programs' file descriptors (for their run counts, `kq serve`'s self metrics).
+  std::vector<int> programFds() const;
   /// One line per group, saying which method attached it and why the methods before it
   /// were passed over ("ip_send_skb: kprobe (passed over fentry: ...)").
   const std::vector<std::string>& notes() const { return notes_; }

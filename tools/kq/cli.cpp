@@ -21,6 +21,7 @@
 #include "kq_version.h"
 #include "engine/cancellation.h"
 #include "driver/commands.h"
+#include "serve/serve.h"
 #include "repl/repl.h"
 #include "driver/compile.h"
 #include "driver/request.h"
@@ -190,6 +191,19 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
       ->required()
       ->type_name("PATTERN");
 
+  serve::ServeOptions serve_options;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "run scripts until stopped, their tables as Prometheus metrics on /metrics");
+  serve->add_option("paths", serve_options.paths, "directories of .kq scripts, or scripts")
+      ->required()
+      ->type_name("DIR|FILE");
+  serve->add_option("--listen", serve_options.listen,
+                    "where /metrics, /healthz and /readyz answer (default 127.0.0.1:9435)")
+      ->type_name("HOST:PORT");
+  serve->add_flag("--check", serve_options.check_only,
+                  "check each script as kq serve would run it (names, aggregates); run nothing");
+  serve->footer("Scripts are read again every 2 s and on SIGHUP; SIGINT or SIGTERM stops. See docs/serve.md.");
+
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -199,6 +213,7 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   }
 
   if (info->parsed()) return driver::runInfo(request.what, request.btf, io);
+  if (serve->parsed()) return serve::runServe(serve_options, io);
   if (list->parsed()) return driver::runList(request.what, request.btf, io);
   std::optional<std::pair<std::string, std::string>> piped;
   if (!request.expression && request.input.empty()) {
