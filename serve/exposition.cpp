@@ -108,6 +108,22 @@ std::vector<Family> tableFamilies(const engine::Table& table, const std::string&
     label_names.push_back(columnName(key.name).value_or(legalSpelling(key.name)));
     label_keys.push_back(k);
   }
+  // A table of one group shows nothing until an event counts; a counter is there from the
+  // start, at 0 (so that rate() and increase() see its first events).
+  std::vector<engine::TableRow> zero;
+  if (layout.single && table.rows.empty()) {
+    engine::TableRow row;
+    for (const plan::AggregateSlot& slot : layout.slots) {
+      engine::AggregateValue v;
+      if (typeOf(slot.kind) == MetricType::Counter) v.scalar = 0;
+      if (typeOf(slot.kind) == MetricType::Histogram) {
+        v.buckets.assign(slot.kind == AggregateKind::Hist ? plan::kHistBuckets : slot.buckets, 0);
+      }
+      row.slots.push_back(std::move(v));
+    }
+    zero.push_back(std::move(row));
+  }
+  const std::vector<engine::TableRow>& rows = zero.empty() ? table.rows : zero;
   std::vector<Family> families;
   for (size_t s = 0; s < layout.slots.size(); ++s) {
     const plan::AggregateSlot& slot = layout.slots[s];
@@ -124,7 +140,7 @@ std::vector<Family> tableFamilies(const engine::Table& table, const std::string&
     }
     family.name = prefix + "_" + name;
     family.help = help;
-    for (const engine::TableRow& row : table.rows) {
+    for (const engine::TableRow& row : rows) {
       std::vector<std::pair<std::string, std::string>> labels;
       for (size_t l = 0; l < label_keys.size(); ++l) {
         labels.emplace_back(label_names[l], labelValue(row.keys[label_keys[l]]));

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -102,10 +103,14 @@ std::string firstLine(const std::string& text) { return text.substr(0, text.find
 std::vector<std::string> scriptPaths(const std::vector<std::string>& paths, std::vector<std::string>& problems) {
   std::vector<std::string> out;
   for (const std::string& path : paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      out.push_back(path);  // a script (reading it says why, if it cannot be read)
+      continue;
+    }
     DIR* dir = opendir(path.c_str());
     if (!dir) {
-      if (errno == ENOTDIR) out.push_back(path);
-      else problems.push_back(fmt::format("{}: {}", path, std::strerror(errno)));
+      problems.push_back(fmt::format("{}: {}", path, std::strerror(errno)));
       continue;
     }
     std::vector<std::string> found;

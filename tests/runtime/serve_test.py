@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""`kq serve` against a real Prometheus (Debian's `prometheus`, started here on loopback,
+scraping every second) and `promtool check metrics`: counters and histograms of workloads
+whose answer is known, scripts added, changed, broken and removed while scrapes go on, and
+SIGTERM detaching everything.
+
+Usage: serve_test.py PATH_TO_KQ"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+WORKDIR = tempfile.mkdtemp(prefix="kq-serve-")
+LOAD = os.path.join(WORKDIR, "kqsrvload")
+# N getppid calls, then M sleeps of 20 ms, from a process named kqsrvload.
+LOAD_C = r"""
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  long calls = atol(argv[1]), sleeps = atol(argv[2]);
+  for (long i = 0; i < calls; i++) syscall(SYS_getppid);
+  struct timespec t = {0, 20 * 1000 * 1000};
+  for (long i = 0; i < sleeps; i++) clock_nanosleep(CLOCK_MONOTONIC, 0, &t, 0);
+  return 0;
+}
+"""
+
+CALLS = 'trace syscall:getppid where comm == "kqsrvload" select count() as calls\n'
+SLEEPS = ('trace syscall:clock_nanosleep where comm == "kqsrvload" '
+          'select hist(duration) as sleep, count() as sleeps\n')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, headers=None, timeout=5):
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.status, response.headers.get("Content-Type", ""), response.read().decode()
+
+
+def skip_reason():
+    reason = harness.skip_reason()
+    if reason:
+        return reason
+    for tool in ["prometheus", "promtool", "gcc"]:
+        if not shutil.which(tool):
+            return f"{tool} is not installed (scripts/install-deps installs it)"
+    return None
+
+
+class Served:
+    """A `kq serve` of `directory`, and a Prometheus scraping it every second."""
+
+    def __init__(self, directory):
+        self.port = free_port()
+        self.err_path = os.path.join(WORKDIR, f"serve-{self.port}.err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen([harness.KQ, "serve", "--listen", f"127.0.0.1:{self.port}", directory],
+                                     stdout=subprocess.DEVNULL, stderr=self.err)
+        self.wait_ready()
+        self.prom_port = free_port()
+        self.prom_dir = tempfile.mkdtemp(prefix="prom-", dir=WORKDIR)
+        config = os.path.join(self.prom_dir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                    "scrape_configs:\n  - job_name: kq\n"
+                    f"    static_configs:\n      - targets: ['127.0.0.1:{self.port}']\n")
+        self.prom = subprocess.Popen(["prometheus", f"--config.file={config}",
+                                      f"--storage.tsdb.path={self.prom_dir}/data",
+                                      f"--web.listen-address=127.0.0.1:{self.prom_port}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def log(self):
+        with open(self.err_path) as f:
+            return f.read()
+
+    def wait_ready(self):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"kq serve exited {self.proc.returncode}: {self.log()}")
+            try:
+                if get(self.url("/readyz"))[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"kq serve never became ready: {self.log()}")
+
+    def query(self, promql):
+        """The instant query's samples, as {labels-json: value}."""
+        q = urllib.parse.urlencode({"query": promql})
+        _, _, body = get(f"http://127.0.0.1:{self.prom_port}/api/v1/query?{q}")
+        result = json.loads(body)["data"]["result"]
+        return {json.dumps({k: v for k, v in r["metric"].items() if k not in ("job", "instance")},
+                           sort_keys=True): float(r["value"][1]) for r in result}
+
+    def wait_for(self, promql, predicate, timeout=30):
+        deadline = time.monotonic() + timeout
+        got = None
+        while time.monotonic() < deadline:
+            try:
+                got = self.query(promql)
+                if predicate(got):
+                    return got
+            except OSError:
+                pass  # Prometheus still starting
+            time.sleep(0.5)
+        raise AssertionError(f"{promql}: {got}; kq serve said: {self.log()}")
+
+    def stop(self):
+        self.prom.terminate()
+        self.prom.wait(timeout=30)
+        started = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+        took = time.monotonic() - started
+        self.err.close()
+        return self.proc.returncode, took
+
+
+def one(samples):
+    return list(samples.values())[0] if len(samples) == 1 else None
+
+
+class Serve(harness.KqTestCase):
+    @classmethod
+    def setUpClass(cls):
+        reason = skip_reason()
+        if reason:
+            raise unittest.SkipTest(reason)
+        src = os.path.join(WORKDIR, "load.c")
+        with open(src, "w") as f:
+            f.write(LOAD_C)
+        subprocess.run(["gcc", "-O1", "-o", LOAD, src], check=True)
+
+    def scripts(self, **texts):
+        directory = tempfile.mkdtemp(prefix="scripts-", dir=WORKDIR)
+        for name, text in texts.items():
+            harness.write_file(directory, f"{name}.kq", text)
+        return directory
+
+    def test_counters_and_histograms_equal_the_workload(self):
+        # 1234 getppid calls and 7 sleeps of 20 ms: through a real scrape, the counter is
+        # 1234 (an instant query, not increase(), which extrapolates) and the histogram's
+        # _count and its buckets from 20 ms up are 7, the buckets below 0.
+        served = Served(self.scripts(calls=CALLS, sleeps=SLEEPS))
+        try:
+            subprocess.run([LOAD, "1234", "7"], check=True)
+            got = served.wait_for("kq_calls_calls_total", lambda s: one(s) == 1234)
+            self.assertEqual(one(got), 1234)
+            served.wait_for("kq_sleeps_sleep_seconds_count", lambda s: one(s) == 7)
+            served.wait_for("kq_sleeps_sleeps_total", lambda s: one(s) == 7)
+            buckets = served.query("kq_sleeps_sleep_seconds_bucket")
+            for labels, count in buckets.items():
+                le = json.loads(labels)["le"]
+                bound = float("inf") if le == "+Inf" else float(le)
+                # 20 ms and a little more (the scheduler's wake-up): [2^24, 2^25) ns.
+                self.assertEqual(count, 7 if bound >= 0.025 else 0, buckets)
+            # What promtool makes of kq's exposition, in both formats.
+            _, ctype, text = get(served.url("/metrics"))
+            self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
+            check = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True)
+            self.assertEqual(check.returncode, 0, check.stdout.decode() + check.stderr.decode() + text)
+            self.assertEqual(check.stdout + check.stderr, b"", text)
+            _, ctype, text = get(served.url("/metrics"), {"Accept": "application/openmetrics-text;version=1.0.0"})
+            self.assertTrue(ctype.startswith("application/openmetrics-text"), ctype)
+            self.assertTrue(text.endswith("# EOF\n"), text)
+            self.assertIn("# UNIT kq_sleeps_sleep_seconds seconds\n", text)
+            up = served.query("kq_script_up")
+            self.assertEqual(sorted(up.values()), [1.0, 1.0], up)
+        finally:
+            status, took = served.stop()
+        self.assertEqual(status, 0, f"status {status}: {served.log()}")
+        self.assertLess(took, 2.0, "SIGTERM should detach everything within a second or so")
+
+    def test_scripts_come_and_go_while_scrapes_go_on(self):
+        # A script added, one changed and one broken while Prometheus scrapes: the other's
+        # counter keeps counting (never reset), the new series appear, the broken one is
+        # kq_script_up 0 with its error, and a removed one's series go.
+        directory = self.scripts(calls=CALLS)
+        served = Served(directory)
+        try:
+            subprocess.run([LOAD, "100", "0"], check=True)
+            served.wait_for("kq_calls_calls_total", lambda s: one(s) == 100)
+            harness.write_file(directory, "sleeps.kq", SLEEPS)
+            harness.write_file(directory, "broken.kq", "trace syscall:getppid select count(nosuch) as n\n")
+            served.wait_for('kq_script_up{script="sleeps"}', lambda s: one(s) == 1)
+            served.wait_for('kq_script_up{script="broken"}', lambda s: one(s) == 0)
+            errors = served.query("kq_script_error")
+            self.assertIn("broken.kq:1:", list(errors)[0], errors)
+            subprocess.run([LOAD, "50", "2"], check=True)
+            served.wait_for("kq_calls_calls_total", lambda s: one(s) == 150)
+            served.wait_for("kq_sleeps_sleeps_total", lambda s: one(s) == 2)
+            # Its text changed: its own counter starts again; calls' does not.
+            harness.write_file(directory, "sleeps.kq", SLEEPS.replace("as sleeps", "as naps"))
+            served.wait_for("kq_sleeps_naps_total", lambda s: one(s) == 0)
+            subprocess.run([LOAD, "1", "1"], check=True)
+            served.wait_for("kq_sleeps_naps_total", lambda s: one(s) == 1)
+            served.wait_for("kq_calls_calls_total", lambda s: one(s) == 151)
+            # No scrape of calls found it lower than before, from the first to the last.
+            history = served.query("resets(kq_calls_calls_total[5m])")
+            self.assertEqual(one(history), 0, history)
+            os.unlink(os.path.join(directory, "broken.kq"))
+            served.wait_for('kq_script_up{script="broken"}', lambda s: len(s) == 0)
+        finally:
+            status, _ = served.stop()
+        self.assertEqual(status, 0, served.log())
+
+    def test_check_names_what_prometheus_would_refuse(self):
+        directory = self.scripts(files='trace syscall:openat group by str(filename) select count()\n')
+        status, out, err = harness.kq("serve", "--check", directory)
+        self.assertEqual(status, 1, err)
+        self.assertIn("files.kq:1:31: error: `str(filename)` is not a name Prometheus accepts for a label", err)
+        self.assertIn("select str(filename) as str_filename", err)
+
+
+if __name__ == "__main__":
+    try:
+        harness.main(sys.argv)
+    finally:
+        shutil.rmtree(WORKDIR, ignore_errors=True)

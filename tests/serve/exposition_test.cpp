@@ -1,0 +1,138 @@
+// Tables as Prometheus reads them (serve/exposition.h), from tables made by hand: the
+// families, their samples and both text formats; and the names kq serve gives them.
+#include <gtest/gtest.h>
+
+#include "serve/exposition.h"
+#include "serve/metric_names.h"
+
+namespace kq::serve {
+namespace {
+
+using plan::AggregateKind;
+
+plan::AggregateSlot slot(std::string name, AggregateKind kind) {
+  plan::AggregateSlot s;
+  s.name = std::move(name);
+  s.kind = kind;
+  if (kind == AggregateKind::Hist) s.buckets = plan::kHistBuckets;
+  return s;
+}
+
+plan::FieldLayout key(std::string name) {
+  plan::FieldLayout f;
+  f.name = std::move(name);
+  f.kind = plan::FieldKind::String;
+  f.size = 16;
+  return f;
+}
+
+engine::Value text(std::string s) {
+  engine::Value v;
+  v.kind = engine::ValueKind::String;
+  v.text = std::move(s);
+  return v;
+}
+
+engine::AggregateValue scalar(int64_t n) {
+  engine::AggregateValue v;
+  v.scalar = n;
+  return v;
+}
+
+TEST(Exposition, CountersAreLabelledByTheirKeys) {
+  plan::AggregateLayout layout;
+  layout.keys = {key("comm")};
+  layout.slots = {slot("count()", AggregateKind::Count), slot("bytes", AggregateKind::Sum)};
+  engine::Table table;
+  table.layout = &layout;
+  table.rows.push_back({{text("bash")}, {scalar(3), scalar(4096)}});
+  table.rows.push_back({{text("a\"b\\c\nd\xff")}, {scalar(1), scalar(0)}});
+  std::vector<Family> families = tableFamilies(table, "kq_io", "trace x");
+  ASSERT_EQ(families.size(), 2u);
+  EXPECT_EQ(render(families, Format::Prometheus),
+            "# TYPE kq_io_count_total counter\n"
+            "# HELP kq_io_count_total trace x\n"
+            "kq_io_count_total{comm=\"bash\"} 3\n"
+            "kq_io_count_total{comm=\"a\\\"b\\\\c\\nd?\"} 1\n"
+            "# TYPE kq_io_bytes_total counter\n"
+            "# HELP kq_io_bytes_total trace x\n"
+            "kq_io_bytes_total{comm=\"bash\"} 4096\n"
+            "kq_io_bytes_total{comm=\"a\\\"b\\\\c\\nd?\"} 0\n");
+  // OpenMetrics names the family without `_total`, and ends.
+  std::string open = render(families, Format::OpenMetrics);
+  EXPECT_NE(open.find("# TYPE kq_io_count counter\n"), std::string::npos) << open;
+  EXPECT_NE(open.find("kq_io_count_total{comm=\"bash\"} 3\n"), std::string::npos) << open;
+  EXPECT_EQ(open.substr(open.size() - 6), "# EOF\n");
+}
+
+TEST(Exposition, HistogramBucketsAreCumulativeWithInclusiveBounds) {
+  plan::AggregateLayout layout;
+  layout.slots = {slot("size", AggregateKind::Hist)};
+  layout.single = true;
+  engine::AggregateValue h;
+  h.buckets.assign(plan::kHistBuckets, 0);
+  h.buckets[0] = 1;  // 0
+  h.buckets[1] = 2;  // 1
+  h.buckets[3] = 4;  // [4, 8)
+  engine::Table table;
+  table.layout = &layout;
+  table.rows.push_back({{}, {h}});
+  EXPECT_EQ(render(tableFamilies(table, "kq_t", ""), Format::Prometheus),
+            "# TYPE kq_t_size histogram\n"
+            "kq_t_size_bucket{le=\"0\"} 1\n"
+            "kq_t_size_bucket{le=\"1\"} 3\n"
+            "kq_t_size_bucket{le=\"3\"} 3\n"
+            "kq_t_size_bucket{le=\"7\"} 7\n"
+            "kq_t_size_bucket{le=\"+Inf\"} 7\n"
+            "kq_t_size_count 7\n");
+}
+
+TEST(Exposition, NanosecondsAreSecondsWithTheirUnit) {
+  plan::AggregateLayout layout;
+  layout.slots = {slot("lat", AggregateKind::Hist), slot("time_spent", AggregateKind::Sum)};
+  layout.single = true;
+  engine::AggregateValue h;
+  h.buckets.assign(plan::kHistBuckets, 0);
+  h.buckets[25] = 2;  // [2^24, 2^25) ns: 16.8 ms to 33.6 ms
+  engine::Table table;
+  table.layout = &layout;
+  table.rows.push_back({{}, {h, scalar(40'000'000)}});
+  std::string open = render(tableFamilies(table, "kq_t", "", {"lat", "time_spent"}), Format::OpenMetrics);
+  EXPECT_NE(open.find("# TYPE kq_t_lat_seconds histogram\n# UNIT kq_t_lat_seconds seconds\n"), std::string::npos) << open;
+  EXPECT_NE(open.find("kq_t_lat_seconds_bucket{le=\"0.016777215\"} 0\n"), std::string::npos) << open;
+  EXPECT_NE(open.find("kq_t_lat_seconds_bucket{le=\"0.033554431\"} 2\n"), std::string::npos) << open;
+  EXPECT_NE(open.find("kq_t_time_spent_seconds_total 0.04\n"), std::string::npos) << open;
+}
+
+TEST(Exposition, AOneGroupCounterIsZeroBeforeItsFirstEvent) {
+  plan::AggregateLayout layout;
+  layout.slots = {slot("count()", AggregateKind::Count), slot("max(len)", AggregateKind::Max)};
+  layout.single = true;
+  engine::Table table;
+  table.layout = &layout;
+  EXPECT_EQ(render(tableFamilies(table, "kq_t", ""), Format::Prometheus),
+            "# TYPE kq_t_count_total counter\nkq_t_count_total 0\n# TYPE kq_t_max_len gauge\n");
+}
+
+TEST(Exposition, TheScraperChoosesTheFormat) {
+  EXPECT_EQ(formatFor("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+            Format::OpenMetrics);
+  EXPECT_EQ(formatFor("text/plain"), Format::Prometheus);
+  EXPECT_EQ(formatFor(""), Format::Prometheus);
+}
+
+TEST(MetricNames, ColumnsNameTheirMetricsAndLabels) {
+  EXPECT_EQ(columnName("count()"), "count");
+  EXPECT_EQ(columnName("comm"), "comm");
+  EXPECT_EQ(columnName("str(filename)"), std::nullopt);
+  EXPECT_EQ(columnName("__reserved"), std::nullopt);
+  EXPECT_EQ(columnName("9lives"), std::nullopt);
+  EXPECT_EQ(legalSpelling("str(filename)"), "str_filename");
+  EXPECT_EQ(legalSpelling("skb->len"), "skb_len");
+  EXPECT_EQ(legalSpelling("()"), "value");
+  EXPECT_EQ(scriptName("/etc/kq/tcp-retransmits.kq"), "tcp_retransmits");
+  EXPECT_EQ(scriptName("syscalls.kq"), "syscalls");
+}
+
+}  // namespace
+}  // namespace kq::serve
