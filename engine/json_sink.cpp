@@ -18,12 +18,14 @@ using plan::ProbeLayout;
 
 class JsonSink : public Sink {
  public:
-  JsonSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
-      : layout_(plan.layout), context_(context), out_(out), err_(err) {}
+  JsonSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err,
+           JsonOptions options)
+      : layout_(plan.layout), context_(context), out_(out), err_(err), options_(std::move(options)) {}
 
   void onEvent(const DecodedEvent& e) override {
     const ProbeLayout& probe = *e.probe;
     Json j;
+    for (const auto& [name, value] : options_.event_fields) j[name] = value;
     if (e.packet) {
       // ipftrace2's fields (its timestamp is bpf_ktime_get_ns(), as here), then the query's.
       const plan::PacketLayout& packet = *probe.packet;
@@ -36,7 +38,7 @@ class JsonSink : public Sink {
       j["is_return"] = e.packet->is_return;
       if (!e.packet->reason.empty()) j["drop_reason"] = e.packet->reason;
     } else {
-      j["time"] = clockText(e.wall_ns, ClockPrecision::Microseconds);
+      j["time"] = options_.rfc3339 ? runtime::rfc3339Text(e.wall_ns) : clockText(e.wall_ns, ClockPrecision::Microseconds);
       j["time_ns"] = e.wall_ns;
       j["cpu"] = e.header.cpu;
       j["pid"] = e.header.pid;
@@ -44,7 +46,7 @@ class JsonSink : public Sink {
       j["comm"] = e.comm;
       j["probe"] = probe.name;
     }
-    if (layout_.queries > 1) j["query"] = probe.query + 1;
+    if (layout_.queries > 1 || options_.always_query) j["query"] = probe.query + 1;
     for (size_t i = 0; i < probe.fields.size(); ++i) {
       if (e.values[i].kind == ValueKind::Missing) continue;
       put(j, probe.fields[i].name, value(probe.fields[i], e.values[i]));
@@ -189,13 +191,14 @@ class JsonSink : public Sink {
   PrintContext& context_;
   std::ostream& out_;
   std::ostream& err_;
+  JsonOptions options_;
 };
 
 }  // namespace
 
 std::unique_ptr<Sink> makeJsonSink(const plan::ProgramPlan& plan, PrintContext& context,
-                                   std::ostream& out, std::ostream& err) {
-  return std::make_unique<JsonSink>(plan, context, out, err);
+                                   std::ostream& out, std::ostream& err, JsonOptions options) {
+  return std::make_unique<JsonSink>(plan, context, out, err, std::move(options));
 }
 
 }  // namespace kq::engine

@@ -6,6 +6,9 @@
 
 #include <memory>
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/print_context.h"
 #include "engine/sink.h"
@@ -17,8 +20,16 @@ enum class OutputFormat { Text, Json };
 
 std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& context,
                                    std::ostream& out, std::ostream& err);
+/// What a JSON sink's events say besides their own fields: for `kq serve`'s event lines,
+/// the script and the host first, every event's query number, and the time as RFC 3339 UTC.
+struct JsonOptions {
+  std::vector<std::pair<std::string, std::string>> event_fields;
+  bool always_query = false;
+  bool rfc3339 = false;
+};
+
 std::unique_ptr<Sink> makeJsonSink(const plan::ProgramPlan& plan, PrintContext& context,
-                                   std::ostream& out, std::ostream& err);
+                                   std::ostream& out, std::ostream& err, JsonOptions options = {});
 /// How the session ended, before either sink's summary: the -p process exited, the output
 /// could not be written.
 void sayEnding(const SessionResult& result, std::ostream& err);

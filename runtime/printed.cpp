@@ -45,6 +45,14 @@ std::string clockText(int64_t wall_ns, ClockPrecision precision) {
   return "";
 }
 
+std::string rfc3339Text(int64_t wall_ns) {
+  time_t seconds = static_cast<time_t>(wall_ns / 1'000'000'000);
+  struct tm tm {};
+  gmtime_r(&seconds, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, wall_ns % 1'000'000'000);
+}
+
 std::string stringText(const uint8_t* p, size_t size, bool mark_cut) {
   std::string out;
   size_t i = 0;

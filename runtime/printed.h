@@ -22,6 +22,8 @@ std::string stringText(const uint8_t* p, size_t size, bool mark_cut = false);
 enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
 /// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.
 std::string clockText(int64_t wall_ns, ClockPrecision precision);
+/// UTC as RFC 3339 with nanoseconds: `2026-12-02T14:03:07.125042311Z`.
+std::string rfc3339Text(int64_t wall_ns);
 
 /// The contents of the file at `path` (at most kCatBytes; a longer file ends in `…`)
 /// without its last newline; control characters but newlines and tabs as `\xNN`. A file

@@ -28,6 +28,8 @@
 #include "engine/table.h"
 #include "kq_version.h"
 #include "runtime/type_dump.h"
+#include "engine/sinks.h"
+#include "serve/event_log.h"
 #include "serve/exposition.h"
 #include "serve/http_server.h"
 #include "serve/metric_names.h"
@@ -71,12 +73,27 @@ struct Script {
   bool up() const { return error.empty() && object != nullptr; }
 };
 
-/// The session's sink: a served script's results are its tables, read by scrapes.
+/// The session's sink: a served script's tables are read by scrapes, not handed here; its
+/// events become JSON lines, gathered as the session reads them and written to the log
+/// once a read is done.
 class ServeSink : public engine::Sink {
  public:
-  ServeSink(Script& script, std::ostream& log) : script_(script), log_(log) {}
-  void onEvent(const engine::DecodedEvent&) override {}
+  ServeSink(Script& script, std::ostream& log, EventLog& events, engine::PrintContext& context,
+            const std::string& host)
+      : script_(script), log_(log), events_(events) {
+    engine::JsonOptions options;
+    options.event_fields = {{"script", script.name}, {"host", host}};
+    options.always_query = true;
+    options.rfc3339 = true;
+    json_ = engine::makeJsonSink(script.compiled->plan, context, lines_, lines_, std::move(options));
+  }
+  void onEvent(const engine::DecodedEvent& event) override { json_->onEvent(event); }
   void onTable(const engine::Table&) override {}
+  void flush() override {
+    json_->flush();
+    events_.write(lines_.str());
+    lines_.str("");
+  }
   void onSummary(const engine::SessionResult&) override {
     std::lock_guard<std::mutex> lock(script_.mutex);
     script_.session = nullptr;  // it ends after this
@@ -88,6 +105,9 @@ class ServeSink : public engine::Sink {
  private:
   Script& script_;
   std::ostream& log_;
+  EventLog& events_;
+  std::ostringstream lines_;
+  std::unique_ptr<engine::Sink> json_;
 };
 
 std::string rendered(const Diagnostics& diags, const SourceManager& sources) {
@@ -129,8 +149,12 @@ std::vector<std::string> scriptPaths(const std::vector<std::string>& paths, std:
 
 class Server {
  public:
-  Server(const ServeOptions& options, driver::Io& io, driver::KernelEnvironment& env)
-      : options_(options), io_(io), env_(env) {}
+  Server(const ServeOptions& options, driver::Io& io, driver::KernelEnvironment& env, EventLog& events)
+      : options_(options), io_(io), env_(env), events_(events) {
+    char name[256] = "";
+    gethostname(name, sizeof name - 1);
+    hostname_ = name;
+  }
 
   /// Reads the directories again: starts new scripts, replaces changed ones, stops removed
   /// ones; the others run on untouched.
@@ -319,13 +343,18 @@ class Server {
     script.host = std::make_unique<engine::Host>();
     Script* s = &script;
     std::ostream& log = io_.err;
-    script.thread = std::thread([s, &log] {
+    EventLog& events = events_;
+    const std::string& host = hostname_;
+    script.thread = std::thread([s, &log, &events, &host] {
       engine::Engine engine(*s->host);
       engine::SessionOptions options;
       options.queries = driver::queryLimits(*s->checked);
       engine.run(
           *s->object, s->compiled->plan, nullptr,
-          [s, &log](engine::PrintContext&) { return std::make_unique<ServeSink>(*s, log); }, s->stop,
+          [s, &log, &events, &host](engine::PrintContext& context) {
+            return std::make_unique<ServeSink>(*s, log, events, context, host);
+          },
+          s->stop,
           std::move(options), [s](engine::Session& session) {
             std::lock_guard<std::mutex> lock(s->mutex);
             s->session = &session;
@@ -378,6 +407,7 @@ class Server {
     Family errors{"kq_script_error", MetricType::Gauge, "why a script is not up (its first diagnostic)", {}};
     Family attached{"kq_script_programs_attached", MetricType::Gauge, "the BPF links a script holds", {}};
     Family lost{"kq_query_lost_events", MetricType::Counter, "events a query did not count, by cause", {}};
+    Family events{"kq_query_events", MetricType::Counter, "events a query that selects events wrote as JSON lines", {}};
     Family run_ns{"kq_script_bpf_run_seconds", MetricType::Counter,
                   "time the kernel spent in a script's programs (counted while kernel.bpf_stats_enabled=1)", {}};
     Family runs{"kq_script_bpf_runs", MetricType::Counter,
@@ -405,6 +435,10 @@ class Server {
       if (!script->session) continue;
       for (uint32_t q = 0; q < script->session->queries(); ++q) {
         engine::QueryStats stats = script->session->query(q).stats();
+        if (!script->checked->program.queries[q].aggregates) {
+          events.samples.push_back({"_total", {{"script", script->name}, {"query", fmt::format("{}", q + 1)}},
+                                    fmt::format("{}", stats.printed)});
+        }
         for (uint32_t why = 0; why < plan::kLostReasons; ++why) {
           lost.samples.push_back({"_total",
                                   {{"script", script->name}, {"query", fmt::format("{}", q + 1)}, {"cause", kLostNames[why]}},
@@ -412,12 +446,14 @@ class Server {
         }
       }
     }
-    for (Family* f : {&up, &errors, &attached, &lost, &run_ns, &runs}) out.push_back(std::move(*f));
+    for (Family* f : {&up, &errors, &attached, &events, &lost, &run_ns, &runs}) out.push_back(std::move(*f));
   }
 
   const ServeOptions& options_;
   driver::Io& io_;
   driver::KernelEnvironment& env_;
+  EventLog& events_;
+  std::string hostname_;
   engine::Host host_;         // the loads' kernel features
   engine::Host scrape_host_;  // the scrape thread's symbols
   std::mutex scripts_mutex_;
@@ -449,7 +485,17 @@ int runServe(const ServeOptions& options, driver::Io& io) {
     io.err << "kq serve: error: " << env.error().message << "\n";
     return 1;
   }
-  Server server(options, io, *env);
+  EventLog stdout_events(io.out);
+  std::unique_ptr<EventLog> file_events;
+  if (!options.events.empty() && !options.check_only) {
+    Result<std::unique_ptr<EventLog>> opened = EventLog::open(options.events, options.events_max_bytes);
+    if (!opened) {
+      io.err << "kq serve: error: " << opened.error().message << "\n";
+      return 1;
+    }
+    file_events = opened.take();
+  }
+  Server server(options, io, *env, file_events ? *file_events : stdout_events);
   if (options.check_only) return server.checkAll();
   if (!driver::canLoadPrograms(io)) return 1;
   (void)host::mountTracefs();

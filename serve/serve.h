@@ -4,7 +4,8 @@
 // start: nothing is reset by a scrape). Scripts come and go while it runs: the directories
 // are read again every kRescanMs and on SIGHUP, and a script whose text changed replaces
 // its own queries only. A script that fails to check, load or attach is logged, shown as
-// `kq_script_up{script="..."} 0` with its error, and the others keep running.
+// `kq_script_up{script="..."} 0` with its error, and the others keep running. Queries that
+// select events write them as JSON lines (event_log.h).
 // See docs/serve.md.
 #pragma once
 
@@ -19,6 +20,10 @@ struct ServeOptions {
   std::vector<std::string> paths;  // directories of .kq scripts, or scripts
   std::string listen = "127.0.0.1:9435";
   bool check_only = false;  // --check: say what would not serve, run nothing
+  /// --events FILE: the event queries' JSON lines (empty: standard output), rotated at
+  /// --events-max-bytes.
+  std::string events;
+  uint64_t events_max_bytes = 64ull << 20;
 };
 
 /// Returns the exit status: 0 once stopped by SIGINT or SIGTERM; 1 when it cannot start

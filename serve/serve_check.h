@@ -1,6 +1,6 @@
-// What `kq serve` (and `kq serve --check`) asks of a script beyond `kq check`: each query
-// aggregates (its table is what a scrape reads), without `every` (a scrape reads everything
-// counted since the script started; Prometheus computes rates), and each `group by` key and
+// What `kq serve` (and `kq serve --check`) asks of a script beyond `kq check`: its aggregate
+// queries go without `every` (a scrape reads everything counted since the script started;
+// Prometheus computes rates), and each `group by` key and
 // aggregate has a name Prometheus accepts (metric_names.h), said at the column with the
 // `as` that would do.
 #pragma once

@@ -227,6 +227,53 @@ class Serve(harness.KqTestCase):
             status, _ = served.stop()
         self.assertEqual(status, 0, served.log())
 
+    def test_events_are_json_lines_in_a_rotated_file(self):
+        # Twice ten events of a query that selects them: the first ten are rotated to
+        # FILE.1 when the next would pass the size, the second ten begin FILE; each line
+        # says its script, host, query and time, and its typed columns.
+        directory = self.scripts(ppids='trace syscall:getppid where comm == "kqsrvload" select pid, tid\n')
+        events = os.path.join(WORKDIR, "events.json")
+        port = free_port()
+        err_path = os.path.join(WORKDIR, "events.err")
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen([harness.KQ, "serve", "--listen", f"127.0.0.1:{port}", "--events", events,
+                                     "--events-max-bytes", "3000", directory],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if get(f"http://127.0.0.1:{port}/readyz")[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.2)
+            pids = []
+            for _ in range(2):
+                load = subprocess.Popen([LOAD, "10", "0"])
+                load.wait()
+                pids.append(load.pid)
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    _, _, text = get(f"http://127.0.0.1:{port}/metrics")
+                    if f'kq_query_events_total{{script="ppids",query="1"}} {10 * len(pids)}' in text:
+                        break
+                    time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+        with open(err_path) as f:
+            log = f.read()
+        self.assertEqual(proc.returncode, 0, log)
+        for path, pid in [(events + ".1", pids[0]), (events, pids[1])]:
+            with open(path) as f:
+                lines = [json.loads(line) for line in f]
+            self.assertEqual(len(lines), 10, (path, lines, log))
+            for e in lines:
+                self.assertEqual((e["script"], e["host"], e["query"], e["pid"], e["tid"]),
+                                 ("ppids", socket.gethostname(), 1, pid, pid), e)
+                self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
+                self.assertEqual(int(e["time"][17:19]), time.gmtime(e["time_ns"] // 10**9).tm_sec, e)
+
     def test_check_names_what_prometheus_would_refuse(self):
         directory = self.scripts(files='trace syscall:openat group by str(filename) select count()\n')
         status, out, err = harness.kq("serve", "--check", directory)

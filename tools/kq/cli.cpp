@@ -200,6 +200,13 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   serve->add_option("--listen", serve_options.listen,
                     "where /metrics, /healthz and /readyz answer (default 127.0.0.1:9435)")
       ->type_name("HOST:PORT");
+  serve->add_option("--events", serve_options.events,
+                    "write the events of queries that select them to FILE as JSON lines (default: "
+                    "standard output)")
+      ->type_name("FILE");
+  serve->add_option("--events-max-bytes", serve_options.events_max_bytes,
+                    "rotate the events file (to FILE.1) once it holds this many bytes (default 64 MiB)")
+      ->type_name("BYTES");
   serve->add_flag("--check", serve_options.check_only,
                   "check each script as kq serve would run it (names, aggregates); run nothing");
   serve->footer("Scripts are read again every 2 s and on SIGHUP; SIGINT or SIGTERM stops. See docs/serve.md.");
