@@ -274,6 +274,82 @@ class Serve(harness.KqTestCase):
                 self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$")
                 self.assertEqual(int(e["time"][17:19]), time.gmtime(e["time_ns"] // 10**9).tm_sec, e)
 
+    def test_a_fleet_of_three_scraped_by_one_prometheus(self):
+        # Three kq serve, each in a network namespace of its own (reached over a veth pair)
+        # and counting its own namespace's workload (`netns ==`: one kernel serves all
+        # three); one Prometheus scrapes them all, and `sum by (instance)` is each one's.
+        fleet = []
+        try:
+            for n in (1, 2, 3):
+                ns = f"kqfleet{n}"
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+                subprocess.run(["ip", "link", "del", f"kqf{n}h"], capture_output=True)
+                for command in [["ip", "netns", "add", ns],
+                                ["ip", "link", "add", f"kqf{n}h", "type", "veth", "peer", "name", f"kqf{n}n"],
+                                ["ip", "link", "set", f"kqf{n}n", "netns", ns],
+                                ["ip", "addr", "add", f"10.201.{n}.1/24", "dev", f"kqf{n}h"],
+                                ["ip", "link", "set", f"kqf{n}h", "up"],
+                                ["ip", "netns", "exec", ns, "ip", "addr", "add", f"10.201.{n}.2/24", "dev", f"kqf{n}n"],
+                                ["ip", "netns", "exec", ns, "ip", "link", "set", f"kqf{n}n", "up"],
+                                ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"]]:
+                    subprocess.run(command, check=True, capture_output=True)
+                inode = subprocess.run(["ip", "netns", "exec", ns, "stat", "-L", "-c", "%i", "/proc/self/ns/net"],
+                                       check=True, capture_output=True, text=True).stdout.strip()
+                directory = self.scripts(fleet=f'trace syscall:getppid where comm == "kqsrvload" and netns == {inode} '
+                                               "select count() as calls\n")
+                err = open(os.path.join(WORKDIR, f"fleet{n}.err"), "w")
+                proc = subprocess.Popen(["ip", "netns", "exec", ns, harness.KQ, "serve", "--listen",
+                                         f"10.201.{n}.2:9435", directory], stdout=subprocess.DEVNULL, stderr=err)
+                fleet.append((ns, proc, err))
+            for n in (1, 2, 3):
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        if get(f"http://10.201.{n}.2:9435/readyz")[0] == 200:
+                            break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.2)
+            prom_port = free_port()
+            prom_dir = tempfile.mkdtemp(prefix="prom-", dir=WORKDIR)
+            config = os.path.join(prom_dir, "prometheus.yml")
+            targets = ", ".join(f"'10.201.{n}.2:9435'" for n in (1, 2, 3))
+            with open(config, "w") as f:
+                f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
+                        f"scrape_configs:\n  - job_name: kq\n    static_configs:\n      - targets: [{targets}]\n")
+            prom = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={prom_dir}/data",
+                                     f"--web.listen-address=127.0.0.1:{prom_port}"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                for n in (1, 2, 3):
+                    subprocess.run(["ip", "netns", "exec", f"kqfleet{n}", LOAD, str(100 * n), "0"], check=True)
+                q = urllib.parse.urlencode({"query": "sum by (instance) (kq_fleet_calls_total)"})
+                want = {f"10.201.{n}.2:9435": 100.0 * n for n in (1, 2, 3)}
+                got = None
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and got != want:
+                    try:
+                        _, _, body = get(f"http://127.0.0.1:{prom_port}/api/v1/query?{q}")
+                        got = {r["metric"]["instance"]: float(r["value"][1]) for r in json.loads(body)["data"]["result"]}
+                    except OSError:
+                        pass
+                    time.sleep(0.5)
+                self.assertEqual(got, want)
+            finally:
+                prom.terminate()
+                prom.wait(timeout=30)
+        finally:
+            for ns, proc, err in fleet:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=30)
+                err.close()
+            for n in (1, 2, 3):
+                subprocess.run(["ip", "netns", "del", f"kqfleet{n}"], capture_output=True)
+                subprocess.run(["ip", "link", "del", f"kqf{n}h"], capture_output=True)
+        for ns, proc, _ in fleet:
+            self.assertEqual(proc.returncode, 0, ns)
+
     def test_check_names_what_prometheus_would_refuse(self):
         directory = self.scripts(files='trace syscall:openat group by str(filename) select count()\n')
         status, out, err = harness.kq("serve", "--check", directory)
