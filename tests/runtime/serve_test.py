@@ -356,6 +356,10 @@ class Serve(harness.KqTestCase):
         self.assertEqual(status, 1, err)
         self.assertIn("files.kq:1:31: error: `str(filename)` is not a name Prometheus accepts for a label", err)
         self.assertIn("select str(filename) as str_filename", err)
+        # The README's examples serve.
+        examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "serve")
+        status, out, err = harness.kq("serve", "--check", examples)
+        self.assertEqual((status, err), (0, ""))
 
 
 if __name__ == "__main__":
