@@ -33,6 +33,7 @@
 #include "serve/exposition.h"
 #include "serve/http_server.h"
 #include "serve/metric_names.h"
+#include "serve/remote_write.h"
 #include "serve/serve_check.h"
 
 namespace kq::serve {
@@ -240,6 +241,31 @@ class Server {
     return {404, "text/plain; charset=utf-8", "not found: kq serve answers /metrics, /healthz and /readyz\n"};
   }
 
+  /// Every family, the scripts' tables then kq's own.
+  std::vector<Family> families() {
+    std::lock_guard<std::mutex> lock(scripts_mutex_);
+    std::vector<Family> out;
+    for (const auto& script : scripts_) {
+      if (!script->up()) continue;
+      const plan::ProgramPlan& plan = script->compiled->plan;
+      engine::PrintContext context{scrape_host_, *script->dumper, scrape_host_, scrape_host_.bootOffset()};
+      engine::RecordDecoder decoder(plan.layout, context);
+      for (const plan::AggregateLayout& layout : plan.layout.aggregates) {
+        engine::BpfTableSource source(script->object->mapFd(layout.map));
+        engine::Table table = engine::readTable(source, layout, engine::TableRead::Snapshot, decoder,
+                                                engine::nowNs(), engine::nowNs(CLOCK_REALTIME));
+        std::vector<Family> got = tableFamilies(table, "kq_" + script->name, script->help.at(layout.query),
+                                                  script->seconds.at(layout.query));
+        out.insert(out.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+      }
+    }
+    selfFamilies(out);
+    return out;
+  }
+
+  void setWriter(const RemoteWriter* writer) { writer_ = writer; }
+  const std::string& hostname() const { return hostname_; }
+
   /// Checks every script as serving it would; the diagnostics on io.err.
   int checkAll() {
     std::vector<std::string> problems;
@@ -375,28 +401,6 @@ class Server {
     script.object.reset();
   }
 
-  /// Every family, the scripts' tables then kq's own.
-  std::vector<Family> families() {
-    std::lock_guard<std::mutex> lock(scripts_mutex_);
-    std::vector<Family> out;
-    for (const auto& script : scripts_) {
-      if (!script->up()) continue;
-      const plan::ProgramPlan& plan = script->compiled->plan;
-      engine::PrintContext context{scrape_host_, *script->dumper, scrape_host_, scrape_host_.bootOffset()};
-      engine::RecordDecoder decoder(plan.layout, context);
-      for (const plan::AggregateLayout& layout : plan.layout.aggregates) {
-        engine::BpfTableSource source(script->object->mapFd(layout.map));
-        engine::Table table = engine::readTable(source, layout, engine::TableRead::Snapshot, decoder,
-                                                engine::nowNs(), engine::nowNs(CLOCK_REALTIME));
-        std::vector<Family> got = tableFamilies(table, "kq_" + script->name, script->help.at(layout.query),
-                                                  script->seconds.at(layout.query));
-        out.insert(out.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
-      }
-    }
-    selfFamilies(out);
-    return out;
-  }
-
   /// kq's own: what it is, which scripts run, what they lost and what their programs cost.
   void selfFamilies(std::vector<Family>& out) {
     utsname u{};
@@ -447,6 +451,18 @@ class Server {
       }
     }
     for (Family* f : {&up, &errors, &attached, &events, &lost, &run_ns, &runs}) out.push_back(std::move(*f));
+    if (writer_) {
+      out.push_back({"kq_remote_write_requests", MetricType::Counter, "remote-write requests the receiver took",
+                     {{"_total", {}, fmt::format("{}", writer_->sent())}}});
+      out.push_back({"kq_remote_write_failures", MetricType::Counter,
+                     "remote-write requests that failed (kept to send again)",
+                     {{"_total", {}, fmt::format("{}", writer_->failed())}}});
+      out.push_back({"kq_remote_write_dropped", MetricType::Counter,
+                     "remote-write requests dropped: the queue was full, or the receiver refused them",
+                     {{"_total", {}, fmt::format("{}", writer_->dropped())}}});
+      out.push_back({"kq_remote_write_pending", MetricType::Gauge, "remote-write requests waiting to be sent again",
+                     {{"", {}, fmt::format("{}", writer_->pending())}}});
+    }
   }
 
   const ServeOptions& options_;
@@ -460,6 +476,7 @@ class Server {
   std::vector<std::unique_ptr<Script>> scripts_;
   std::set<std::string> reported_;
   std::atomic<bool> ready_{false};
+  const RemoteWriter* writer_ = nullptr;
 };
 
 /// The signals `kq serve` reads (blocked in every thread it starts): SIGINT and SIGTERM
@@ -505,6 +522,20 @@ int runServe(const ServeOptions& options, driver::Io& io) {
     io.err << "kq serve: error: " << http.error().message << "\n";
     return 1;
   }
+  std::unique_ptr<RemoteWriter> writer;
+  if (!options.remote_write.empty()) {
+    Result<HttpTarget> target = parseHttpUrl(options.remote_write);
+    if (!target) {
+      io.err << "kq serve: error: " << target.error().message << "\n";
+      return 2;
+    }
+    RemoteWriteOptions write;
+    write.url = options.remote_write;
+    write.interval_ms = options.remote_write_ms;
+    write.instance = options.instance.empty() ? server.hostname() : options.instance;
+    writer = std::make_unique<RemoteWriter>(write, target.take(), [&server] { return server.families(); }, io.err);
+    server.setWriter(writer.get());
+  }
   int signals = signalFd();
   engine::Cancellation stop_http;
   std::thread http_thread([&] {
@@ -513,6 +544,9 @@ int runServe(const ServeOptions& options, driver::Io& io) {
   io.err << "kq serve: listening on http://" << (*http)->address() << "/metrics\n" << std::flush;
   server.rescan();
   io.err << "kq serve: ready\n" << std::flush;
+  engine::Cancellation stop_writer;
+  std::thread writer_thread;
+  if (writer) writer_thread = std::thread([&] { writer->run(stop_writer.fd()); });
   for (;;) {
     pollfd p{signals, POLLIN, 0};
     int n = ::poll(&p, 1, kRescanMs);
@@ -523,6 +557,10 @@ int runServe(const ServeOptions& options, driver::Io& io) {
     server.rescan();
   }
   io.err << "kq serve: stopping\n" << std::flush;
+  if (writer_thread.joinable()) {
+    stop_writer.cancel();  // one last push of what was counted
+    writer_thread.join();
+  }
   server.stopAll();
   stop_http.cancel();
   http_thread.join();

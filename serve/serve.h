@@ -24,6 +24,10 @@ struct ServeOptions {
   /// --events-max-bytes.
   std::string events;
   uint64_t events_max_bytes = 64ull << 20;
+  /// --remote-write URL: also push the metrics there every remote_write_ms.
+  std::string remote_write;
+  uint64_t remote_write_ms = 15000;
+  std::string instance;  // the `instance` label pushed (default: the host's name)
 };
 
 /// Returns the exit status: 0 once stopped by SIGINT or SIGTERM; 1 when it cannot start

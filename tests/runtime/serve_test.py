@@ -350,6 +350,62 @@ class Serve(harness.KqTestCase):
         for ns, proc, _ in fleet:
             self.assertEqual(proc.returncode, 0, ns)
 
+    def test_remote_write_into_a_prometheus_that_receives(self):
+        # Pushed every second to a second Prometheus (its remote-write receiver), which starts
+        # only after kq serve began pushing: the first pushes fail and wait in the queue, then
+        # go; the series carry the instance kq serve was told, and equal the workload.
+        directory = self.scripts(calls=CALLS)
+        receiver_port = free_port()
+        port = free_port()
+        err_path = os.path.join(WORKDIR, "remote.err")
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen([harness.KQ, "serve", "--listen", f"127.0.0.1:{port}", "--remote-write",
+                                     f"http://127.0.0.1:{receiver_port}/api/v1/write", "--remote-write-interval", "1s",
+                                     "--instance", "node-a", directory], stdout=subprocess.DEVNULL, stderr=err)
+        prom = None
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if get(f"http://127.0.0.1:{port}/readyz")[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.2)
+            subprocess.run([LOAD, "321", "0"], check=True)
+            time.sleep(2.5)  # pushes fail: nothing listens yet
+            prom_dir = tempfile.mkdtemp(prefix="prom-", dir=WORKDIR)
+            config = os.path.join(prom_dir, "prometheus.yml")
+            with open(config, "w") as f:
+                f.write("global:\n  scrape_interval: 1h\n")
+            prom = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={prom_dir}/data",
+                                     f"--web.listen-address=127.0.0.1:{receiver_port}",
+                                     "--web.enable-remote-write-receiver"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            q = urllib.parse.urlencode({"query": 'kq_calls_calls_total{instance="node-a",job="kq"}'})
+            got = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and got != [321.0]:
+                try:
+                    _, _, body = get(f"http://127.0.0.1:{receiver_port}/api/v1/query?{q}")
+                    got = [float(r["value"][1]) for r in json.loads(body)["data"]["result"]]
+                except OSError:
+                    pass
+                time.sleep(0.5)
+            self.assertEqual(got, [321.0])
+            _, _, text = get(f"http://127.0.0.1:{port}/metrics")
+            failures = [line for line in text.splitlines() if line.startswith("kq_remote_write_failures_total ")]
+            self.assertTrue(failures and float(failures[0].split()[1]) >= 1, text)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+            if prom:
+                prom.terminate()
+                prom.wait(timeout=30)
+        with open(err_path) as f:
+            log = f.read()
+        self.assertEqual(proc.returncode, 0, log)
+        self.assertIn("remote write to", log)
+
     def test_check_names_what_prometheus_would_refuse(self):
         directory = self.scripts(files='trace syscall:openat group by str(filename) select count()\n')
         status, out, err = harness.kq("serve", "--check", directory)

@@ -4,6 +4,9 @@
 
 #include "serve/exposition.h"
 #include "serve/metric_names.h"
+#include "serve/remote_write.h"
+
+#include <cstring>
 
 namespace kq::serve {
 namespace {
@@ -132,6 +135,75 @@ TEST(MetricNames, ColumnsNameTheirMetricsAndLabels) {
   EXPECT_EQ(legalSpelling("()"), "value");
   EXPECT_EQ(scriptName("/etc/kq/tcp-retransmits.kq"), "tcp_retransmits");
   EXPECT_EQ(scriptName("syscalls.kq"), "syscalls");
+}
+
+}  // namespace
+}  // namespace kq::serve
+
+namespace kq::serve {
+namespace {
+
+/// The (field, bytes) of a protobuf message's length-delimited fields, in order.
+std::vector<std::pair<int, std::string>> fields(const std::string& m) {
+  std::vector<std::pair<int, std::string>> out;
+  size_t i = 0;
+  auto varint = [&] {
+    uint64_t v = 0;
+    for (int shift = 0; i < m.size(); shift += 7) {
+      auto b = static_cast<uint8_t>(m[i++]);
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) break;
+    }
+    return v;
+  };
+  while (i < m.size()) {
+    uint64_t tag = varint();
+    if ((tag & 7) == 2) {
+      uint64_t n = varint();
+      out.emplace_back(static_cast<int>(tag >> 3), m.substr(i, n));
+      i += n;
+    } else if ((tag & 7) == 1) {
+      out.emplace_back(static_cast<int>(tag >> 3), m.substr(i, 8));
+      i += 8;
+    } else {
+      out.emplace_back(static_cast<int>(tag >> 3), std::to_string(varint()));
+    }
+  }
+  return out;
+}
+
+TEST(RemoteWrite, EachSampleIsASeriesWithSortedLabels) {
+  Family f{"kq_io_calls", MetricType::Counter, "", {{"_total", {{"comm", "bash"}}, "3"}}};
+  std::string request = encodeWriteRequest({f}, 1700000000123, {{"instance", "web-3"}, {"job", "kq"}});
+  auto series = fields(request);
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].first, 1);  // WriteRequest.timeseries
+  auto parts = fields(series[0].second);
+  ASSERT_EQ(parts.size(), 5u);  // four labels, one sample
+  std::vector<std::string> labels;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(parts[i].first, 1);
+    auto lv = fields(parts[i].second);
+    labels.push_back(lv.at(0).second + "=" + lv.at(1).second);
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"__name__=kq_io_calls_total", "comm=bash", "instance=web-3", "job=kq"}));
+  auto sample = fields(parts[4].second);
+  double value;
+  std::memcpy(&value, sample.at(0).second.data(), 8);
+  EXPECT_EQ(value, 3.0);
+  EXPECT_EQ(sample.at(1).second, "1700000000123");
+}
+
+TEST(RemoteWrite, UrlsAreHttp) {
+  auto t = parseHttpUrl("http://10.0.0.1:9090/api/v1/write");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->host, "10.0.0.1");
+  EXPECT_EQ(t->port, "9090");
+  EXPECT_EQ(t->path, "/api/v1/write");
+  auto v6 = parseHttpUrl("http://[::1]:9090/w");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_FALSE(parseHttpUrl("https://x/api/v1/write"));
 }
 
 }  // namespace

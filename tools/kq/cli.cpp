@@ -207,6 +207,16 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   serve->add_option("--events-max-bytes", serve_options.events_max_bytes,
                     "rotate the events file (to FILE.1) once it holds this many bytes (default 64 MiB)")
       ->type_name("BYTES");
+  std::string remote_interval = "15s";
+  serve->add_option("--remote-write", serve_options.remote_write,
+                    "also push the metrics to URL with Prometheus' remote-write protocol "
+                    "(http://HOST:PORT/api/v1/write)")
+      ->type_name("URL");
+  serve->add_option("--remote-write-interval", remote_interval, "how often to push (default 15s)")
+      ->type_name("TIME");
+  serve->add_option("--instance", serve_options.instance,
+                    "the `instance` label of pushed series (default: this machine's name)")
+      ->type_name("NAME");
   serve->add_flag("--check", serve_options.check_only,
                   "check each script as kq serve would run it (names, aggregates); run nothing");
   serve->footer("Scripts are read again every 2 s and on SIGHUP; SIGINT or SIGTERM stops. See docs/serve.md.");
@@ -220,7 +230,17 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   }
 
   if (info->parsed()) return driver::runInfo(request.what, request.btf, io);
-  if (serve->parsed()) return serve::runServe(serve_options, io);
+  if (serve->parsed()) {
+    auto parsed = parse::decodeNumber(remote_interval);
+    auto* ns = std::get_if<parse::DecodedNumber>(&parsed);
+    if (!ns || ns->unit != ast::NumberUnit::Nanoseconds || ns->value < 100'000'000) {
+      io.err << "kq serve: error: --remote-write-interval takes a duration of 100ms or more (`15s`), not `"
+             << remote_interval << "`\n";
+      return 2;
+    }
+    serve_options.remote_write_ms = ns->value / 1'000'000;
+    return serve::runServe(serve_options, io);
+  }
   if (list->parsed()) return driver::runList(request.what, request.btf, io);
   std::optional<std::pair<std::string, std::string>> piped;
   if (!request.expression && request.input.empty()) {
