@@ -117,8 +117,27 @@ std::string rendered(const Diagnostics& diags, const SourceManager& sources) {
   return out.str();
 }
 
-/// The first line of a rendered diagnostic: `file:1:2: error: what`.
-std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+/// Why a script is not served, on one line: a rendered diagnostic's first line (`file:1:2:
+/// error: what`, not its source and caret), or a load failure's lines joined (`cannot
+/// attach to f: fentry: ...; kprobe: ...`).
+std::string firstLine(const std::string& text) {
+  std::string first = text.substr(0, text.find('\n'));
+  if (first.empty() || first.back() != ':') return first;
+  std::string joined;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    size_t start = line.find_first_not_of(' ');
+    if (start != std::string::npos) {
+      if (!joined.empty()) joined += joined.back() == ':' ? " " : "; ";
+      joined += line.substr(start);
+    }
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return joined;
+}
 
 /// The .kq scripts of `paths` (a directory's, in name order, or a file itself).
 std::vector<std::string> scriptPaths(const std::vector<std::string>& paths, std::vector<std::string>& problems) {
@@ -205,7 +224,10 @@ class Server {
         start(*script);
       }
       if (!script->error.empty()) {
-        io_.err << fmt::format("kq serve: {}: not served: {}\n", path, firstLine(script->error)) << std::flush;
+        // The whole diagnostic (source line, caret, notes) for whoever reads the log.
+        std::string full = script->error;
+        if (!full.empty() && full.back() != '\n') full += '\n';
+        io_.err << fmt::format("kq serve: {}: not served:\n{}", path, full) << std::flush;
       }
       std::lock_guard<std::mutex> lock(scripts_mutex_);
       scripts_.push_back(std::move(script));
