@@ -55,6 +55,25 @@ def get(url, headers=None, timeout=5):
         return response.status, response.headers.get("Content-Type", ""), response.read().decode()
 
 
+# Under scripts/sanitize kq runs several times slower: every wait is this many times longer.
+SCALE = float(os.environ.get("KQ_TEST_TIMEOUT_SCALE", "1"))
+
+
+def wait_ready(url, proc=None, log=lambda: ""):
+    """Waits for kq serve at `url` (http://HOST:PORT) to answer /readyz with 200."""
+    deadline = time.monotonic() + 60 * SCALE
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"kq serve exited {proc.returncode}: {log()}")
+        try:
+            if get(f"{url}/readyz")[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"kq serve at {url} never became ready: {log()}")
+
+
 def skip_reason():
     reason = harness.skip_reason()
     if reason:
@@ -95,17 +114,7 @@ class Served:
             return f.read()
 
     def wait_ready(self):
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"kq serve exited {self.proc.returncode}: {self.log()}")
-            try:
-                if get(self.url("/readyz"))[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"kq serve never became ready: {self.log()}")
+        wait_ready(self.url(""), self.proc, self.log)
 
     def query(self, promql):
         """The instant query's samples, as {labels-json: value}."""
@@ -116,7 +125,7 @@ class Served:
                            sort_keys=True): float(r["value"][1]) for r in result}
 
     def wait_for(self, promql, predicate, timeout=30):
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SCALE
         got = None
         while time.monotonic() < deadline:
             try:
@@ -192,7 +201,7 @@ class Serve(harness.KqTestCase):
         finally:
             status, took = served.stop()
         self.assertEqual(status, 0, f"status {status}: {served.log()}")
-        self.assertLess(took, 2.0, "SIGTERM should detach everything within a second or so")
+        self.assertLess(took, 2.0 * SCALE, "SIGTERM should detach everything within a second or so")
 
     def test_scripts_come_and_go_while_scrapes_go_on(self):
         # A script added, one changed and one broken while Prometheus scrapes: the other's
@@ -240,13 +249,7 @@ class Serve(harness.KqTestCase):
                                      "--events-max-bytes", "3000", directory],
                                     stdout=subprocess.DEVNULL, stderr=err)
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if get(f"http://127.0.0.1:{port}/readyz")[0] == 200:
-                        break
-                except OSError:
-                    time.sleep(0.2)
+            wait_ready(f"http://127.0.0.1:{port}", proc)
             pids = []
             for _ in range(2):
                 load = subprocess.Popen([LOAD, "10", "0"])
@@ -301,16 +304,8 @@ class Serve(harness.KqTestCase):
                 proc = subprocess.Popen(["ip", "netns", "exec", ns, harness.KQ, "serve", "--listen",
                                          f"10.201.{n}.2:9435", directory], stdout=subprocess.DEVNULL, stderr=err)
                 fleet.append((ns, proc, err))
-            for n in (1, 2, 3):
-                deadline = time.monotonic() + 60
-                while True:
-                    try:
-                        if get(f"http://10.201.{n}.2:9435/readyz")[0] == 200:
-                            break
-                    except OSError:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.2)
+            for n, (_, proc, _) in zip((1, 2, 3), fleet):
+                wait_ready(f"http://10.201.{n}.2:9435", proc)
             prom_port = free_port()
             prom_dir = tempfile.mkdtemp(prefix="prom-", dir=WORKDIR)
             config = os.path.join(prom_dir, "prometheus.yml")
@@ -364,13 +359,7 @@ class Serve(harness.KqTestCase):
                                      "--instance", "node-a", directory], stdout=subprocess.DEVNULL, stderr=err)
         prom = None
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if get(f"http://127.0.0.1:{port}/readyz")[0] == 200:
-                        break
-                except OSError:
-                    time.sleep(0.2)
+            wait_ready(f"http://127.0.0.1:{port}", proc)
             subprocess.run([LOAD, "321", "0"], check=True)
             time.sleep(2.5)  # pushes fail: nothing listens yet
             prom_dir = tempfile.mkdtemp(prefix="prom-", dir=WORKDIR)
