@@ -1,7 +1,5 @@
 #include "driver/build.h"
 
-#include "driver/io.h"
-
 #include <sys/utsname.h>
 
 #include <cerrno>
@@ -18,6 +16,7 @@
 #include "runtime/object_file.h"
 #include "plan/portable_plan.h"
 #include "driver/io.h"
+#include "driver/query_sources.h"
 #include "driver/run.h"
 
 namespace kq::driver {
@@ -110,6 +109,7 @@ int buildPortable(const Request& request, const sema::CheckedProgram& checked,
   plan::PortablePlan plan;
   plan.plan = std::move(compiled->plan);
   plan.limits = queryLimits(checked);
+  plan.query_sources = querySources(checked, sources);
   plan.kq_version = KQ_VERSION;
   plan.built_against = builtAgainst(request);
   plan.machine = machine();

@@ -1,9 +1,5 @@
 #include "driver/run.h"
 
-#include "driver/io.h"
-#include "driver/code_pages.h"
-#include "driver/dump_plan.h"
-
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,7 +19,11 @@
 #include "compiler/lower/disassemble.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/literals.h"
+#include "driver/code_pages.h"
+#include "driver/dump_plan.h"
 #include "driver/engine_run.h"
+#include "driver/io.h"
+#include "driver/query_sources.h"
 #include "engine/engine.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/loader.h"
@@ -91,16 +91,6 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
 }
 
 }  // namespace
-
-std::vector<plan::QueryLimits> queryLimits(const sema::CheckedProgram& checked) {
-  std::vector<plan::QueryLimits> out;
-  for (const sema::ResolvedQuery& q : checked.program.queries) {
-    const ast::Clauses& clauses = q.query->clauses;
-    out.push_back({clauses.for_duration ? clauses.for_duration->value : 0,
-                   clauses.limit ? clauses.limit->value : 0});
-  }
-  return out;
-}
 
 std::optional<uint64_t> sessionDuration(const Request& request, Io& io) {
   if (request.duration.empty()) return 0;

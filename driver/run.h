@@ -16,9 +16,6 @@
 
 namespace kq::driver {
 
-/// Each query's `for` and `limit`, in the order of the script (the plan's query numbers).
-std::vector<plan::QueryLimits> queryLimits(const sema::CheckedProgram& checked);
-
 /// -d as nanoseconds (0 without it), or nullopt after saying why it is not a duration.
 std::optional<uint64_t> sessionDuration(const Request& request, Io& io);
 

@@ -123,6 +123,32 @@ std::string failedRelocation(const std::string& log) {
 
 }  // namespace
 
+std::optional<BuiltObject> readBuiltObject(const std::string& path, std::string& error, bool* not_built) {
+  std::optional<std::vector<char>> elf = readObject(path, &error);
+  if (not_built) *not_built = false;
+  if (!elf) return std::nullopt;
+  runtime::ObjectPlan read = runtime::readObjectPlan(*elf);
+  if (!read.plan) {
+    error = read.error;
+    if (not_built) *not_built = !read.has_plan;
+    return std::nullopt;
+  }
+  return BuiltObject{std::move(*elf), std::move(*read.plan)};
+}
+
+std::string cannotRunHere(const plan::PortablePlan& plan) {
+  struct utsname name;
+  if (uname(&name) == 0 && plan.machine != name.machine) {
+    return fmt::format("it reads function arguments as {} passes them, and this is {}", plan.machine, name.machine);
+  }
+  return tracepointProblem(plan);
+}
+
+std::string builtAgainstNote(const std::string& path, const plan::PortablePlan& plan) {
+  return fmt::format("note: `{}` was built by kq {} against {}; this is {}\n", path, plan.kq_version,
+                     plan.built_against, runningKernel());
+}
+
 int runObject(const Request& request, Io& io) {
   RunEnvironment run(io);  // the caller's host and stop signals, or its own
   runtime::setLibbpfVerbose(request.verbose);
@@ -141,34 +167,23 @@ int runObject(const Request& request, Io& io) {
 
   const std::string& path = request.input;
   std::string error;
-  std::optional<std::vector<char>> elf = readObject(path, &error);
-  runtime::ObjectPlan read;
-  if (elf) read = runtime::readObjectPlan(*elf);
-  if (!read.plan) {
-    io.err << fmt::format("kq: error: cannot run `{}`: {}\n", path, elf ? read.error : error);
-    if (elf && !read.has_plan) io.err << "note: `kq build SCRIPT -o FILE` writes objects `kq run` runs\n";
+  bool not_built = false;
+  std::optional<BuiltObject> built = readBuiltObject(path, error, &not_built);
+  if (!built) {
+    io.err << fmt::format("kq: error: cannot run `{}`: {}\n", path, error);
+    if (not_built) io.err << "note: `kq build SCRIPT -o FILE` writes objects `kq run` runs\n";
     return 1;
   }
-  std::optional<plan::PortablePlan>& portable = read.plan;
+  const std::vector<char>* elf = &built->elf;
+  const plan::PortablePlan* portable = &built->plan;
   const plan::ProgramPlan& plan = portable->plan;
   if (request.dump == "plan") {
     dumpPlan(plan, io.out);
     return 0;
   }
-  std::string here = runningKernel();
-  auto builtAgainst = [&] {
-    return fmt::format("note: `{}` was built by kq {} against {}; this is {}\n", path,
-                       portable->kq_version, portable->built_against, here);
-  };
-  struct utsname name;
-  if (uname(&name) == 0 && portable->machine != name.machine) {
-    io.err << fmt::format("kq: error: cannot run `{}` on {}: it reads function arguments as "
-                          "{} passes them\n", path, name.machine, portable->machine);
-    io.err << builtAgainst();
-    return 1;
-  }
+  auto builtAgainst = [&] { return builtAgainstNote(path, *portable); };
   if (!canLoadPrograms(io)) return 1;
-  if (std::string problem = tracepointProblem(*portable); !problem.empty()) {
+  if (std::string problem = cannotRunHere(*portable); !problem.empty()) {
     io.err << fmt::format("kq: error: cannot run `{}`: {}\n", path, problem);
     io.err << builtAgainst();
     return 1;

@@ -109,9 +109,12 @@ void mergeValue(const AggregateLayout& layout, uint8_t* into, const uint8_t* fro
         break;
       }
       case AggregateKind::Hist:
-      case AggregateKind::Lhist:
-        for (uint32_t i = 0; i < s.buckets; ++i) add(a + 8 * i, b + 8 * i);
+      case AggregateKind::Lhist: {
+        add(a, b);  // the sum
+        size_t buckets = plan::bucketsOffset(s) - s.offset;
+        for (uint32_t i = 0; i < s.buckets; ++i) add(a + buckets + 8 * i, b + buckets + 8 * i);
         break;
+      }
     }
   }
 }
@@ -147,7 +150,7 @@ bool seen(const AggregateLayout& layout, const uint8_t* value) {
       case AggregateKind::Hist:
       case AggregateKind::Lhist:
         for (uint32_t i = 0; i < s.buckets; ++i) {
-          if (readU64(v + 8 * i)) return true;
+          if (readU64(value + plan::bucketsOffset(s) + 8 * i)) return true;
         }
         break;
       case AggregateKind::Sum:
@@ -283,9 +286,10 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
       const AggregateSlot& slot = layout.slots[s];
       AggregateValue& v = row.slots[s];
       if (isHistogram(slot)) {
+        v.sum = readSigned(rows[r].value.data() + slot.offset);
         v.buckets.resize(slot.buckets);
         for (uint32_t b = 0; b < slot.buckets; ++b) {
-          v.buckets[b] = readU64(rows[r].value.data() + slot.offset + 8 * b);
+          v.buckets[b] = readU64(rows[r].value.data() + plan::bucketsOffset(slot) + 8 * b);
         }
       } else {
         v.scalar = scalar(slot, rows[r].value.data());

@@ -54,8 +54,9 @@ struct AggregateValue {
   /// Count, Sum, Avg, Min, Max, Top: the number (none: a min or max of no event).
   std::optional<int64_t> scalar;
   bool is_unsigned = false;  // a min or max of unsigned values
-  /// Hist, Lhist: the count in each bucket.
+  /// Hist, Lhist: the count in each bucket, and the sum of the values counted.
   std::vector<uint64_t> buckets;
+  int64_t sum = 0;
 };
 
 struct TableRow {

@@ -270,8 +270,12 @@ class TextSink : public Sink {
       if (records) text += "; ";
       text += plural(not_counted, "event", "events") + " not counted";
       if (not_counted) {
-        text += fmt::format(" (a table reached {} groups; group by fewer or coarser keys)",
-                            plan::kAggregateGroups);
+        uint32_t groups = 0;
+        for (const plan::AggregateLayout& table : layout_.aggregates) {
+          if (!table.single) groups = std::max(groups, plan::tableGroups(plan_, table));
+        }
+        text += fmt::format(" (a table reached {} groups; group by fewer or coarser keys, or hold more "
+                            "with `config max_groups = N`)", groups);
       }
       if (uint64_t n = result.lostFor(plan::Lost::TableNoMemory)) {
         text += fmt::format("; {} not counted (the kernel had no memory ready for a new group: "

@@ -10,6 +10,7 @@ USE : 'use' ;
 LET : 'let' ;
 FN : 'fn' ;
 EXTENSION : 'extension' ;
+CONFIG : 'config' ;
 TRACE : 'trace' ;
 WHERE : 'where' ;
 SELECT : 'select' ;

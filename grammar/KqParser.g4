@@ -6,7 +6,7 @@
 // - Rules are lower camel case, tokens upper case. Labels (`# Name`) become the
 //   alternatives' context classes, which the AST builder dispatches on.
 // - Keywords that can also be names (`packet`, `graph`, `interval`, `profile`, `by`,
-//   `tracepoint`, `syscall`, `join`, `within`, and integer type names such as `u32`) go through the `name`
+//   `tracepoint`, `syscall`, `join`, `within`, `config`, and integer type names such as `u32`) go through the `name`
 //   rule so struct members and arguments may still use them.
 // - Lexical errors never reach the parser: bad characters go to the ERRORS channel and
 //   literals are validated from the token stream before parsing (compiler/parse/lexical.cpp).
@@ -32,6 +32,7 @@ item
   | letDecl ';'?
   | fnDecl ';'?
   | extensionDecl ';'?
+  | configDecl ';'?
   | query ';'?
   ;
 
@@ -44,6 +45,11 @@ useDecl
 
 letDecl
   : LET name '=' expr
+  ;
+
+// `config max_groups = 100000`: a setting of the whole script.
+configDecl
+  : CONFIG name '=' expr
   ;
 
 fnDecl
@@ -203,6 +209,7 @@ scalarKeyword
 
 name
   : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL | JOIN | WITHIN | TRACK
+  | CONFIG
   ;
 
 // After `.` or `->` every keyword is a plain member name (`q->limit`, `x->for`).

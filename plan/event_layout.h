@@ -199,9 +199,9 @@ struct AggregateSlot {
   uint32_t offset = 0;  // in the map value
   /// Avg: a sum, then a count. Min, Max: a seen flag, then the value encoded so that the
   /// kernel keeps the largest as an unsigned number (an atomic compare-and-swap, exact
-  /// under contention; see `decodeExtreme`). Hist: kHistBuckets power-of-two buckets (below
-  /// 1, then [1,2), [2,4), ...). Lhist: below `lo`, `buckets - 2` buckets of `step`, then
-  /// from `hi` up.
+  /// under contention; see `decodeExtreme`). Hist: the sum of the values, then kHistBuckets
+  /// power-of-two buckets (below 1, then [1,2), [2,4), ...). Lhist: the sum, then below `lo`,
+  /// `buckets - 2` buckets of `step`, then from `hi` up.
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;
   uint32_t limit = 0;  // Top: how many groups the table keeps
@@ -226,6 +226,17 @@ constexpr uint64_t slotBytes(const AggregateSlot& slot) {
   switch (slot.kind) {
 #define KQ_AGGREGATE_KIND(Name, Bytes, BucketBytes) \
   case AggregateKind::Name: return Bytes + uint64_t{BucketBytes} * slot.buckets;
+#include "plan/aggregate_kinds.def"
+#undef KQ_AGGREGATE_KIND
+  }
+  return UINT64_MAX;
+}
+
+/// Where a histogram's buckets begin in its map value: after the sum of its values.
+constexpr uint64_t bucketsOffset(const AggregateSlot& slot) {
+  switch (slot.kind) {
+#define KQ_AGGREGATE_KIND(Name, Bytes, BucketBytes) \
+  case AggregateKind::Name: return slot.offset + uint64_t{Bytes};
 #include "plan/aggregate_kinds.def"
 #undef KQ_AGGREGATE_KIND
   }

@@ -269,6 +269,11 @@ void check(Checks& c, const std::string& path, const PortablePlan& p) {
     c.fail(at(path, "limits"), fmt::format("has {}, but the plan has {}", plural(p.limits.size(), "entry", "entries"),
                                  plural(p.plan.layout.queries, "query", "queries")));
   }
+  if (p.query_sources.size() != p.plan.layout.queries) {
+    c.fail(at(path, "query_sources"),
+           fmt::format("has {}, but the plan has {}", plural(p.query_sources.size(), "entry", "entries"),
+                       plural(p.plan.layout.queries, "query", "queries")));
+  }
 }
 
 /// Calls the hook of `value` and of every struct within it.

@@ -14,8 +14,9 @@
 namespace kq::plan {
 
 /// The version of the encoding below; `kq run` reads only its own. 2: every field of every
-/// struct, each query with its own kLostReasons loss counters.
-inline constexpr int kPlanFormat = 3;
+/// struct, each query with its own kLostReasons loss counters. 4: a histogram keeps the sum
+/// of its values before its buckets; each query's text and columns of time.
+inline constexpr int kPlanFormat = 4;
 
 /// A field of a classic tracepoint's record, where the compiled code reads it. These
 /// offsets come from the building kernel's tracefs `format` file and are not relocated:
@@ -41,9 +42,23 @@ struct TracepointRecord {
   }
 };
 
+/// A query as `kq serve` describes it: its text (each run of white space one space) for
+/// `# HELP`, and its aggregates whose values are nanoseconds of time (`duration`, `time -
+/// x.time`), exported in seconds.
+struct QuerySource {
+  std::string text;
+  std::vector<std::string> seconds;  // column names
+
+  template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
+    visit("text", self.text...);
+    visit("seconds", self.seconds...);
+  }
+};
+
 struct PortablePlan {
   ProgramPlan plan;
   std::vector<QueryLimits> limits;  // by query number
+  std::vector<QuerySource> query_sources;  // by query number
   std::string kq_version;
   /// What the object was compiled against, for people: `Linux 6.18.0 (x86_64)`, or the
   /// BTF file given with --btf.
@@ -58,6 +73,7 @@ struct PortablePlan {
     visit("built_against", self.built_against...);
     visit("machine", self.machine...);
     visit("limits", self.limits...);
+    visit("query_sources", self.query_sources...);
     visit("tracepoints", self.tracepoints...);
     visit(kInlined, self.plan...);
   }

@@ -174,13 +174,13 @@ struct PlannedJoin {
 /// Why an event was lost: each query has kLostReasons counters in the lost-event map.
 enum class Lost : uint32_t {
   RingBufferFull = 0,  // no room for its record
-  TableFull = 1,       // a new group of an aggregate table past `kAggregateGroups`
+  TableFull = 1,       // a new group of an aggregate table past its groups (tableGroups)
   StashFull = 2,       // a function entry whose arguments could not be kept for its exit
   StashMissing = 3,    // a function exit whose entry was not seen (or was overwritten)
   TableNoMemory = 4,   // a new group of an aggregate table the kernel had no memory for
 };
 constexpr uint32_t kLostReasons = 5;
-/// How many groups an aggregate table holds.
+/// How many groups an aggregate table holds, unless its script says (`config max_groups`).
 constexpr uint32_t kAggregateGroups = 10240;
 
 struct ProgramPlan {
@@ -222,5 +222,13 @@ struct ProgramPlan {
     visit("packet_groups", self.packet_groups...);
   }
 };
+
+/// How many groups `table` holds: its map's entries (1 for a table of one group).
+inline uint32_t tableGroups(const ProgramPlan& plan, const AggregateLayout& table) {
+  for (const PlannedMap& m : plan.maps) {
+    if (m.name == table.map) return m.max_entries;
+  }
+  return kAggregateGroups;
+}
 
 }  // namespace kq::plan

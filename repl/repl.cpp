@@ -251,7 +251,8 @@ void Repl::handleCommand(const std::string& line) {
   } else if (startsWith(line, "check")) {
     // Earlier declarations come first; diagnostics count the lines they take.
     status_ = driver::checkAndRun(request_, "<repl>", decls_ + argument(line) + "\n", false, &env_, io_);
-  } else if (startsWith(line, "let") || startsWith(line, "fn") || startsWith(line, "use")) {
+  } else if (startsWith(line, "let") || startsWith(line, "fn") || startsWith(line, "use") ||
+             startsWith(line, "config")) {
     status_ = driver::checkAndRun(request_, "<repl>", decls_ + line + "\n", false, &env_, io_);
     if (status_ == 0) decls_ += line + "\n";
   } else {

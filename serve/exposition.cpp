@@ -83,6 +83,7 @@ void addHistogram(Family& family, const plan::AggregateSlot& slot, const engine:
   with.emplace_back("le", "+Inf");
   family.samples.push_back({"_bucket", std::move(with), fmt::format("{}", total)});
   family.samples.push_back({"_count", labels, fmt::format("{}", total)});
+  family.samples.push_back({"_sum", labels, number(v.sum, false, seconds)});
 }
 
 }  // namespace

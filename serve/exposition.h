@@ -3,7 +3,8 @@
 // or, for a scraper that does not ask for it, Prometheus' text format 0.0.4. Tables become
 // families here: each aggregate of an aggregate query is one family, its `group by` keys
 // the labels; count() and sum() are counters, min, max and avg gauges, hist and lhist
-// histograms with cumulative `le` buckets (a bucket [lo, hi) of integers is `le="hi-1"`).
+// histograms with cumulative `le` buckets (a bucket [lo, hi) of integers is `le="hi-1"`),
+// `_count` and `_sum`.
 #pragma once
 
 #include <cstdint>

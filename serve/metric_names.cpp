@@ -1,5 +1,7 @@
 #include "serve/metric_names.h"
 
+#include <cstring>
+
 namespace kq::serve {
 namespace {
 
@@ -38,7 +40,10 @@ std::string legalSpelling(const std::string& name) {
 
 std::string scriptName(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
-  if (name.size() > 3 && name.compare(name.size() - 3, 3, ".kq") == 0) name.resize(name.size() - 3);
+  for (const char* ext : {".kq", ".o"}) {
+    size_t n = std::strlen(ext);
+    if (name.size() > n && name.compare(name.size() - n, n, ext) == 0) name.resize(name.size() - n);
+  }
   std::string out;
   for (char c : name) out += nameByte(c, false) ? c : '_';
   return out.empty() ? "script" : out;

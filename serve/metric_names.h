@@ -18,8 +18,9 @@ bool isLabelName(const std::string& name);
 /// metric or label, or nothing when it needs an `as`.
 std::optional<std::string> columnName(const std::string& column);
 
-/// A script's part of its families' names: its file name without `.kq`, with each byte
-/// that a metric name cannot hold as `_` (`tcp-retransmits.kq`: `tcp_retransmits`).
+/// A script's part of its families' names: its file name without `.kq` (an object's
+/// without `.o`), with each byte that a metric name cannot hold as `_`
+/// (`tcp-retransmits.kq`: `tcp_retransmits`).
 std::string scriptName(const std::string& path);
 
 /// `name` with each byte a metric name cannot hold as `_`: the hint a diagnostic gives.

@@ -23,7 +23,9 @@
 
 #include "compiler/diag/render.h"
 #include "compiler/parse/parse.h"
+#include "driver/query_sources.h"
 #include "driver/run.h"
+#include "driver/run_object.h"
 #include "engine/engine.h"
 #include "engine/table.h"
 #include "kq_version.h"
@@ -45,21 +47,28 @@ constexpr int kRescanMs = 2000;
 const char* kLostNames[plan::kLostReasons] = {"ring_buffer_full", "table_full", "stash_full",
                                               "stash_missing", "table_no_memory"};
 
-/// One script: what it was made from, what became of it, and, while it runs, its session.
+/// One script (a `.kq` file, or an object `kq build` wrote): what it was made from, what
+/// became of it, and, while it runs, its session.
 struct Script {
   std::string path;
   std::string name;  // its part of its families' names
-  std::string text;
+  std::string text;  // the file's bytes, to see it change
+  bool is_object = false;
 
+  // A `.kq` file's, while it is checked and compiled.
   SourceManager sources;
   FileId file = 0;
   std::optional<ast::Script> ast;
   std::optional<sema::CheckedProgram> checked;
-  std::optional<lower::CompiledProgram> compiled;
-  std::unique_ptr<runtime::LoadedObject> object;
-  std::vector<std::string> help;  // by query: its text
+  std::vector<char> elf;  // an object's bytes, read by check()
+
+  // What runs: compiled here, or read from the object.
+  plan::PortablePlan portable;
   std::vector<std::set<std::string>> seconds;  // by query: its aggregates of nanoseconds
-  std::string error;              // why it does not run; empty while it does
+  std::vector<bool> aggregates;                // by query: whether scrapes read it
+  std::unique_ptr<runtime::KernelTypes> types;  // the events' dumps
+  std::unique_ptr<runtime::LoadedObject> object;
+  std::string error;  // why it does not run; empty while it does
 
   // Its session, in a thread of its own, on a Host of its own (Hosts are not shared
   // between threads).
@@ -86,7 +95,7 @@ class ServeSink : public engine::Sink {
     options.event_fields = {{"script", script.name}, {"host", host}};
     options.always_query = true;
     options.rfc3339 = true;
-    json_ = engine::makeJsonSink(script.compiled->plan, context, lines_, lines_, std::move(options));
+    json_ = engine::makeJsonSink(script.portable.plan, context, lines_, lines_, std::move(options));
   }
   void onEvent(const engine::DecodedEvent& event) override { json_->onEvent(event); }
   void onTable(const engine::Table&) override {}
@@ -139,7 +148,13 @@ std::string firstLine(const std::string& text) {
   return joined;
 }
 
-/// The .kq scripts of `paths` (a directory's, in name order, or a file itself).
+bool endsWith(const std::string& s, const char* tail) {
+  size_t n = std::strlen(tail);
+  return s.size() > n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+/// The scripts of `paths`: a directory's `.kq` files and objects (`.o`), in name order, or
+/// a file itself.
 std::vector<std::string> scriptPaths(const std::vector<std::string>& paths, std::vector<std::string>& problems) {
   std::vector<std::string> out;
   for (const std::string& path : paths) {
@@ -156,7 +171,7 @@ std::vector<std::string> scriptPaths(const std::vector<std::string>& paths, std:
     std::vector<std::string> found;
     while (dirent* entry = readdir(dir)) {
       std::string name = entry->d_name;
-      if (name.size() > 3 && name.compare(name.size() - 3, 3, ".kq") == 0 && name[0] != '.') {
+      if ((endsWith(name, ".kq") || endsWith(name, ".o")) && name[0] != '.') {
         found.push_back(path + (path.back() == '/' ? "" : "/") + name);
       }
     }
@@ -267,21 +282,33 @@ class Server {
   std::vector<Family> families() {
     std::lock_guard<std::mutex> lock(scripts_mutex_);
     std::vector<Family> out;
+    Family series{"kq_query_series", MetricType::Gauge,
+                  "the groups a query's table holds: each is one series of each of the query's families", {}};
+    Family limit{"kq_query_series_limit", MetricType::Gauge,
+                 "the groups a query's table can hold (config max_groups); the events of more are counted in "
+                 "kq_query_lost_events_total{cause=\"table_full\"}", {}};
     for (const auto& script : scripts_) {
       if (!script->up()) continue;
-      const plan::ProgramPlan& plan = script->compiled->plan;
+      const plan::ProgramPlan& plan = script->portable.plan;
       engine::PrintContext context{scrape_host_, *script->dumper, scrape_host_, scrape_host_.bootOffset()};
       engine::RecordDecoder decoder(plan.layout, context);
       for (const plan::AggregateLayout& layout : plan.layout.aggregates) {
         engine::BpfTableSource source(script->object->mapFd(layout.map));
         engine::Table table = engine::readTable(source, layout, engine::TableRead::Snapshot, decoder,
                                                 engine::nowNs(), engine::nowNs(CLOCK_REALTIME));
-        std::vector<Family> got = tableFamilies(table, "kq_" + script->name, script->help.at(layout.query),
+        std::vector<Family> got = tableFamilies(table, "kq_" + script->name,
+                                                  script->portable.query_sources.at(layout.query).text,
                                                   script->seconds.at(layout.query));
         out.insert(out.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
+        std::vector<std::pair<std::string, std::string>> labels = {{"script", script->name},
+                                                                   {"query", fmt::format("{}", layout.query + 1)}};
+        series.samples.push_back({"", labels, fmt::format("{}", table.rows.size())});
+        limit.samples.push_back({"", std::move(labels), fmt::format("{}", plan::tableGroups(plan, layout))});
       }
     }
     selfFamilies(out);
+    out.push_back(std::move(series));
+    out.push_back(std::move(limit));
     return out;
   }
 
@@ -333,8 +360,11 @@ class Server {
     return "";
   }
 
-  /// Parses and checks `script`, as kq serve runs it; false with `script.error` set.
+  /// Parses and checks `script`, as kq serve runs it (an object: reads it and checks its
+  /// plan); false with `script.error` set.
   bool check(Script& script) {
+    script.is_object = endsWith(script.path, ".o");
+    if (script.is_object) return readObject(script);
     FileId file = script.file = script.sources.add(script.path, script.text);
     Diagnostics diags;
     script.ast = parse::parseScript(script.sources, file, diags);
@@ -345,49 +375,81 @@ class Server {
       if (script.error.empty()) script.error = script.path + ": error: it does not check\n";
       return false;
     }
-    const std::string& source = script.sources.file(file).text();
-    for (const sema::ResolvedQuery& q : script.checked->program.queries) {
-      SourceRange r = q.query->range;
-      std::string text = source.substr(r.begin, r.end - r.begin);
-      std::string help;
-      for (char c : text) {
-        bool space = c == ' ' || c == '\n' || c == '\t';
-        if (!space) help += c;
-        else if (!help.empty() && help.back() != ' ') help += ' ';
-      }
-      script.help.push_back(std::move(help));
-      script.seconds.push_back(durationColumns(q));
-    }
+    script.portable.limits = driver::queryLimits(*script.checked);
+    script.portable.query_sources = driver::querySources(*script.checked, script.sources);
     return true;
   }
 
-  /// Checks, compiles, loads and attaches `script`, then starts its session.
+  /// An object's plan, and whether it can be served here.
+  bool readObject(Script& script) {
+    std::string error;
+    bool not_built = false;
+    std::optional<driver::BuiltObject> built = driver::readBuiltObject(script.path, error, &not_built);
+    if (!built) {
+      script.error = fmt::format("{}: error: {}{}\n", script.path, error,
+                                 not_built ? " (kq serve serves objects `kq build SCRIPT -o FILE` writes)" : "");
+      return false;
+    }
+    std::vector<std::string> problems = servingProblems(built->plan);
+    if (std::string here = driver::cannotRunHere(built->plan); !here.empty()) problems.insert(problems.begin(), here);
+    if (!problems.empty()) {
+      script.error.clear();
+      for (const std::string& p : problems) script.error += fmt::format("{}: error: {}\n", script.path, p);
+      script.error += driver::builtAgainstNote(script.path, built->plan);
+      return false;
+    }
+    script.portable = std::move(built->plan);
+    script.elf = std::move(built->elf);
+    return true;
+  }
+
+  /// Checks, compiles (or reads), loads and attaches `script`, then starts its session.
   void start(Script& script) {
     if (!check(script)) return;
-    Diagnostics diags;
-    std::string error;
-    lower::LowerOptions lower_options;
     runtime::LoadOptions load_options;
     load_options.features = &host_.features();
-    load_options.vmlinux = env_.btf->vmlinux().btf;
-    lower_options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
-      return runtime::programsThisKernelMayLoad(plan, load_options);
-    };
-    script.compiled = lower::lowerProgram(*script.checked, *env_.btf, script.sources, script.file, lower_options,
-                                          diags, &error);
-    if (!script.compiled) {
-      script.error = diags.hasErrors() ? rendered(diags, script.sources) : script.path + ": error: " + error;
-      return;
+    std::vector<char> elf;
+    if (script.is_object) {
+      elf = std::move(script.elf);
+      // The object's BTF ids are another kernel's (or may be): dumps find types by name.
+      script.types = std::make_unique<runtime::KernelTypes>("/sys/kernel/btf", nullptr);
+    } else {
+      Diagnostics diags;
+      std::string error;
+      lower::LowerOptions lower_options;
+      load_options.vmlinux = env_.btf->vmlinux().btf;
+      lower_options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
+        return runtime::programsThisKernelMayLoad(plan, load_options);
+      };
+      std::optional<lower::CompiledProgram> compiled =
+          lower::lowerProgram(*script.checked, *env_.btf, script.sources, script.file, lower_options, diags, &error);
+      if (!compiled) {
+        script.error = diags.hasErrors() ? rendered(diags, script.sources) : script.path + ": error: " + error;
+        return;
+      }
+      script.portable.plan = std::move(compiled->plan);
+      elf = std::move(compiled->object.elf);
+      // Checked against the running kernel (io.load_kernel("")): its ids are this kernel's.
+      script.types = std::make_unique<runtime::KernelTypes>("/sys/kernel/btf", env_.btf->vmlinux().btf);
     }
+    const plan::ProgramPlan& plan = script.portable.plan;
+    script.seconds.assign(plan.layout.queries, {});
+    script.aggregates.assign(plan.layout.queries, false);
+    for (uint32_t q = 0; q < plan.layout.queries && q < script.portable.query_sources.size(); ++q) {
+      const std::vector<std::string>& names = script.portable.query_sources[q].seconds;
+      script.seconds[q].insert(names.begin(), names.end());
+    }
+    for (const plan::AggregateLayout& table : plan.layout.aggregates) script.aggregates.at(table.query) = true;
     engine::Engine engine(host_);
-    runtime::LoadResult loaded = engine.load(script.compiled->object.elf, script.compiled->plan, load_options);
+    runtime::LoadResult loaded = engine.load(elf, plan, load_options);
     if (!loaded.object) {
       script.error = script.path + ": error: " + loaded.failure->message;
+      if (script.is_object) script.error += "\n" + driver::builtAgainstNote(script.path, script.portable);
       return;
     }
     script.object = std::move(loaded.object);
-    script.dumper = std::make_unique<runtime::TypeDumper>(nullptr);
-    script.dumper->prepare(script.compiled->plan.layout);
+    script.dumper = std::make_unique<runtime::TypeDumper>(script.types.get());
+    script.dumper->prepare(plan.layout);
     script.host = std::make_unique<engine::Host>();
     Script* s = &script;
     std::ostream& log = io_.err;
@@ -396,9 +458,9 @@ class Server {
     script.thread = std::thread([s, &log, &events, &host] {
       engine::Engine engine(*s->host);
       engine::SessionOptions options;
-      options.queries = driver::queryLimits(*s->checked);
+      options.queries = s->portable.limits;
       engine.run(
-          *s->object, s->compiled->plan, nullptr,
+          *s->object, s->portable.plan, s->types.get(),
           [s, &log, &events, &host](engine::PrintContext& context) {
             return std::make_unique<ServeSink>(*s, log, events, context, host);
           },
@@ -409,9 +471,8 @@ class Server {
           });
     });
     io_.err << fmt::format("kq serve: {}: serving {} as kq_{}_*, {} programs attached\n", script.path,
-                           script.checked->program.queries.size() == 1
-                               ? std::string("1 query")
-                               : fmt::format("{} queries", script.checked->program.queries.size()),
+                           plan.layout.queries == 1 ? std::string("1 query")
+                                                    : fmt::format("{} queries", plan.layout.queries),
                            script.name, script.object->attachedLinks())
             << std::flush;
   }
@@ -461,7 +522,7 @@ class Server {
       if (!script->session) continue;
       for (uint32_t q = 0; q < script->session->queries(); ++q) {
         engine::QueryStats stats = script->session->query(q).stats();
-        if (!script->checked->program.queries[q].aggregates) {
+        if (!script->aggregates.at(q)) {
           events.samples.push_back({"_total", {{"script", script->name}, {"query", fmt::format("{}", q + 1)}},
                                     fmt::format("{}", stats.printed)});
         }

@@ -19,27 +19,7 @@ void checkName(const std::string& column, const SourceRange& at, bool label, Dia
                : fmt::format("name it: `{} as {}`", column, legalSpelling(column)));
 }
 
-bool isDuration(const ast::Expr& e) {
-  if (e.kind == ast::ExprKind::Identifier) return ast::as<ast::Identifier>(e).name == "duration";
-  if (e.kind != ast::ExprKind::Binary) return false;
-  const auto& b = ast::as<ast::Binary>(e);
-  return b.op == ast::BinaryOp::Sub && b.lhs->kind == ast::ExprKind::Identifier &&
-         ast::as<ast::Identifier>(*b.lhs).name == "time";
-}
-
 }  // namespace
-
-std::set<std::string> durationColumns(const sema::ResolvedQuery& query) {
-  std::set<std::string> out;
-  for (const sema::Column& c : query.shape.columns) {
-    if (c.key >= 0 || !c.expr || c.expr->kind != ast::ExprKind::Call) continue;
-    const auto& call = ast::as<ast::Call>(*c.expr);
-    bool timed = call.callee == "hist" || call.callee == "lhist" || call.callee == "sum" ||
-                 call.callee == "avg" || call.callee == "min" || call.callee == "max";
-    if (timed && !call.args.empty() && isDuration(*call.args[0])) out.insert(c.name);
-  }
-  return out;
-}
 
 bool checkServable(const sema::CheckedProgram& checked, Diagnostics& diags) {
   size_t errors = diags.errorCount();
@@ -70,6 +50,35 @@ bool checkServable(const sema::CheckedProgram& checked, Diagnostics& diags) {
     }
   }
   return diags.errorCount() == errors;
+}
+
+std::vector<std::string> servingProblems(const plan::PortablePlan& plan) {
+  std::vector<std::string> out;
+  std::map<std::string, std::string> metrics;
+  for (const plan::AggregateLayout& table : plan.plan.layout.aggregates) {
+    std::string query = fmt::format("query {}", table.query + 1);
+    if (table.every_ns) {
+      out.push_back(fmt::format("{} has `every`: a scrape reads all that was counted since the "
+                                "script started (build it without `every`; rate() and increase() give "
+                                "per-interval values)", query));
+    }
+    for (const plan::FieldLayout& key : table.keys) {
+      if (key.hidden || columnName(key.name)) continue;
+      out.push_back(fmt::format("{}: `{}` is not a name Prometheus accepts for a label (build it again "
+                                "with `select {} as {}, ...`)", query, key.name, key.name, legalSpelling(key.name)));
+    }
+    for (const plan::AggregateSlot& slot : table.slots) {
+      std::optional<std::string> name = columnName(slot.name);
+      if (!name) {
+        out.push_back(fmt::format("{}: `{}` is not a name Prometheus accepts for a metric (build it again "
+                                  "with `{} as {}`)", query, slot.name, slot.name, legalSpelling(slot.name)));
+      } else if (auto [it, added] = metrics.emplace(*name, query); !added) {
+        out.push_back(fmt::format("{}: two aggregates are both named `{}` (the other in {}): give one another "
+                                  "name with `as`", query, *name, it->second));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace kq::serve

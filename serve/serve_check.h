@@ -2,22 +2,24 @@
 // queries go without `every` (a scrape reads everything counted since the script started;
 // Prometheus computes rates), and each `group by` key and
 // aggregate has a name Prometheus accepts (metric_names.h), said at the column with the
-// `as` that would do.
+// `as` that would do. An object built by `kq build` is held to the same from its plan.
 #pragma once
 
-#include <set>
 #include <string>
+#include <vector>
 
 #include "compiler/diag/diagnostic.h"
 #include "compiler/sema/sema.h"
+#include "plan/portable_plan.h"
 
 namespace kq::serve {
 
 /// Reports what keeps `checked` from being served; false when it did.
 bool checkServable(const sema::CheckedProgram& checked, Diagnostics& diags);
 
-/// The aggregates of `query` (by column name) whose values are nanoseconds of time:
-/// `duration`, `time - x.time`. They are exported in seconds, named `..._seconds`.
-std::set<std::string> durationColumns(const sema::ResolvedQuery& query);
+/// What keeps an object `kq build` wrote from being served, as `checkServable` asks of a
+/// script, from the names its plan keeps (there is no source to point at); empty when
+/// nothing does.
+std::vector<std::string> servingProblems(const plan::PortablePlan& plan);
 
 }  // namespace kq::serve

@@ -390,7 +390,15 @@ struct ExtensionDecl {
   SourceRange range;
 };
 
-using Item = std::variant<UseDecl, LetDecl, FnDecl, ExtensionDecl, Query>;
+/// `config max_groups = 100000`: a setting of the whole script (sema/config.h).
+struct ConfigDecl {
+  std::string name;
+  SourceRange name_range;
+  ExprPtr value;
+  SourceRange range;
+};
+
+using Item = std::variant<UseDecl, LetDecl, FnDecl, ExtensionDecl, ConfigDecl, Query>;
 
 /// A whole `.kq` file or command-line query.
 struct Script {

@@ -172,6 +172,12 @@ class Dumper : public ExprVisitor<Dumper> {
     expr("body", *fn.body);
   }
 
+  void item(const ConfigDecl& config) {
+    line("config " + config.name);
+    Nest nest(*this);
+    visit(*config.value);
+  }
+
   void item(const ExtensionDecl& ext) {
     line("extension");
     Nest nest(*this);

@@ -162,9 +162,12 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
     b.CreateAtomicRMW(llvm::AtomicRMWInst::Add, ptr, v, llvm::MaybeAlign(8),
                       llvm::AtomicOrdering::Monotonic);
   };
-  auto bucket = [&](const AggregateSlot& s, llvm::Value* index) {
+  // A histogram adds its value to its sum, then counts it in its bucket.
+  auto bucket = [&](const AggregateSlot& s, llvm::Value* x, llvm::Value* index) {
+    add(at(s.offset), x);
     llvm::Value* bounded = boundedIndex(b, index, s.buckets - 1);
-    add(b.CreateGEP(b.getInt8Ty(), at(s.offset), b.CreateMul(bounded, b.getInt64(8))), b.getInt64(1));
+    llvm::Value* buckets = at(static_cast<uint32_t>(plan::bucketsOffset(s)));
+    add(b.CreateGEP(b.getInt8Ty(), buckets, b.CreateMul(bounded, b.getInt64(8))), b.getInt64(1));
   };
   for (size_t i = 0; i < agg.layout.slots.size(); ++i) {
     const AggregateSlot& s = agg.layout.slots[i];
@@ -180,8 +183,8 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
         break;
       case AggregateKind::Min:
       case AggregateKind::Max: updateExtreme(program, at(s.offset), x, s); break;
-      case AggregateKind::Hist: bucket(s, log2Bucket(b, x)); break;
-      case AggregateKind::Lhist: bucket(s, linearBucket(b, x, s)); break;
+      case AggregateKind::Hist: bucket(s, x, log2Bucket(b, x)); break;
+      case AggregateKind::Lhist: bucket(s, x, linearBucket(b, x, s)); break;
     }
   }
 }

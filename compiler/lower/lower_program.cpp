@@ -50,6 +50,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
   const auto& queries = checked.program.queries;
   std::vector<std::unique_ptr<Aggregation>> aggregations(queries.size());
   uint32_t largest = 0;
+  uint32_t groups = checked.program.config.max_groups ? checked.program.config.max_groups : plan::kAggregateGroups;
   for (size_t q = 0; q < queries.size(); ++q) {
     if (!queries[q].aggregates || queries[q].probes.empty() || queries[q].probes.front().chain.empty()) continue;
     const sema::ResolvedProbe& first = queries[q].probes.front();
@@ -69,7 +70,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
                                             1, layout.key_size, layout.value_size});
     } else {
       aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
-                                            plan::kAggregateGroups, layout.key_size,
+                                            groups, layout.key_size,
                                             layout.value_size, kMapNoPrealloc});
       largest = std::max(largest, layout.value_size);
     }

@@ -37,7 +37,8 @@ class Builder {
     return std::string(source_.text(node->getSymbol()));
   }
 
-  // item : useDecl | letDecl | fnDecl | extensionDecl | query, each with an optional `;`
+  // item : useDecl | letDecl | fnDecl | extensionDecl | configDecl | query, each with an
+  // optional `;`
   Item item(P::ItemContext* ctx) {
     if (auto* use = ctx->useDecl()) {
       // useDecl : USE name | USE name? STRING
@@ -62,6 +63,10 @@ class Builder {
     }
     if (auto* fn = ctx->fnDecl()) return fnDecl(fn);
     if (auto* ext = ctx->extensionDecl()) return extensionDecl(ext);
+    if (auto* config = ctx->configDecl()) {
+      // configDecl : CONFIG name '=' expr
+      return ConfigDecl{text(config->name()), range(config->name()), expr(config->expr()), range(config)};
+    }
     return query(ctx->query());
   }
 

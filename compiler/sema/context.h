@@ -102,6 +102,9 @@ void checkJoins(Context& ctx, ResolvedQuery& query);
 /// Type-checks the query's side of each join's `on` in one of its probes.
 void checkJoinKeys(Context& ctx, ResolvedQuery& query, ResolvedProbe& probe);
 
+/// The script's `config` settings, into `program.config` (config.cpp).
+void readConfig(Context& ctx, Program& program);
+
 /// Type-checks the expressions of each query in each of its probes.
 void checkQueries(Context& ctx, Program& program);
 

@@ -253,9 +253,17 @@ struct ResolvedExtension {
   std::vector<ExtensionMember> members;
 };
 
+/// The script's `config` settings (config.cpp); 0: not set, the default.
+struct ScriptConfig {
+  /// `config max_groups = N`: how many groups each aggregate table of the script holds
+  /// (plan::kAggregateGroups by default); events of groups past them are counted as lost.
+  uint32_t max_groups = 0;
+};
+
 struct Program {
   std::vector<ResolvedQuery> queries;
   std::vector<ResolvedExtension> extensions;
+  ScriptConfig config;
 };
 
 }  // namespace kq::sema

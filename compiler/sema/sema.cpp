@@ -149,6 +149,7 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
   // A query whose probe did not resolve is skipped by the expression passes, so one
   // misspelled function does not hide the mistakes in the other queries.
   collectDeclarations(ctx);
+  readConfig(ctx, out.program);
   loadHeaderTypes(ctx);  // before probes, whose arguments may have the headers' types
   if (failed()) return std::nullopt;
   resolveProbes(ctx, out.program);

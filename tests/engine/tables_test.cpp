@@ -163,19 +163,21 @@ TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
   // `select dev, count(), hist(size), lhist(lat, 0, 100, 25) group by dev`.
   use(table({field("dev", FieldKind::Unsigned, 0)},
             {slot("count()", AggregateKind::Count, 0), slot("hist(size)", AggregateKind::Hist, 8),
-             lhist("lhist(lat, 0, 100, 25)", 528, 0, 100, 25)},
-            8, 576));
+             lhist("lhist(lat, 0, 100, 25)", 536, 0, 100, 25)},
+            8, 592));
   FakeTableSource source(8);
-  // hist: 1 below 1, 4 of 1, 8 in [8, 16) (nothing in [2, 4), [4, 8)); lhist: 2 in [25, 50),
-  // 1 from 100 up.
-  Bytes value(576);
-  value.u64(0, 13).u64(8 + 0 * 8, 1).u64(8 + 1 * 8, 4).u64(8 + 4 * 8, 8);
-  value.u64(528 + 2 * 8, 2).u64(528 + 5 * 8, 1);
+  // Each histogram: the sum of its values, then its buckets. hist: 1 below 1, 4 of 1, 8 in
+  // [8, 16) (nothing in [2, 4), [4, 8)); lhist: 2 in [25, 50), 1 from 100 up.
+  Bytes value(592);
+  value.u64(0, 13).u64(8, 4 + 8 * 9).u64(16 + 0 * 8, 1).u64(16 + 1 * 8, 4).u64(16 + 4 * 8, 8);
+  value.u64(536, 30 + 40 + 250).u64(544 + 2 * 8, 2).u64(544 + 5 * 8, 1);
   source.put(Bytes(8).u64(0, 259), value);
   Table t = read(source);
   ASSERT_EQ(t.rows.size(), 1u);
   EXPECT_EQ(t.rows[0].slots[1].buckets.size(), 65u);
+  EXPECT_EQ(t.rows[0].slots[1].sum, 76);
   EXPECT_EQ(t.rows[0].slots[2].buckets, (std::vector<uint64_t>{0, 0, 2, 0, 0, 1}));
+  EXPECT_EQ(t.rows[0].slots[2].sum, 320);
   EXPECT_EQ(text(t),
             "dev  count()\n"
             "259       13\n"
@@ -210,9 +212,9 @@ TEST_F(Tables, BucketBoundsAtTheEnds) {
   EXPECT_EQ(bucketBounds(uneven, 3), std::make_pair(std::optional<int64_t>(8), std::optional<int64_t>(10)));
   EXPECT_EQ(bucketBounds(uneven, 4), std::make_pair(std::optional<int64_t>(10), std::optional<int64_t>()));
 
-  use(table({}, {uneven}, 8, 40));
+  use(table({}, {uneven}, 8, 48));
   FakeTableSource source(8);
-  source.put(Bytes(8), Bytes(40).u64(0, 1).u64(24, 3));
+  source.put(Bytes(8), Bytes(48).u64(0, -5 + 8 * 3).u64(8, 1).u64(32, 3));
   EXPECT_EQ(text(read(source)),
             "  l:\n"
             "  (..., 0)                      1 |@@@@@@@@@@@@@@                          |\n"
@@ -388,15 +390,15 @@ TEST_F(Tables, PerCpuCopiesAreMerged) {
                                   {slot("count()", AggregateKind::Count, 0), slot("min(x)", AggregateKind::Min, 8),
                                    slot("max(x)", AggregateKind::Max, 24), slot("avg(x)", AggregateKind::Avg, 40),
                                    lhist("lhist(x, 0, 10, 5)", 56, 0, 10, 5)},
-                                  16, 88);
+                                  16, 96);
   a.per_cpu = true;
   use(a);
   FakeTableSource source(16, /*cpus=*/3);
-  Bytes cpu0(88), cpu1(88), cpu2(88);
-  cpu0.u64(0, 1).u64(40, 5).u64(48, 1).u64(56 + 2 * 8, 1);
+  Bytes cpu0(96), cpu1(96), cpu2(96);  // lhist: its sum at 56, its buckets from 64
+  cpu0.u64(0, 1).u64(40, 5).u64(48, 1).u64(56, 5).u64(64 + 2 * 8, 1);
   extreme(cpu0, 8, AggregateKind::Min, true, 5);
   extreme(cpu0, 24, AggregateKind::Max, true, 5);
-  cpu1.u64(0, 2).u64(40, uint64_t(-1)).u64(48, 2).u64(56 + 0 * 8, 1).u64(56 + 1 * 8, 1);
+  cpu1.u64(0, 2).u64(40, uint64_t(-1)).u64(48, 2).u64(56, uint64_t(-1)).u64(64 + 0 * 8, 1).u64(64 + 1 * 8, 1);
   extreme(cpu1, 8, AggregateKind::Min, true, -3);
   extreme(cpu1, 24, AggregateKind::Max, true, 2);
   // CPU 2 saw no event of the group: its min and max are unset.
@@ -410,6 +412,7 @@ TEST_F(Tables, PerCpuCopiesAreMerged) {
             "  [0, 5)                        1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
             "  [5, 10)                       1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
             "\n");
+  EXPECT_EQ(t.rows[0].slots[4].sum, 4);  // 5, then -3 and 2
 }
 
 TEST_F(Tables, SeveralQueriesTitleTheirTables) {

@@ -50,7 +50,7 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
        "probes[0].packet has 1 site, 0 modules and 1 free: one of each per site"},
       // Tables.
       {[&](PortablePlan& p) { table(p).value_size = 600; },
-       "aggregates[0].slots[3] (`lhist(x)`) lies outside its 600-byte value: 96 bytes at offset 544"},
+       "aggregates[0].slots[3] (`lhist(x)`) lies outside its 600-byte value: 104 bytes at offset 552"},
       {[&](PortablePlan& p) { table(p).slots[2].buckets = 70; },
        "aggregates[0].slots[2].buckets is 70, but a Hist has 65"},
       {[&](PortablePlan& p) { lhist(p).step = 0; },
@@ -113,8 +113,10 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
       {[](PortablePlan& p) { p.plan.join_counts_map = ""; }, "join_counts_map is empty, but joins need counters"},
       {[](PortablePlan& p) { p.plan.joins[0].query = 3; }, "joins[0].query is 3, but the plan has 2 queries"},
       {[](PortablePlan& p) { p.limits.pop_back(); }, "limits has 1 entry, but the plan has 2 queries"},
+      {[](PortablePlan& p) { p.query_sources.pop_back(); }, "query_sources has 1 entry, but the plan has 2 queries"},
       {[](PortablePlan& p) {
          p.limits.clear();
+         p.query_sources.clear();
          p.plan.layout.queries = 0;
        },
        "queries is 0: a plan runs at least one query"},

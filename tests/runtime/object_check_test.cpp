@@ -10,6 +10,7 @@
 
 #include "compiler/lower/lower.h"
 #include "compiler/parse/parse.h"
+#include "driver/query_sources.h"
 #include "driver/run.h"
 #include "plan/plan_check.h"
 #include "runtime/object_file.h"
@@ -57,7 +58,7 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
       {[](Plan&, Contents& o) { objectMap(o, "agg_1").key_size = 8; },
        "maps[2].key_size is 16 but map `agg_1` has 8-byte keys"},
       {[](Plan&, Contents& o) { objectMap(o, "agg_1").value_size = 8; },
-       "maps[2].value_size is 640 but map `agg_1` has 8-byte values"},
+       "maps[2].value_size is 656 but map `agg_1` has 8-byte values"},
       {[](Plan&, Contents& o) { objectMap(o, "join_0").max_entries = 1; },
        "maps[3].max_entries is 10240 but map `join_0` has 1"},
       // The table's own fields against its map (the plan's map list agreeing with the object).
@@ -75,7 +76,7 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
          objectMap(o, "agg_1").value_size = 648;
          plannedMap(p, "agg_1").value_size = 648;
        },
-       "aggregates[0].value_size is 640 but map `agg_1` has 648-byte values"},
+       "aggregates[0].value_size is 656 but map `agg_1` has 648-byte values"},
       {[](Plan& p, Contents&) {
          plan::AggregateLayout& table = p.layout.aggregates[0];
          table.single = true;
@@ -144,6 +145,7 @@ std::vector<char> builtObject(const std::string& script) {
   plan::PortablePlan portable;
   portable.plan = compiled->plan;
   portable.limits = driver::queryLimits(*checked);
+  portable.query_sources = driver::querySources(*checked, sources);
   auto object = addSection(compiled->object.elf, kPlanSection, plan::encodePlan(portable), &error);
   return object ? *object : std::vector<char>{};
 }

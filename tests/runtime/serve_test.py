@@ -186,6 +186,9 @@ class Serve(harness.KqTestCase):
                 bound = float("inf") if le == "+Inf" else float(le)
                 # 20 ms and a little more (the scheduler's wake-up): [2^24, 2^25) ns.
                 self.assertEqual(count, 7 if bound >= 0.025 else 0, buckets)
+            # The histogram's _sum: the seven sleeps' time, 20 ms each and a little more.
+            total = one(served.query("kq_sleeps_sleep_seconds_sum"))
+            self.assertTrue(7 * 0.020 <= total < 7 * 0.100, total)
             # What promtool makes of kq's exposition, in both formats.
             _, ctype, text = get(served.url("/metrics"))
             self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
@@ -202,6 +205,44 @@ class Serve(harness.KqTestCase):
             status, took = served.stop()
         self.assertEqual(status, 0, f"status {status}: {served.log()}")
         self.assertLess(took, 2.0 * SCALE, "SIGTERM should detach everything within a second or so")
+
+    def test_built_objects_and_series_limits(self):
+        # Objects `kq build` wrote are served as scripts are (their queries' text as HELP,
+        # durations in seconds, from the plan); an object kq did not build is reported, not
+        # served. A script's `config max_groups = 3` holds three series: of five processes'
+        # ten calls each, the last two's twenty are counted as lost to a full table.
+        directory = self.scripts(limited='config max_groups = 3\n'
+                                         'trace syscall:getppid where comm == "kqsrvload" group by pid '
+                                         'select count() as calls\n')
+        for name, text in [("built", CALLS), ("bsleeps", SLEEPS)]:
+            status, _, err = harness.kq("build", "-e", text, "-o", os.path.join(directory, f"{name}.o"))
+            self.assertEqual(status, 0, err)
+        subprocess.run(["gcc", "-c", "-x", "c", "-", "-o", os.path.join(directory, "junk.o")],
+                       input=b"int x;\n", check=True)
+        served = Served(directory)
+        try:
+            for _ in range(5):
+                subprocess.run([LOAD, "10", "0"], check=True)
+            subprocess.run([LOAD, "0", "3"], check=True)
+            served.wait_for("kq_built_calls_total", lambda s: one(s) == 50)
+            served.wait_for("kq_bsleeps_sleep_seconds_count", lambda s: one(s) == 3)
+            served.wait_for('kq_query_lost_events_total{script="limited",cause="table_full"}', lambda s: one(s) == 20)
+            calls = served.query("kq_limited_calls_total")
+            self.assertEqual(sorted(calls.values()), [10.0, 10.0, 10.0], calls)
+            self.assertEqual(one(served.query('kq_query_series{script="limited"}')), 3)
+            self.assertEqual(one(served.query('kq_query_series_limit{script="limited"}')), 3)
+            self.assertEqual(one(served.query('kq_query_series_limit{script="built"}')), 1)
+            self.assertEqual(one(served.query('kq_script_up{script="junk"}')), 0)
+            errors = served.query('kq_script_error{script="junk"}')
+            self.assertIn("kq serve serves objects", list(errors)[0], errors)
+            _, _, text = get(served.url("/metrics"))
+            self.assertIn('# HELP kq_built_calls_total trace syscall:getppid where comm == "kqsrvload" '
+                          'select count() as calls\n', text)
+            check = subprocess.run(["promtool", "check", "metrics"], input=text.encode(), capture_output=True)
+            self.assertEqual(check.returncode, 0, check.stdout.decode() + check.stderr.decode() + text)
+        finally:
+            status, _ = served.stop()
+        self.assertEqual(status, 0, served.log())
 
     def test_scripts_come_and_go_while_scrapes_go_on(self):
         # A script added, one changed and one broken while Prometheus scrapes: the other's

@@ -5,6 +5,7 @@
 #include "serve/exposition.h"
 #include "serve/metric_names.h"
 #include "serve/remote_write.h"
+#include "serve/serve_check.h"
 
 #include <cstring>
 
@@ -77,6 +78,7 @@ TEST(Exposition, HistogramBucketsAreCumulativeWithInclusiveBounds) {
   h.buckets[0] = 1;  // 0
   h.buckets[1] = 2;  // 1
   h.buckets[3] = 4;  // [4, 8)
+  h.sum = 0 + 2 * 1 + 4 + 5 + 6 + 7;
   engine::Table table;
   table.layout = &layout;
   table.rows.push_back({{}, {h}});
@@ -87,7 +89,8 @@ TEST(Exposition, HistogramBucketsAreCumulativeWithInclusiveBounds) {
             "kq_t_size_bucket{le=\"3\"} 3\n"
             "kq_t_size_bucket{le=\"7\"} 7\n"
             "kq_t_size_bucket{le=\"+Inf\"} 7\n"
-            "kq_t_size_count 7\n");
+            "kq_t_size_count 7\n"
+            "kq_t_size_sum 24\n");
 }
 
 TEST(Exposition, NanosecondsAreSecondsWithTheirUnit) {
@@ -97,6 +100,7 @@ TEST(Exposition, NanosecondsAreSecondsWithTheirUnit) {
   engine::AggregateValue h;
   h.buckets.assign(plan::kHistBuckets, 0);
   h.buckets[25] = 2;  // [2^24, 2^25) ns: 16.8 ms to 33.6 ms
+  h.sum = 50'000'000;
   engine::Table table;
   table.layout = &layout;
   table.rows.push_back({{}, {h, scalar(40'000'000)}});
@@ -104,6 +108,7 @@ TEST(Exposition, NanosecondsAreSecondsWithTheirUnit) {
   EXPECT_NE(open.find("# TYPE kq_t_lat_seconds histogram\n# UNIT kq_t_lat_seconds seconds\n"), std::string::npos) << open;
   EXPECT_NE(open.find("kq_t_lat_seconds_bucket{le=\"0.016777215\"} 0\n"), std::string::npos) << open;
   EXPECT_NE(open.find("kq_t_lat_seconds_bucket{le=\"0.033554431\"} 2\n"), std::string::npos) << open;
+  EXPECT_NE(open.find("kq_t_lat_seconds_sum 0.05\n"), std::string::npos) << open;
   EXPECT_NE(open.find("kq_t_time_spent_seconds_total 0.04\n"), std::string::npos) << open;
 }
 
@@ -204,6 +209,34 @@ TEST(RemoteWrite, UrlsAreHttp) {
   ASSERT_TRUE(v6);
   EXPECT_EQ(v6->host, "::1");
   EXPECT_FALSE(parseHttpUrl("https://x/api/v1/write"));
+}
+
+TEST(ServingProblems, AnObjectIsHeldToTheNamesAScriptIs) {
+  // What `kq serve` says of an object's plan (no source to point at): a key and an
+  // aggregate without legal names, `every`, and two aggregates of one name.
+  plan::PortablePlan p;
+  p.plan.layout.queries = 2;
+  plan::AggregateLayout a;
+  a.keys = {key("str(filename)"), key("comm")};
+  a.slots = {slot("count()", AggregateKind::Count), slot("sum(size)", AggregateKind::Sum)};
+  plan::AggregateLayout b;
+  b.query = 1;
+  b.every_ns = 1'000'000'000;
+  b.slots = {slot("count()", AggregateKind::Count)};
+  p.plan.layout.aggregates = {a, b};
+  EXPECT_EQ(servingProblems(p),
+            (std::vector<std::string>{
+                "query 1: `str(filename)` is not a name Prometheus accepts for a label (build it again with "
+                "`select str(filename) as str_filename, ...`)",
+                "query 1: `sum(size)` is not a name Prometheus accepts for a metric (build it again with "
+                "`sum(size) as sum_size`)",
+                "query 2 has `every`: a scrape reads all that was counted since the script started "
+                "(build it without `every`; rate() and increase() give per-interval values)",
+                "query 2: two aggregates are both named `count` (the other in query 1): give one another name "
+                "with `as`"}));
+  p.plan.layout.aggregates = {b};
+  p.plan.layout.aggregates[0].every_ns = 0;
+  EXPECT_TRUE(servingProblems(p).empty());
 }
 
 }  // namespace

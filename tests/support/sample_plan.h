@@ -36,6 +36,8 @@ inline plan::PortablePlan samplePlan() {
   p.kq_version = "0.1.0";
   p.machine = "x86_64";
   p.limits = {{0, 5}, {0, 0}};
+  p.query_sources = {{"trace syscall:openat select str(filename) limit 5", {}},
+                     {"trace getpid group by comm select comm, count(), avg(x), hist(x), lhist(x, 0, 100, 10)", {}}};
   plan::ProgramPlan& plan = p.plan;
   plan.layout.queries = 2;
   plan.group_names = {"openat", "getpid"};
@@ -80,12 +82,12 @@ inline plan::PortablePlan samplePlan() {
   table.slots.push_back(slot("avg(x)", plan::AggregateKind::Avg, 8));
   table.slots.push_back(slot("hist(x)", plan::AggregateKind::Hist, 24));
   table.slots.back().buckets = plan::kHistBuckets;
-  table.slots.push_back(slot("lhist(x)", plan::AggregateKind::Lhist, 24 + 8 * plan::kHistBuckets));
+  table.slots.push_back(slot("lhist(x)", plan::AggregateKind::Lhist, 32 + 8 * plan::kHistBuckets));
   table.slots.back().lo = 0;
   table.slots.back().hi = 100;
   table.slots.back().step = 10;
   table.slots.back().buckets = 12;
-  table.value_size = 24 + 8 * plan::kHistBuckets + 8 * 12;  // 640
+  table.value_size = 40 + 8 * plan::kHistBuckets + 8 * 12;  // 656
   table.columns = {{true, 0}, {false, 0}, {false, 1}, {false, 2}, {false, 3}};
   plan.layout.aggregates.push_back(table);
 
@@ -93,7 +95,7 @@ inline plan::PortablePlan samplePlan() {
   plan.join_counts_map = "join_counts";
   plan.maps = {{"events", "ringbuf", 0, 0, 256 << 10},
                {"lost", "percpu_array", 4, 8, 2 * plan::kLostReasons},
-               {"agg_1", "hash", 16, 640, 10240},
+               {"agg_1", "hash", 16, 656, 10240},
                {"join_0", "lru_hash", 8, 16, 10240},
                {"join_counts", "percpu_array", 4, 8, 5}};
   return p;
@@ -105,7 +107,7 @@ inline runtime::ObjectContents sampleContents() {
   contents.programs = {"kq_prog_0", "kq_prog_1", "kq_prog_2"};
   contents.maps = {{"events", BPF_MAP_TYPE_RINGBUF, 0, 0, 256 << 10},
                    {"lost", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 2 * plan::kLostReasons},
-                   {"agg_1", BPF_MAP_TYPE_HASH, 16, 640, 10240},
+                   {"agg_1", BPF_MAP_TYPE_HASH, 16, 656, 10240},
                    {"join_0", BPF_MAP_TYPE_LRU_HASH, 8, 16, 10240},
                    {"join_counts", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 5},
                    {"kq.rodata", BPF_MAP_TYPE_ARRAY, 4, 32, 1}};
