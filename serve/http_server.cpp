@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "engine/cancellation.h"
 
 namespace kq::serve {
 namespace {

@@ -91,13 +91,13 @@ class CommandLine(unittest.TestCase):
     def test_run_refuses_another_plan_format(self):
         with open(self.built_object(), "rb") as f:
             data = f.read()
-        self.assertEqual(data.count(b'"format": 3,'), 1)
-        other = write_temp(data.replace(b'"format": 3,', b'"format": 9,'), suffix=".o")
+        self.assertEqual(data.count(b'"format": 4,'), 1)
+        other = write_temp(data.replace(b'"format": 4,', b'"format": 9,'), suffix=".o")
         status, _, err = kq("run", other)
         os.unlink(other)
         self.assertEqual(status, 1)
         self.assertRegex(err, r"its plan is in format 9 \(written by kq \S+\); this kq reads "
-                              r"format 3: build it again with this kq")
+                              r"format 4: build it again with this kq")
 
     def test_run_refuses_a_plan_out_of_bounds(self):
         with open(self.built_object(), "rb") as f:
