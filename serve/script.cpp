@@ -165,12 +165,12 @@ bool Script::readObject() {
     return false;
   }
   std::vector<std::string> problems = servingProblems(built->plan);
-  if (std::string here = driver::cannotRunHere(built->plan); !here.empty())
-    problems.insert(problems.begin(), here);
+  std::string here = driver::cannotRunHere(built->plan);
+  if (!here.empty()) problems.insert(problems.begin(), here);
   if (!problems.empty()) {
     error_.clear();
     for (const std::string& p : problems) error_ += fmt::format("{}: error: {}\n", path_, p);
-    error_ += driver::builtAgainstNote(path_, built->plan);
+    if (!here.empty()) error_ += driver::builtAgainstNote(path_, built->plan);
     return false;
   }
   portable_ = std::move(built->plan);
