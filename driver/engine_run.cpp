@@ -30,10 +30,15 @@ engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& 
                                  const Request& request, engine::SessionOptions options,
                                  engine::Cancellation& stop, Io& io) {
   engine::OutputFormat format =
-      request.output == "json" ? engine::OutputFormat::Json : engine::OutputFormat::Text;
+      request.format == "json" ? engine::OutputFormat::Json : engine::OutputFormat::Text;
+  engine::TextOptions text;
+  if (!request.prefix.empty()) {
+    std::string error;
+    text.prefix = engine::parsePrefix(request.prefix, &error);  // checked by the command line
+  }
   return engine.run(
       object, plan, types,
-      [&](engine::PrintContext& context) { return engine::makeSink(format, plan, context, io.out, io.err); },
+      [&](engine::PrintContext& context) { return engine::makeSink(format, plan, context, io.out, io.err, text); },
       stop, std::move(options));
 }
 

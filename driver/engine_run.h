@@ -30,7 +30,7 @@ class RunEnvironment {
   engine::Cancellation* stop_;
 };
 
-/// Runs `object` until its session ends, its events and tables on io.out as `request.output`
+/// Runs `object` until its session ends, its events and tables on io.out as `request.format`
 /// says, its summary on io.err.
 engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& object,
                                  const plan::ProgramPlan& plan, runtime::KernelTypes* types,

@@ -15,7 +15,9 @@ struct Request {
   std::string btf;   // --btf
   std::string what;  // info, list
   // Running
-  std::string output = "text";  // -o
+  std::string format = "text";  // -f text|json
+  std::string output_path;      // -o FILE: events there, not on standard output
+  std::string prefix;           // --prefix time,pid,...|none; "": chosen for the query
   uint32_t pid = 0;             // -p
   std::string command;          // -c
   std::string duration;         // -d, as written (`10s`)

@@ -260,9 +260,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     // A command never released (kq was stopped before it attached) never ran: nothing to say.
     bool ran = child->released();
     std::string ending = runtime::commandEnding(*child, child->stop(), request.verbose);
-    if (ran && !ending.empty()) io.err << "kq: the command " << ending << "\n";
+    if (ran && !ending.empty() && !result.reader_gone) io.err << "kq: the command " << ending << "\n";
   }
-  return result.output_failure.empty() ? 0 : 1;
+  return result.output_failure.empty() || result.reader_gone ? 0 : 1;
 }
 
 }  // namespace kq::driver

@@ -229,7 +229,7 @@ int runObject(const Request& request, Io& io) {
   runtime::KernelTypes kernel_types("/sys/kernel/btf", nullptr);
   engine::SessionResult result = runSession(engine, *loaded.object, plan, &kernel_types, request,
                                             std::move(session), run.stop(), io);
-  return result.output_failure.empty() ? 0 : 1;
+  return result.output_failure.empty() || result.reader_gone ? 0 : 1;
 }
 
 }  // namespace kq::driver

@@ -106,6 +106,7 @@ class JsonSink : public Sink {
   void onError(const std::string& message) override { err_ << "kq: error: " << message << "\n"; }
 
   void onSummary(const SessionResult& result) override {
+    if (result.reader_gone) return;  // `| head` took what it wanted
     sayEnding(result, err_);
     nlohmann::json summary = {
         {"events", result.events},
@@ -146,6 +147,7 @@ class JsonSink : public Sink {
   void flush() override { out_.flush(); }
   bool failed() const override { return out_.bad(); }
   std::string failure() const override { return runtime::outputFailure(out_); }
+  bool readerGone() const override { return runtime::readerGone(out_); }
 
  private:
   /// One field as JSON: numbers, strings, structs as objects, stacks as arrays.

@@ -414,6 +414,7 @@ SessionResult Session::run() {
   tables.showFinal(std::nullopt);
   sink_.flush();
   result.output_failure = sink_.failure();
+  result.reader_gone = sink_.readerGone();
 
   result.events = reader.events;
   result.traced_pid = static_cast<uint32_t>(options_.traced);

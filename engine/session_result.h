@@ -47,6 +47,7 @@ struct SessionResult {
   std::vector<QueryStats> queries;
   /// Why the output could not be written ("Broken pipe"); empty if it could.
   std::string output_failure;
+  bool reader_gone = false;  // the output's reader went away (`| head`): not an error
   bool traced_exited = false;  // -p: the process ended the session
   uint32_t traced_pid = 0;
   std::vector<JoinResult> joins;

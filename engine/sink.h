@@ -34,6 +34,8 @@ class Sink {
   virtual void flush() {}
   /// Why the sink cannot take more (its reader went away: "Broken pipe"), or empty.
   virtual std::string failure() const { return ""; }
+  /// Whether that failure is only its reader gone (`| head`): no error, nothing more said.
+  virtual bool readerGone() const { return false; }
   /// Whether it has failed (cheap: asked after every event).
   virtual bool failed() const { return false; }
 };

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/event_lines.h"
 #include "engine/print_context.h"
 #include "engine/sink.h"
 #include "plan/program_plan.h"
@@ -19,7 +20,7 @@ namespace kq::engine {
 enum class OutputFormat { Text, Json };
 
 std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& context,
-                                   std::ostream& out, std::ostream& err);
+                                   std::ostream& out, std::ostream& err, const TextOptions& options = {});
 /// What a JSON sink's events say besides their own fields: for `kq serve`'s event lines,
 /// the script and the host first, every event's query number, and the time as RFC 3339 UTC.
 struct JsonOptions {
@@ -35,6 +36,7 @@ std::unique_ptr<Sink> makeJsonSink(const plan::ProgramPlan& plan, PrintContext& 
 void sayEnding(const SessionResult& result, std::ostream& err);
 
 std::unique_ptr<Sink> makeSink(OutputFormat format, const plan::ProgramPlan& plan,
-                               PrintContext& context, std::ostream& out, std::ostream& err);
+                               PrintContext& context, std::ostream& out, std::ostream& err,
+                               const TextOptions& options = {});
 
 }  // namespace kq::engine

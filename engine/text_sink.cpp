@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/decoder.h"
+#include "engine/event_lines.h"
 #include "engine/sinks.h"
 #include "runtime/fd_output.h"
 #include "runtime/packet_view.h"
@@ -49,41 +50,17 @@ std::string bucketLabel(const plan::AggregateSlot& s, uint32_t i) {
 
 class TextSink : public Sink {
  public:
-  TextSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
+  TextSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err,
+           const TextOptions& options)
       : plan_(plan), layout_(plan.layout), context_(context), out_(out), err_(err),
-        packets_(context.boot_offset_ns, out) {
-    // One header for all probes when they share their columns; otherwise name=value pairs.
-    // Packets are shown apart, at the end, by packet.
-    for (const ProbeLayout& p : layout_.probes) {
-      if (!p.writes_records || p.packet) continue;
-      has_events_ = true;
-      std::vector<std::string> names;
-      for (const FieldLayout& f : p.fields) {
-        // A stack is a block beneath its event, never a cell of the line.
-        bool stack = f.kind == FieldKind::KernelStack || f.kind == FieldKind::UserStack;
-        if (!f.hidden && !f.is_capture && !stack) names.push_back(f.name);
-      }
-      if (!columns_set_) {
-        columns_ = names;
-        columns_set_ = true;
-      } else if (names != columns_) {
-        shared_columns_ = false;
-      }
-      // Wide enough for tracepoint names; longer names (globs of long functions) overflow.
-      constexpr size_t kMaxProbeWidth = 48;
-      size_t width = p.name.size() + (layout_.queries > 1 ? 2 : 0);
-      probe_width_ = std::max(probe_width_, std::min(width, kMaxProbeWidth));
-    }
-  }
+        packets_(context.boot_offset_ns, out), lines_(plan.layout, options) {}
+
 
   void onBegin() override {
-    if (!has_events_) return;  // only aggregate tables, printed apart
-    std::string header = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}", "TIME", "CPU", "PID",
-                                     "COMM", "PROBE", probe_width_);
-    if (shared_columns_) {
-      for (size_t i = 0; i < columns_.size(); ++i) header += "  " + columns_[i];
-    }
-    out_ << withoutTrailingSpaces(std::move(header)) << "\n";
+    // Once attached. Tables are printed apart; packets too, by packet.
+    if (!lines_.hasEvents()) return;
+    std::string header = lines_.header();
+    if (!header.empty()) out_ << header << "\n";
   }
 
   void onEnd() override { packets_.print(); }
@@ -91,19 +68,15 @@ class TextSink : public Sink {
   void onEvent(const DecodedEvent& e) override {
     const ProbeLayout& probe = *e.probe;
     if (e.packet) return packetEvent(e);
-    std::string line = fmt::format("{:<12} {:>3} {:>7} {:<16} {:<{}}",
-                                   clockText(e.wall_ns, ClockPrecision::Milliseconds), e.header.cpu,
-                                   e.header.pid, e.comm, probeName(probe), probe_width_);
+    cells_.clear();
     std::vector<std::string> blocks;
     for (size_t i = 0; i < probe.fields.size(); ++i) {
       const FieldLayout& f = probe.fields[i];
       const Value& v = e.values[i];
-      if (v.kind == ValueKind::Missing) continue;
       if (v.kind == ValueKind::Record) {
         std::string dump = context_.types.recordText(f, v.bytes.data());
         blocks.push_back(fmt::format("{} = *(0x{:x}) {}", f.name, v.u, dump));
-        if (!f.is_capture) line += shared_columns_ ? fmt::format("  0x{:x}", v.u)
-                                                   : fmt::format("  {}=0x{:x}", f.name, v.u);
+        if (!f.is_capture) cells_.emplace_back(f.name, fmt::format("0x{:x}", v.u));
         continue;
       }
       if (v.kind == ValueKind::Stack) {
@@ -112,13 +85,17 @@ class TextSink : public Sink {
         blocks.push_back(stack);
         continue;
       }
+      if (v.kind == ValueKind::Missing) {
+        if (visibleColumn(f)) cells_.emplace_back(f.name, "");  // past the end of the record
+        continue;
+      }
       if (f.is_capture) {
         blocks.push_back(fmt::format("{} = {}", f.name, v.text));
-      } else {
-        line += shared_columns_ ? "  " + v.text : fmt::format("  {}={}", f.name, v.text);
+      } else if (visibleColumn(f)) {
+        cells_.emplace_back(f.name, v.text);
       }
     }
-    out_ << withoutTrailingSpaces(std::move(line)) << "\n";
+    out_ << lines_.line(e, clockText(e.wall_ns, ClockPrecision::Milliseconds), probeName(probe), cells_) << "\n";
     for (const std::string& block : blocks) {
       // Indented beneath the event, as ksnoop prints arguments.
       size_t at = 0;
@@ -214,6 +191,7 @@ class TextSink : public Sink {
   void onError(const std::string& message) override { err_ << "kq: error: " << message << "\n"; }
 
   void onSummary(const SessionResult& result) override {
+    if (result.reader_gone) return;  // `| head` took what it wanted
     sayEnding(result, err_);
     err_ << summaryText(result) << "\n";
   }
@@ -221,6 +199,7 @@ class TextSink : public Sink {
   void flush() override { out_.flush(); }
   bool failed() const override { return out_.bad(); }
   std::string failure() const override { return runtime::outputFailure(out_); }
+  bool readerGone() const override { return runtime::readerGone(out_); }
 
  private:
   /// With several queries, each line says which query it came from: `2:tcp_sendmsg`.
@@ -331,11 +310,8 @@ class TextSink : public Sink {
   std::ostream& out_;
   std::ostream& err_;
   runtime::PacketView packets_;
-  std::vector<std::string> columns_;
-  bool columns_set_ = false;
-  bool shared_columns_ = true;
-  bool has_events_ = false;
-  size_t probe_width_ = 5;
+  EventLines lines_;
+  std::vector<std::pair<std::string, std::string>> cells_;
 };
 
 }  // namespace
@@ -348,14 +324,15 @@ void sayEnding(const SessionResult& result, std::ostream& err) {
 }
 
 std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& context,
-                                   std::ostream& out, std::ostream& err) {
-  return std::make_unique<TextSink>(plan, context, out, err);
+                                   std::ostream& out, std::ostream& err, const TextOptions& options) {
+  return std::make_unique<TextSink>(plan, context, out, err, options);
 }
 
 std::unique_ptr<Sink> makeSink(OutputFormat format, const plan::ProgramPlan& plan,
-                               PrintContext& context, std::ostream& out, std::ostream& err) {
+                               PrintContext& context, std::ostream& out, std::ostream& err,
+                               const TextOptions& options) {
   if (format == OutputFormat::Json) return makeJsonSink(plan, context, out, err);
-  return makeTextSink(plan, context, out, err);
+  return makeTextSink(plan, context, out, err, options);
 }
 
 }  // namespace kq::engine

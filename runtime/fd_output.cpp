@@ -48,6 +48,7 @@ bool FdOutputBuffer::waitForRoom() {
     int n = poll(p, stop_fd_ >= 0 ? 2 : 1, -1);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
+      failed_errno_ = errno;
       failure_ = std::strerror(errno);
       return false;
     }
@@ -101,6 +102,7 @@ bool FdOutputBuffer::writeAll(const char* data, size_t size) {
     ssize_t n = write(fd_, data, chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
+      failed_errno_ = errno;
       failure_ = std::strerror(errno);
       return false;
     }
@@ -119,6 +121,11 @@ std::string outputFailure(const std::ostream& out) {
     if (std::string why = buffer->failure(); !why.empty()) return why;
   }
   return out.bad() ? "the stream failed" : "";
+}
+
+bool readerGone(const std::ostream& out) {
+  auto* buffer = dynamic_cast<FdOutputBuffer*>(out.rdbuf());
+  return buffer && buffer->readerGone();
 }
 
 }  // namespace kq::runtime

@@ -3,6 +3,7 @@
 // (its stop fd is readable), so a pipe nobody reads cannot keep kq from ending.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <streambuf>
 #include <string>
@@ -17,6 +18,8 @@ class FdOutputBuffer : public std::streambuf {
 
   /// Why output failed ("Broken pipe"), empty while it has not.
   const std::string& failure() const { return failure_; }
+  /// Whether output failed because its reader went away (EPIPE: `kq ... | head`).
+  bool readerGone() const { return failed_errno_ == EPIPE; }
   /// A file descriptor readable once a stop is requested (an engine Cancellation's), or -1.
   void setStopFd(int fd) { stop_fd_ = fd; }
 
@@ -33,6 +36,7 @@ class FdOutputBuffer : public std::streambuf {
   int fd_;
   std::vector<char> buffer_;
   std::string failure_;
+  int failed_errno_ = 0;
   int64_t give_up_at_ns_ = 0;  // once a stop is requested: when to stop waiting for a reader
   int stop_fd_ = -1;
   bool may_block_ = true;
@@ -41,6 +45,10 @@ class FdOutputBuffer : public std::streambuf {
 /// Why writing to `out` failed (its FdOutputBuffer says how: "stdout's reader went away"),
 /// or "" while it works.
 std::string outputFailure(const std::ostream& out);
+
+/// Whether `out` failed because its reader went away (a pipe closed by `head`): not an
+/// error of kq's, which then ends quietly with status 0.
+bool readerGone(const std::ostream& out);
 
 /// Makes the FdOutputBuffer of `out`, if it has one, watch `stop_fd` (-1: nothing).
 void setOutputStopFd(std::ostream& out, int stop_fd);

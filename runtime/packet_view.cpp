@@ -93,7 +93,7 @@ void PacketView::print() {
     printPacket(*packets[i].probe, packets[i].skb, packets[i].events);
   }
   if (not_kept_) {
-    out_ << fmt::format("\nkq: {} later events not shown (the per-packet view keeps {}; -o json "
+    out_ << fmt::format("\nkq: {} later events not shown (the per-packet view keeps {}; -f json "
                         "streams every event)\n",
                         not_kept_, max_events_);
   }

@@ -63,9 +63,9 @@ class NothingEndsTheSession(ReplTestCase):
         s.wait_for(r"unknown name `nosuch` \[UnknownName\]")
         s.wait_prompt()
         s.enter(exec_query())
-        s.wait_for(r"^TIME +CPU")
+        s.wait_for(r"^TIME +PID")
         run_program()
-        s.wait_for(rf"sched_process_exec +{PROGRAM}$")
+        s.wait_for(rf" {PROGRAM}$")
         s.wait_for(r"kq: 1 event, 0 lost")
         s.wait_prompt()
         self.quit(s)
@@ -127,9 +127,9 @@ class CInTheSession(ReplTestCase):
             # the program before the second is attached.
             mark = s.mark()
             s.enter(exec_query(extra="select sigs[9] as name limit 1").replace(" select comm", ""))
-            s.wait_for(r"^TIME +CPU", since=mark)
+            s.wait_for(r"^TIME +PID", since=mark)
             run_program()
-            s.wait_for(r"sched_process_exec +SIGKILL$", since=mark)
+            s.wait_for(r" SIGKILL$", since=mark)
             s.wait_for(r"kq: 1 event, 0 lost", since=mark)
             s.wait_prompt()
         self.quit(s)
@@ -220,9 +220,9 @@ class HistoryAndLines(ReplTestCase):
         for i in range(0, len(query), 4096):
             os.write(s.fd, query[i:i + 4096].encode())
         s.type("\r")
-        s.wait_for(r"^TIME +CPU", timeout=60)
+        s.wait_for(r"^TIME +PID", timeout=60)
         run_program()
-        s.wait_for(rf"sched_process_exec +{PROGRAM} *$")
+        s.wait_for(rf" {PROGRAM} *$")
         s.wait_prompt()
 
     def test_an_unfinished_query_goes_on_on_the_next_line(self):
@@ -231,9 +231,9 @@ class HistoryAndLines(ReplTestCase):
         s.wait_current("..>")
         s.enter(f'comm == "{PROGRAM}" select comm,')
         s.enter("  pid limit 1")
-        s.wait_for(r"^TIME +CPU")
+        s.wait_for(r"^TIME +comm +pid$")  # both selected: the prefix is the time alone
         run_program()
-        s.wait_for(rf"sched_process_exec +{PROGRAM} +\d+$")
+        s.wait_for(rf" {PROGRAM} +\d+$")
         s.wait_prompt()
         # A `\` at the end continues a line; diagnostics count the lines.
         s.enter("check trace tracepoint:sched:sched_process_exec \\")
@@ -276,7 +276,7 @@ class BackgroundJobs(ReplTestCase):
         for _ in range(3):
             run_program()
         s.wait_for(rf"^\[1\] \d\d:\d\d:\d\d\.\d+ .* {PROGRAM}$")
-        s.wait_for(r"^\[1\] TIME +CPU")
+        s.wait_for(r"^\[1\] TIME +PID")
         s.pump(0.5)
         lines = s.screen.lines()
         self.assertEqual(sum(1 for l in lines if l.startswith("[1] ") and l.endswith(PROGRAM)), 3, s.screen.text())
@@ -312,9 +312,9 @@ class BackgroundJobs(ReplTestCase):
         s = self.session()
         self.start_job(s)
         s.enter(exec_query("kqreplother", ""))
-        s.wait_for(r"^TIME +CPU .*comm$")
+        s.wait_for(r"^TIME +PID +comm$")
         run_program("kqreplother")
-        s.wait_for(r"sched_process_exec +kqreplother$")
+        s.wait_for(r" kqreplother$")
         s.ctrl_c()
         s.wait_for(r"^(\^C)?kq: 1 event, 0 lost")  # the terminal echoes Ctrl-C
         s.wait_prompt()

@@ -14,7 +14,7 @@ using plan::FieldKind;
 
 /// The start of probe `p`'s event line (03:04:05.678 on CPU 1 in curl, 4242), up to its
 /// fields; and of its JSON object.
-const std::string kLine = "03:04:05.678   1    4242 curl             p    ";
+const std::string kLine = "03:04:05.678   1    4242 curl            p    ";
 const std::string kJson =
     R"({"time":"03:04:05.678901","time_ns":1704164645678901234,"cpu":1,"pid":4242,)"
     R"("tid":4243,"comm":"curl","probe":"p",)";
@@ -38,7 +38,10 @@ Shown show(FakeHost& host, std::vector<plan::FieldLayout> fields, const Bytes& r
   RecordDecoder decoder(plan.layout, host.context());
   const DecodedEvent* event = decoder.decode(record.data().data(), record.data().size());
   if (event) shown.value = event->values.at(index);
-  std::string text = printEvents(plan, host, {record}, OutputFormat::Text).out;
+  // Every prefix column, as the lines kq once printed: these tests are of the values.
+  TextOptions all;
+  all.prefix = {PrefixColumn::Time, PrefixColumn::Cpu, PrefixColumn::Pid, PrefixColumn::Comm, PrefixColumn::Probe};
+  std::string text = printEvents(plan, host, {record}, OutputFormat::Text, all).out;
   shown.text = text.substr(text.find('\n') + 1);
   shown.json = printEvents(plan, host, {record}, OutputFormat::Json).out;
   return shown;
@@ -222,7 +225,7 @@ TEST_F(FieldKinds, KernelStackDropsTheTracingFramesOnTop) {
             (std::vector<std::string>{"tcp_sendmsg+0x10", "inet_sendmsg+0x2a", "__sys_sendto+0x103"}));
   // Folded, outermost first: how a stack shows as a table's key.
   EXPECT_EQ(s.value.text, "__sys_sendto+0x103;inet_sendmsg+0x2a;tcp_sendmsg+0x10");
-  EXPECT_EQ(s.text, "03:04:05.678   1    4242 curl             p\n"
+  EXPECT_EQ(s.text, "03:04:05.678   1    4242 curl            p\n"
                     "    kstack:\n"
                     "        tcp_sendmsg+0x10\n"
                     "        inet_sendmsg+0x2a\n"
@@ -237,7 +240,7 @@ TEST_F(FieldKinds, UserStackIsNamedInTheEventsProcess) {
   Shown s = show(host, {field("ustack", FieldKind::UserStack, 40, 32)}, r);
   EXPECT_EQ(s.value.kind, ValueKind::Stack);
   EXPECT_EQ(s.value.text, "0x7f0000002000;__libc_start_call_main+0x80;main+0x6");
-  EXPECT_EQ(s.text, "03:04:05.678   1    4242 curl             p\n"
+  EXPECT_EQ(s.text, "03:04:05.678   1    4242 curl            p\n"
                     "    ustack:\n"
                     "        main+0x6\n"
                     "        __libc_start_call_main+0x80\n"

@@ -82,9 +82,9 @@ plan::ProbeLayout probe(std::string name, std::vector<plan::FieldLayout> fields,
 }
 
 Printed printEvents(const plan::ProgramPlan& plan, FakeHost& host, const std::vector<Bytes>& records,
-                    OutputFormat format) {
+                    OutputFormat format, const TextOptions& options) {
   std::ostringstream out, err;
-  std::unique_ptr<Sink> sink = makeSink(format, plan, host.context(), out, err);
+  std::unique_ptr<Sink> sink = makeSink(format, plan, host.context(), out, err, options);
   RecordDecoder decoder(plan.layout, host.context());
   sink->onBegin();
   for (const Bytes& r : records) {

@@ -60,7 +60,7 @@ struct Printed {
 
 /// The records through a sink as a session drives one: onBegin, each event, onEnd.
 Printed printEvents(const plan::ProgramPlan& plan, FakeHost& host, const std::vector<Bytes>& records,
-                    OutputFormat format);
+                    OutputFormat format, const TextOptions& options = {});
 
 /// A table through a sink.
 Printed printTable(const plan::ProgramPlan& plan, FakeHost& host, const Table& table, OutputFormat format);

@@ -49,13 +49,13 @@ class Macros(harness.KqTestCase):
         query = ('let sigs = macros("asm/signal.h", "SIG") '
                  'trace tracepoint:syscalls:sys_enter_kill '
                  'group by sigs[sig] select sigs[sig] as signal, count()')
-        status, out, err = kq("-o", "json", query, "-c", f"{sys.executable} {SIGNALLER}")
+        status, out, err = kq("-f", "json", query, "-c", f"{sys.executable} {SIGNALLER}")
         self.assertEqual(status, 0, err)
         rows = json.loads(out.splitlines()[-1])["rows"]
         self.assertEqual(sorted((r["signal"], r["count()"]) for r in rows),
                          [("SIGUSR1", 2), ("SIGUSR2", 1)], out)
         # The numbers are the header's.
-        status, out, err = kq("-o", "json", query.replace("group by sigs[sig] select sigs[sig] as signal, count()",
+        status, out, err = kq("-f", "json", query.replace("group by sigs[sig] select sigs[sig] as signal, count()",
                                                           "select sig, sigs[sig] as name"),
                               "-c", f"{sys.executable} {SIGNALLER}")
         self.assertEqual(status, 0, err)
@@ -72,7 +72,7 @@ class Macros(harness.KqTestCase):
         query = ('let caps = macros("linux/capability.h", "CAP_") '
                  f'trace tracepoint:syscalls:sys_enter_kill where sig == 0 select {names} limit 1')
         check = f"{sys.executable} -c 'import os; os.kill(os.getpid(), 0)'"
-        status, out, err = kq("-o", "json", query, "-c", check)
+        status, out, err = kq("-f", "json", query, "-c", check)
         self.assertEqual(status, 0, err)
         row = json.loads(out.splitlines()[0])
         for name, value in caps.items():
@@ -130,7 +130,7 @@ trace uprobe:{binary}:handle_request(struct app_req *req, long weight) where req
   select req->id, req->kind, req->len, str(req->path) as path, str(req->host) as host, weight
 trace uprobe:{binary}:handle_request(struct app_req *req) where req->kind == APP_PUT select req->id
 """)
-        status, out, err = kq("-o", "json", script, "-c", binary)
+        status, out, err = kq("-f", "json", script, "-c", binary)
         self.assertEqual(status, 0, err)
         # The program prints its sum (401) among kq's lines; the last is kq's summary.
         rows = [json.loads(line) for line in out.splitlines() if line.startswith('{"time"')]
@@ -168,7 +168,7 @@ class CFunctions(harness.KqTestCase):
 use c "helpers.c"
 trace tracepoint:net:net_dev_xmit where marked(skb->mark) select skb->len as len, size_class(skb->len) as class
 """)
-        status, out, err = kq("-o", "json", script, "-c", f"{sys.executable} {SUPPORT}/send_udp.py")
+        status, out, err = kq("-f", "json", script, "-c", f"{sys.executable} {SUPPORT}/send_udp.py")
         self.assertEqual(status, 0, err)
         rows = [json.loads(line) for line in out.splitlines() if line.startswith('{"time"')]
         self.assertEqual(sorted((r["len"], r["class"]) for r in rows), [(78, 0), (228, 1), (428, 2)], out)

@@ -64,9 +64,9 @@ def facts(workload_path):
 
 
 def run_kq(name, *args, timeout=60):
-    """Runs example `name` with -o json to its end: the JSON objects it printed. A command
+    """Runs example `name` with -f json to its end: the JSON objects it printed. A command
     (-c) that failed fails the test: kq says how it ended."""
-    proc = subprocess.run([harness.KQ, "-o", "json", example(name), *args], capture_output=True, timeout=timeout)
+    proc = subprocess.run([harness.KQ, "-f", "json", example(name), *args], capture_output=True, timeout=timeout)
     out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
     if proc.returncode != 0 or "kq: the command" in err:
         raise AssertionError(f"kq {name} exited with {proc.returncode}:\n{err}\n{out[:3000]}")
@@ -134,7 +134,7 @@ class KqSession(Background):
     processes, such as in timers); ready once -v has said how each probe attached."""
 
     def __init__(self, name, *args):
-        super().__init__([harness.KQ, "-v", "-o", "json", example(name), *args],
+        super().__init__([harness.KQ, "-v", "-f", "json", example(name), *args],
                          lambda line: re.match(r"kq: .+: \S+$", line) is not None, stream="stderr")
         self.name = name
         if not self.wait_ready():

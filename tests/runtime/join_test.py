@@ -59,7 +59,7 @@ def summary_counts(err, name):
 @unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
 class Joins(harness.KqTestCase):
     def test_sleeps_join_their_own_entry(self):
-        status, out, err = kq("-o", "json", SLEEP_JOIN + "where comm == \"kqsleeper\" "
+        status, out, err = kq("-f", "json", SLEEP_JOIN + "where comm == \"kqsleeper\" "
                               "select (time - s.time) / 1000 as usecs, s.comm",
                               "-c", f"python3 {SLEEPER}")
         self.assertEqual(status, 0, err)
@@ -78,7 +78,7 @@ class Joins(harness.KqTestCase):
         # Only the argument reads through `s.`: `time` in the body is the exit's, so each
         # latency is the 20 ms sleep, where the whole call was once kept at the entry (0).
         # A body reading nothing but its parameter is kept whole, as before.
-        status, out, err = kq("-o", "json", "fn lat_us(t) = (time - t) / 1000\n"
+        status, out, err = kq("-f", "json", "fn lat_us(t) = (time - t) / 1000\n"
                               "fn us(t) = t / 1000\n" + SLEEP_JOIN + "where comm == \"kqsleeper\" "
                               "select lat_us(s.time) as lat, us(s.time) as at, time / 1000 as now",
                               "-c", f"python3 {SLEEPER}")
@@ -116,7 +116,7 @@ class Joins(harness.KqTestCase):
         target = os.path.join(WORKDIR, "data")
         subprocess.run(["fallocate", "-l", "80K", target], check=True)
         subprocess.run(["sync"], check=True)
-        proc = subprocess.Popen([harness.KQ, "-o", "json",
+        proc = subprocess.Popen([harness.KQ, "-f", "json",
                                  "trace tracepoint:block:block_rq_complete(rq, nr_bytes) "
                                  # Writes only (REQ_OP_WRITE): dd's exec may read a page.
                                  "join tracepoint:block:block_rq_issue(rq) as issue "
@@ -148,7 +148,7 @@ class Joins(harness.KqTestCase):
 
     def test_where_that_fails_leaves_the_entry_waiting(self):
         # close(999) finds the getpid but its `where` fails: close(1000) still finds it.
-        status, out, err = kq("-o", "json", "trace syscall:close(fd) join syscall:getpid as g on tid "
+        status, out, err = kq("-f", "json", "trace syscall:close(fd) join syscall:getpid as g on tid "
                               "where fd == 1000 select fd, g.time > 0 as found",
                               "-c", f"python3 {CLOSER}")
         self.assertEqual(status, 0, err)

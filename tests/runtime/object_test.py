@@ -134,7 +134,7 @@ class Objects(harness.KqTestCase):
 
     def test_json_events(self):
         _, obj = build(OPENS, "opens_json")
-        status, out, err = traced("run", obj, "-o", "json")
+        status, out, err = traced("run", obj, "-f", "json")
         self.assertEqual(status, 0, err)
         events = [json.loads(l) for l in out.splitlines() if not l.startswith('{"summary"')]
         self.assertEqual([e["path"] for e in events], ["/etc/hostname"] * 3 + ["/etc/passwd"] * 2)
@@ -145,7 +145,7 @@ class Objects(harness.KqTestCase):
         script, obj = build(COUNTS, "counts")
         tables = []
         for args in ([script], ["run", obj]):
-            status, out, err = traced("-o", "json", *args)
+            status, out, err = traced("-f", "json", *args)
             self.assertEqual(status, 0, err)
             tables_printed = [json.loads(l) for l in out.splitlines() if '"rows"' in l]
             self.assertEqual(len(tables_printed), 1, out)
@@ -156,7 +156,7 @@ class Objects(harness.KqTestCase):
     def test_a_join(self):
         script, obj = build(SLEEPS, "sleeps")
         for args in ([script], ["run", obj]):
-            status, out, err = traced("-o", "json", *args)
+            status, out, err = traced("-f", "json", *args)
             self.assertEqual(status, 0, err)
             rows = [json.loads(l) for l in out.splitlines() if not l.startswith('{"summary"')]
             self.assertEqual(len(rows), 5, out)

@@ -229,7 +229,7 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
 
     def test_json_has_ipftrace2_fields_and_typed_values(self):
         (status, out, err), frames = loopback_traffic(
-            ["-o", "json", f"trace packet where mark == {MARK:#x} select len, tuple"])
+            ["-f", "json", f"trace packet where mark == {MARK:#x} select len, tuple"])
         self.assertEqual(status, 0, err)
         events = json_events(out)
         for e in events:
@@ -250,7 +250,7 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertIn("skb:skb_copy_datagram_iovec", {e["function"] for e in events})
 
     def test_json_drop_reason(self):
-        status, out, err = kq_around("-o", "json", f"trace packet where mark == {MARK:#x}",
+        status, out, err = kq_around("-f", "json", f"trace packet where mark == {MARK:#x}",
                                      command=closed_port_command())
         self.assertEqual(status, 0, err)
         events = json_events(out)
@@ -259,7 +259,7 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(sum(e["function"] == "net:net_dev_queue" for e in events), 6)
 
     def test_globs_narrow_the_tracepoints(self):
-        status, out, err = kq_around("-o", "json", f"trace packet(net_dev_*) where mark == {MARK:#x}",
+        status, out, err = kq_around("-f", "json", f"trace packet(net_dev_*) where mark == {MARK:#x}",
                                      command=closed_port_command())
         self.assertEqual(status, 0, err)
         attached, method = attached_through(err)
@@ -298,12 +298,12 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
 
     def test_group_by_func_counts_per_tracepoint(self):
         query = f"trace packet where mark == {MARK:#x}"
-        status, out, err = kq_around("-o", "json", query + " group by func select count()",
+        status, out, err = kq_around("-f", "json", query + " group by func select count()",
                                      command=closed_port_command())
         self.assertEqual(status, 0, err)
         [table] = [line for line in map(json.loads, out.splitlines()) if "rows" in line]
         counts = {row["func"]: row["count()"] for row in table["rows"]}
-        status, out, err = kq_around("-o", "json", query, command=closed_port_command())
+        status, out, err = kq_around("-f", "json", query, command=closed_port_command())
         self.assertEqual(status, 0, err)
         # As many as the events of the same datagrams, but for ICMP's replies: the kernel
         # may rate-limit those (icmp_msgs_per_sec is for the whole machine).

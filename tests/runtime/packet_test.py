@@ -111,7 +111,7 @@ def columns(filters):
 class PacketFilters(harness.KqTestCase):
 
     def compare(self, query, command, frames_file, link_type, filters=FILTERS):
-        status, out, err = kq("-o", "json", query, "-c", command)
+        status, out, err = kq("-f", "json", query, "-c", command)
         self.assertEqual(status, 0, err)
         events = [json.loads(line) for line in out.splitlines()]
         with open(frames_file) as f:
@@ -168,7 +168,7 @@ class PacketFilters(harness.KqTestCase):
         query = (f"trace tracepoint:net:net_dev_queue(skb) where mark == {MARK:#x} and "
                  f'(pcap(skb, "ip6 and udp") or (pcap((struct sk_buff *)skb, "ip") and not pcap("len < 200"))) select len')
         command = f"{sys.executable} {SUPPORT}/loopback_packets.py {frames} {MARK:#x} {UDP_PORT} {TCP_PORT}"
-        status, out, err = kq("-o", "json", query, "-c", command)
+        status, out, err = kq("-f", "json", query, "-c", command)
         self.assertEqual(status, 0, err)
         with open(frames) as f:
             frames = [bytes.fromhex(h) for h in json.load(f)]
@@ -201,7 +201,7 @@ class NetProperties(harness.KqTestCase):
         query = (f"trace tracepoint:net:net_dev_queue where mark == {MARK:#x} "
                  "select saddr, daddr, l4proto, sport, dport, tuple, len")
         command = f"{sys.executable} {SUPPORT}/loopback_packets.py {frames} {MARK:#x} {UDP_PORT} {TCP_PORT}"
-        status, out, err = kq("-o", "json", query, "-c", command)
+        status, out, err = kq("-f", "json", query, "-c", command)
         self.assertEqual(status, 0, err)
         got = sorted(tuple(e[k] for k in ("saddr", "daddr", "l4proto", "sport", "dport", "tuple", "len"))
                      for e in map(json.loads, out.splitlines()))
@@ -227,7 +227,7 @@ class NetProperties(harness.KqTestCase):
                  "select tuple, l4proto, inner_saddr, inner_daddr, inner_l4proto, inner_sport, "
                  "inner_dport, inner_tuple")
         command = f"unshare -n {sys.executable} {SUPPORT}/vxlan_packets.py {device} {UDP_PORT} {TCP_PORT}"
-        status, out, err = kq("-o", "json", query, "-c", command)
+        status, out, err = kq("-f", "json", query, "-c", command)
         self.assertEqual(status, 0, err)
         events = [json.loads(line) for line in out.splitlines()]
         # The outer packets: UDP from the underlay's address to VXLAN's port.

@@ -90,7 +90,7 @@ class KernelFunctions(unittest.TestCase):
     def test_arguments_and_return_together(self):
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                status, out, err = kq("--attach", method, "-o", "json",
+                status, out, err = kq("--attach", method, "-f", "json",
                                       "trace tcp_sendmsg(sk, size, return) where comm == \"python3\" "
                                       "select sk, size, return, duration", "-c", SEND_TCP)
                 self.assertEqual(status, 0, err)
@@ -103,7 +103,7 @@ class KernelFunctions(unittest.TestCase):
         # entry(x) is saved by the entry program (fentry or kprobe) with the arguments.
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                status, out, err = kq("--attach", method, "-o", "json",
+                status, out, err = kq("--attach", method, "-f", "json",
                                       "trace tcp_sendmsg(sk, size, return) where comm == \"python3\" "
                                       "select entry(size) as size_then, entry(time) < time as later, return",
                                       "-c", SEND_TCP)
@@ -120,7 +120,7 @@ class KernelFunctions(unittest.TestCase):
                  "select task->tgid as tgid, task->real_parent->tgid as parent, str(task->comm) as c")
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                proc = subprocess.Popen([KQ, "-v", "--attach", method, "-o", "json", query,
+                proc = subprocess.Popen([KQ, "-v", "--attach", method, "-f", "json", query,
                                          "-c", f"exec {SEND_TCP}"],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 out, err = (b.decode() for b in proc.communicate(timeout=300))
@@ -138,7 +138,7 @@ class KernelFunctions(unittest.TestCase):
                  "select t.size, return, t.func")
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                status, out, err = kq("--attach", method, "-o", "json", query, "-c", SEND_TCP)
+                status, out, err = kq("--attach", method, "-f", "json", query, "-c", SEND_TCP)
                 self.assertEqual(status, 0, err)
                 events = [json.loads(line) for line in out.splitlines()]
                 self.assertEqual([(e["t.size"], e["return"], e["t.func"]) for e in events],
@@ -147,14 +147,14 @@ class KernelFunctions(unittest.TestCase):
                 self.assertEqual((join["name"], join["matched"], join["unmatched"]), ("t", 1, 0), err)
 
     def test_glob(self):
-        status, out, err = kq("-o", "json", "trace udp_send* where comm == \"python3\" select func",
+        status, out, err = kq("-f", "json", "trace udp_send* where comm == \"python3\" select func",
                               "-c", SEND_UDP)
         self.assertEqual(status, 0, err)
         funcs = sorted(set(json.loads(line)["func"] for line in out.splitlines()))
         self.assertEqual(funcs, ["udp_send_skb", "udp_sendmsg"], out[:2000])
 
     def test_glob_through_kprobes(self):
-        status, out, err = kq("--attach", "kprobe", "-o", "json",
+        status, out, err = kq("--attach", "kprobe", "-f", "json",
                               "trace udp_send* where comm == \"python3\" select func", "-c", SEND_UDP)
         self.assertEqual(status, 0, err)
         self.assertEqual(sorted(set(json.loads(line)["func"] for line in out.splitlines())),
@@ -164,7 +164,7 @@ class KernelFunctions(unittest.TestCase):
     def test_kprobe_multi_where_the_kernel_has_it(self):
         # One kprobe.multi program for every function of a glob (6.12); without
         # CONFIG_FPROBE (6.1) kq falls back to a kprobe per function and says why.
-        status, out, err = kq("-v", "--attach", "kprobe", "-o", "json",
+        status, out, err = kq("-v", "--attach", "kprobe", "-f", "json",
                               "trace udp_send* where comm == \"python3\" select pid", "-c", SEND_UDP)
         self.assertEqual(status, 0, err)
         self.assertEqual(len(out.splitlines()), 10, out)  # 5 packets through 2 of the functions
@@ -179,7 +179,7 @@ class KernelFunctions(unittest.TestCase):
         # entry (stashes are keyed by thread and function), so neither exit is lost.
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                status, out, err = kq("--attach", method, "-o", "json",
+                status, out, err = kq("--attach", method, "-f", "json",
                                       'trace udp_send* where comm == "python3" select func, return',
                                       "-c", SEND_UDP)
                 self.assertEqual(status, 0, err)
@@ -217,12 +217,12 @@ class KernelFunctions(unittest.TestCase):
                 proc.wait(timeout=120)
 
     def check_call_context(self, *extra):
-        status, out, err = kq(*extra, "-o", "json",
+        status, out, err = kq(*extra, "-f", "json",
                               "trace tcp_sendmsg -> ip_output(skb) where comm == \"python3\" select skb->len",
                               "-c", SEND_TCP)
         self.assertEqual(status, 0, err)
         inside = [json.loads(line)["skb->len"] for line in out.splitlines()]
-        status, out, err = kq(*extra, "-o", "json", "trace ip_output() where comm == \"python3\" select skb->len",
+        status, out, err = kq(*extra, "-f", "json", "trace ip_output() where comm == \"python3\" select skb->len",
                               "-c", SEND_TCP)
         self.assertEqual(status, 0, err)
         everywhere = [json.loads(line)["skb->len"] for line in out.splitlines()]
@@ -241,7 +241,7 @@ class KernelFunctions(unittest.TestCase):
     def test_aggregates_through_fentry_and_kprobes(self):
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                status, out, err = kq("--attach", method, "-o", "json",
+                status, out, err = kq("--attach", method, "-f", "json",
                                       'trace tcp_sendmsg(sk, size) where comm == "python3" '
                                       "group by comm select comm, count(), sum(size)", "-c", SEND_TCP)
                 self.assertEqual(status, 0, err)
@@ -262,7 +262,7 @@ class KernelFunctions(unittest.TestCase):
             f.write((counting * 3 + ending) * sets)
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
-                status, out, err = kq("--attach", method, "-o", "json", path, "-c", SEND_TCP)
+                status, out, err = kq("--attach", method, "-f", "json", path, "-c", SEND_TCP)
                 self.assertEqual(status, 0, err)
                 lines = [json.loads(line) for line in out.splitlines()]
                 tables = [line["rows"] for line in lines if "rows" in line]
@@ -322,7 +322,7 @@ class KernelFunctions(unittest.TestCase):
 
     def test_packet_tracing_json_has_ipftrace2_fields(self):
         self.skip_without_kprobe_multi()
-        _, out, _ = self.packet_run("-o", "json", "trace packet where mark == 0xdeadbeef select len")
+        _, out, _ = self.packet_run("-f", "json", "trace packet where mark == 0xdeadbeef select len")
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual(set(events[0]) - {"drop_reason"},
                          {"packet_id", "timestamp", "processor_id", "module", "function", "is_return", "len"})
@@ -376,7 +376,7 @@ class KernelFunctions(unittest.TestCase):
 
     def run_with_packets(self, *args):
         """kq with `args`, started, sent the marked datagrams once attached, until it ends."""
-        proc = subprocess.Popen([KQ, "-o", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([KQ, "-f", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not loaded_kq_programs():
             time.sleep(0.2)
@@ -410,7 +410,7 @@ class KernelFunctionExamples(unittest.TestCase):
 
     def calls(self, name, *args):
         """{function: calls} that example `name` counted for dd, over all its tables."""
-        status, out, err = kq(*args, "-o", "json", os.path.join(EXAMPLES, name + ".kq"), "-c", DD)
+        status, out, err = kq(*args, "-f", "json", os.path.join(EXAMPLES, name + ".kq"), "-c", DD)
         self.assertEqual(status, 0, err)
         counts = {}
         for line in out.splitlines():

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,8 @@
 #include "compiler/sema/sema.h"
 #include "kq_version.h"
 #include "engine/cancellation.h"
+#include "engine/event_lines.h"
+#include "runtime/fd_output.h"
 #include "driver/commands.h"
 #include "serve/serve.h"
 #include "repl/repl.h"
@@ -31,12 +34,38 @@
 namespace kq::cli {
 namespace {
 
+/// `-o FILE`: the events' stream, on the file (created, or emptied), with standard output's
+/// error reporting.
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)),
+        error_(fd_ < 0 ? std::strerror(errno) : ""),
+        buffer_(fd_),
+        stream_(&buffer_) {}
+  ~OutputFile() {
+    stream_.flush();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  const std::string& error() const { return error_; }
+  std::ostream& stream() { return stream_; }
+
+ private:
+  int fd_;
+  std::string error_;
+  runtime::FdOutputBuffer buffer_;
+  std::ostream stream_;
+};
+
 constexpr const char* kExamples = R"(Examples:
   kq 'trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef'
                                   # marked packets over 100 bytes, skb dumped
   kq 'trace tracepoint:syscalls:sys_enter_openat where comm == "cat" select pid, str(filename)'
   kq 'trace syscall:openat select comm, str(filename)' -c 'cat /etc/hostname'
-  kq -o json 'trace tracepoint:sched:sched_process_exec select comm, pid'
+  kq -f json 'trace tracepoint:sched:sched_process_exec select comm, pid'
+  kq 'trace syscall:openat select comm, str(filename)' -o opens.txt -d 10s
+                                  # events into a file
   kq examples/opensnoop.kq        # run a script
   kq check -e 'trace tcp_sendmsg(sk, size) where size > 4k'
                                   # parse and check only; exit status 1 on errors
@@ -128,9 +157,16 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                  "instructions, with the kq source of each), verifier (the verifier's log)")
       ->check(CLI::IsMember({"ast", "types", "plan", "ir", "bpf", "verifier"}))
       ->type_name("FORM");
-  app.add_option("-o,--output", request.output, "how events are printed: text or json")
+  app.add_option("-f,--format", request.format, "how events are printed: text (for people) or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->type_name("FORMAT");
+  app.add_option("-o,--output", request.output_path,
+                 "write events and tables to FILE (replacing it) instead of standard output")
+      ->type_name("FILE");
+  app.add_option("--prefix", request.prefix,
+                 "the columns each event line starts with: none, or some of time,cpu,pid,tid,comm,probe "
+                 "(default: time, and pid, comm and probe where the query does not select them)")
+      ->type_name("COLUMNS");
   app.add_option("-p,--pid", request.pid, "trace only this process")->type_name("PID");
   app.add_option("-c,--command", request.command,
                  "run CMD, trace only it and its children, stop when it exits")
@@ -178,7 +214,7 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   run_object->add_option("object", request.input, "the object file")
       ->required()
       ->type_name("FILE");
-  run_object->footer("-o, -d, -v, --attach and --dump plan|verifier work as for a script.");
+  run_object->footer("-f, -o, --prefix, -d, -v, --attach and --dump plan|verifier work as for a script.");
 
   CLI::App* info = app.add_subcommand("info", "describe a kernel function, type or tracepoint");
   info->add_option("what", request.what,
@@ -276,11 +312,33 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
            << request.buffer << "`\n";
     return 2;
   }
+  if (!request.prefix.empty()) {
+    std::string error;
+    if (!engine::parsePrefix(request.prefix, &error)) {
+      io.err << "kq: error: " << error << "\n";
+      return 2;
+    }
+  }
+  // `-f json` once meant the format: said so, and taken as it was meant.
+  if ((request.output_path == "json" || request.output_path == "text") && app.get_option("-f")->count() == 0) {
+    io.err << "kq: note: `-o " << request.output_path << "` is `-f " << request.output_path
+           << "` now (-o names a file: `-o ./" << request.output_path << "` writes one)\n";
+    request.format = request.output_path;
+    request.output_path.clear();
+  }
+  std::optional<OutputFile> output_file;
+  if (!request.output_path.empty()) {
+    output_file.emplace(request.output_path);
+    if (!output_file->ok()) {
+      io.err << "kq: error: cannot write `" << request.output_path << "`: " << output_file->error() << "\n";
+      return 1;
+    }
+  }
   // A stop requested while the query compiles or loads ends the session as soon as it begins.
   engine::Cancellation stop;
   std::optional<engine::SignalStop> stop_signals;
-  driver::Io run_io = io;
-  run_io.stop = &stop;
+  driver::Io run_io{output_file ? output_file->stream() : io.out, io.err, io.read_file, io.err_is_terminal,
+                    io.load_kernel, io.host, &stop};
   if (run_object->parsed()) {
     if (app.get_option("--buffer-size")->count() > 0) {
       io.err << "kq: error: the ring buffer's size is built into the object: give "

@@ -1,0 +1,183 @@
+#include "engine/event_lines.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kq::engine {
+namespace {
+
+using plan::FieldKind;
+using plan::FieldLayout;
+using plan::ProbeLayout;
+
+/// Columns a cell takes: its UTF-8 characters, so `…` is one.
+size_t columnsOf(const std::string& text) {
+  size_t n = 0;
+  for (unsigned char c : text) n += (c & 0xc0) != 0x80;
+  return n;
+}
+
+std::string padded(const std::string& text, size_t width, bool right) {
+  size_t n = columnsOf(text);
+  if (n >= width) return text;
+  return right ? std::string(width - n, ' ') + text : text + std::string(width - n, ' ');
+}
+
+bool isNumber(const FieldLayout& f) {
+  return f.kind == FieldKind::Signed || f.kind == FieldKind::Unsigned || f.kind == FieldKind::Hex ||
+         f.kind == FieldKind::Pointer;
+}
+
+struct PrefixName {
+  const char* word;
+  PrefixColumn column;
+};
+constexpr PrefixName kPrefixNames[] = {{"time", PrefixColumn::Time}, {"cpu", PrefixColumn::Cpu},
+                                       {"pid", PrefixColumn::Pid},   {"tid", PrefixColumn::Tid},
+                                       {"comm", PrefixColumn::Comm}, {"probe", PrefixColumn::Probe}};
+
+/// Wide enough for tracepoint names; longer names (globs of long functions) overflow.
+constexpr size_t kMaxProbeWidth = 48;
+/// A text column grows to this many characters at most; a longer cell overflows its line
+/// alone (one long path does not push every later line out).
+constexpr size_t kMaxTextWidth = 32;
+
+/// How wide a column starts: its header, or the room its values usually take (a `comm` its
+/// 15 characters, a 32-bit number 7 digits, as a pid).
+size_t startWidth(const FieldLayout& f) {
+  size_t width = columnsOf(f.name);
+  if (f.kind == FieldKind::Signed || f.kind == FieldKind::Unsigned) {
+    width = std::max<size_t>(width, f.int_bytes == 1 ? 3 : f.int_bytes == 2 ? 5 : 7);
+  }
+  if (f.kind == FieldKind::String && f.size > 1) width = std::max(width, std::min<size_t>(f.size - 1, kMaxTextWidth));
+  if (f.kind == FieldKind::Ipv4) width = std::max<size_t>(width, 15);
+  return width;
+}
+
+}  // namespace
+
+bool visibleColumn(const FieldLayout& f) {
+  bool stack = f.kind == FieldKind::KernelStack || f.kind == FieldKind::UserStack;
+  return !f.hidden && !f.is_capture && !stack;
+}
+
+std::vector<PrefixColumn> defaultPrefix(const plan::ProgramLayout& layout) {
+  bool all_pid = true, all_comm = true;
+  size_t probes = 0;
+  for (const ProbeLayout& p : layout.probes) {
+    if (!p.writes_records || p.packet) continue;
+    ++probes;
+    bool pid = false, comm = false;
+    for (const FieldLayout& f : p.fields) {
+      if (!visibleColumn(f)) continue;
+      pid = pid || f.name == "pid";
+      comm = comm || f.name == "comm";
+    }
+    all_pid = all_pid && pid;
+    all_comm = all_comm && comm;
+  }
+  std::vector<PrefixColumn> out = {PrefixColumn::Time};
+  if (!all_pid || !probes) out.push_back(PrefixColumn::Pid);
+  if (!all_comm || !probes) out.push_back(PrefixColumn::Comm);
+  if (probes > 1) out.push_back(PrefixColumn::Probe);
+  return out;
+}
+
+std::optional<std::vector<PrefixColumn>> parsePrefix(const std::string& text, std::string* error) {
+  std::vector<PrefixColumn> out;
+  if (text == "none") return out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t comma = text.find(',', at);
+    std::string word = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    auto named = std::find_if(std::begin(kPrefixNames), std::end(kPrefixNames),
+                              [&](const PrefixName& n) { return word == n.word; });
+    if (named == std::end(kPrefixNames)) {
+      *error = fmt::format("--prefix takes `none` or columns of time, cpu, pid, tid, comm and probe, "
+                           "joined by commas (`time,pid`), not `{}`", text);
+      return std::nullopt;
+    }
+    if (std::find(out.begin(), out.end(), named->column) == out.end()) out.push_back(named->column);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+EventLines::EventLines(const plan::ProgramLayout& layout, const TextOptions& options)
+    : prefix_(options.prefix ? *options.prefix : defaultPrefix(layout)) {
+  bool set = false;
+  for (const ProbeLayout& p : layout.probes) {
+    if (!p.writes_records || p.packet) continue;
+    has_events_ = true;
+    std::vector<std::string> names;
+    std::vector<bool> numeric;
+    std::vector<size_t> widths;
+    for (const FieldLayout& f : p.fields) {
+      if (!visibleColumn(f)) continue;
+      names.push_back(f.name);
+      numeric.push_back(isNumber(f));
+      widths.push_back(startWidth(f));
+    }
+    if (!set) {
+      names_ = names;
+      numeric_ = numeric;
+      widths_ = widths;
+      set = true;
+    } else if (names != names_) {
+      shared_ = false;
+    }
+    size_t width = p.name.size() + (layout.queries > 1 ? 2 : 0);
+    probe_width_ = std::max(probe_width_, std::min(width, kMaxProbeWidth));
+  }
+}
+
+std::string EventLines::prefix(const DecodedEvent* e, const std::string& time, const std::string& probe) {
+  std::string out;
+  for (PrefixColumn c : prefix_) {
+    if (!out.empty()) out += ' ';
+    switch (c) {
+      case PrefixColumn::Time: out += padded(e ? time : "TIME", 12, false); break;
+      case PrefixColumn::Cpu: out += padded(e ? std::to_string(e->header.cpu) : "CPU", 3, true); break;
+      case PrefixColumn::Pid: out += padded(e ? std::to_string(e->header.pid) : "PID", 7, true); break;
+      case PrefixColumn::Tid: out += padded(e ? std::to_string(e->header.tid) : "TID", 7, true); break;
+      case PrefixColumn::Comm: out += padded(e ? e->comm : "COMM", 15, false); break;
+      case PrefixColumn::Probe: out += padded(e ? probe : "PROBE", probe_width_, false); break;
+    }
+  }
+  return out;
+}
+
+std::string EventLines::header() {
+  std::string out = prefix(nullptr, "", "");
+  if (shared_) {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (!out.empty()) out += "  ";
+      out += i + 1 == names_.size() ? names_[i] : padded(names_[i], widths_[i], numeric_[i]);
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string EventLines::line(const DecodedEvent& e, const std::string& time, const std::string& probe,
+                             const std::vector<std::pair<std::string, std::string>>& cells) {
+  std::string out = prefix(&e, time, probe);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (!out.empty()) out += "  ";
+    const std::string& text = cells[i].second;
+    if (!shared_ || i >= widths_.size()) {
+      out += shared_ ? text : cells[i].first + "=" + text;
+      continue;
+    }
+    // A column grows to its widest cell, and stays that wide: later lines line up again.
+    size_t n = columnsOf(text);
+    if (numeric_[i] || n <= kMaxTextWidth) widths_[i] = std::max(widths_[i], n);
+    out += i + 1 == cells.size() ? text : padded(text, widths_[i], numeric_[i]);
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace kq::engine

@@ -1,0 +1,66 @@
+// The text sink's event lines: a prefix the query did not select (TIME, then PID and COMM
+// unless it selects them, then PROBE when events come from several probes; or the columns
+// `--prefix` names, or none), then the selected columns, lined up under their header:
+// numbers to the right, text to the left, each column as wide as its values usually are
+// (a pid's 7 digits, a comm's 15 characters) or as its widest cell so far, the last one
+// left open. Probes whose columns differ print `name=value` pairs instead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/decoded_event.h"
+#include "plan/event_layout.h"
+
+namespace kq::engine {
+
+enum class PrefixColumn : uint8_t { Time, Cpu, Pid, Tid, Comm, Probe };
+
+/// How the text sink prints events.
+struct TextOptions {
+  /// The columns before the selected ones (empty: none); unset: chosen by defaultPrefix.
+  std::optional<std::vector<PrefixColumn>> prefix;
+};
+
+/// TIME; PID and COMM unless every probe that prints events selects a column of that name;
+/// PROBE when more than one probe prints events.
+std::vector<PrefixColumn> defaultPrefix(const plan::ProgramLayout& layout);
+
+/// `time,pid,comm` (of time, cpu, pid, tid, comm, probe), or `none`; nullopt with `error`.
+std::optional<std::vector<PrefixColumn>> parsePrefix(const std::string& text, std::string* error);
+
+/// Whether `f` is a column of its probe's line (not hidden, captured, or a stack, which
+/// are shown beneath the line).
+bool visibleColumn(const plan::FieldLayout& f);
+
+class EventLines {
+ public:
+  EventLines(const plan::ProgramLayout& layout, const TextOptions& options);
+
+  /// Whether any probe prints events (else there is no header to print).
+  bool hasEvents() const { return has_events_; }
+  /// The header line.
+  std::string header();
+  /// `event`'s line: its prefix (`time` and `probe` as shown), then `cells`, the names and
+  /// texts of the probe's columns (visibleColumn) in order.
+  std::string line(const DecodedEvent& event, const std::string& time, const std::string& probe,
+                   const std::vector<std::pair<std::string, std::string>>& cells);
+  /// Whether the probes share their columns (one header), or print `name=value` pairs.
+  bool sharedColumns() const { return shared_; }
+
+ private:
+  std::string prefix(const DecodedEvent* event, const std::string& time, const std::string& probe);
+
+  std::vector<PrefixColumn> prefix_;
+  std::vector<std::string> names_;     // the selected columns' headers
+  std::vector<bool> numeric_;          // right-aligned
+  std::vector<size_t> widths_;         // as wide as the widest cell so far
+  bool shared_ = true;
+  bool has_events_ = false;
+  size_t probe_width_ = 5;
+};
+
+}  // namespace kq::engine
