@@ -1,6 +1,7 @@
 #include "engine/event_lines.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -41,7 +42,7 @@ constexpr PrefixName kPrefixNames[] = {{"time", PrefixColumn::Time}, {"cpu", Pre
 constexpr size_t kMaxProbeWidth = 48;
 /// A text column grows to this many characters at most; a longer cell overflows its line
 /// alone (one long path does not push every later line out).
-constexpr size_t kMaxTextWidth = 32;
+constexpr size_t kMaxTextWidth = 40;
 
 /// How wide a column starts: its header, or the room its values usually take (a `comm` its
 /// 15 characters, a 32-bit number 7 digits, as a pid).
@@ -52,6 +53,23 @@ size_t startWidth(const FieldLayout& f) {
   }
   if (f.kind == FieldKind::String && f.size > 1) width = std::max(width, std::min<size_t>(f.size - 1, kMaxTextWidth));
   if (f.kind == FieldKind::Ipv4) width = std::max<size_t>(width, 15);
+  if (f.kind == FieldKind::Format) {
+    // fmt("%s:%d -> %s:%d", ...): its text, and about eight characters a conversion.
+    size_t text = 0, conversions = 0;
+    for (size_t i = 0; i < f.format.size(); ++i) {
+      if (f.format[i] != '%') {
+        ++text;
+      } else if (i + 1 < f.format.size() && f.format[i + 1] == '%') {
+        ++text;
+        ++i;
+      } else {
+        ++conversions;
+        while (i + 1 < f.format.size() && !std::isalpha(static_cast<unsigned char>(f.format[i + 1]))) ++i;
+        ++i;  // the conversion's letter
+      }
+    }
+    width = std::max(width, std::min(text + 8 * conversions, kMaxTextWidth));
+  }
   return width;
 }
 

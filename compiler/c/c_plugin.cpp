@@ -27,7 +27,10 @@ std::vector<std::string> pluginCandidates() {
   std::vector<std::string> out;
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) out.push_back((self.parent_path() / kPluginName).string());
+  if (!ec) {
+    out.push_back((self.parent_path() / kPluginName).string());  // the build tree
+    out.push_back((self.parent_path() / KQ_PLUGIN_FROM_BIN / kPluginName).lexically_normal().string());
+  }
   out.push_back(std::string(KQ_PLUGIN_DIR) + "/" + kPluginName);
   return out;
 }

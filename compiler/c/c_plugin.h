@@ -12,7 +12,8 @@
 namespace kq::c {
 
 /// The plugin, loaded on first use from $KQ_C_PLUGIN, or libkq-c.so next to the running
-/// binary, or in kq's install library directory; an Error saying where kq looked.
+/// binary (the build tree), or where installing put it from the binary (`../lib/kq`), or in
+/// the configured install library directory; an Error saying where kq looked.
 Result<CFrontend*> loadFrontend();
 
 /// The plugin's `macros(input, prefix)`, answered again without Clang (or the plugin) while

@@ -85,19 +85,19 @@ TEST_F(TextSink, ThePrefixLeavesOutWhatTheQuerySelects) {
 
 TEST_F(TextSink, AColumnGrowsToItsWidestCellAndStays) {
   // Numbers to the right, text to the left; a cell wider than its column widens it from
-  // its own line on; a text cell past 32 characters overflows its own line only.
+  // its own line on; a text cell past 40 characters overflows its own line only.
   plan.layout.probes = {probe("p", {field("n", FieldKind::Unsigned, 40), field("path", FieldKind::String, 48, 64),
                                     field("last", FieldKind::Unsigned, 112)})};
-  std::string long_path(40, 'x');
+  std::string long_path(50, 'x');
   EXPECT_EQ(print({record(0, 120).u64(40, 1).text(48, "/a").u64(112, 1),
                    record(0, 120).u64(40, 123456789).text(48, "/bb").u64(112, 2),
                    record(0, 120).u64(40, 2).text(48, long_path).u64(112, 3),
                    record(0, 120).u64(40, 3).text(48, "/c").u64(112, 4)}),
-            "TIME             PID COMM                   n  path                              last\n"
-            "03:04:05.678    4242 curl                   1  /a                                1\n"
-            "03:04:05.678    4242 curl             123456789  /bb                               2\n"
+            "TIME             PID COMM                   n  path                                      last\n"
+            "03:04:05.678    4242 curl                   1  /a                                        1\n"
+            "03:04:05.678    4242 curl             123456789  /bb                                       2\n"
             "03:04:05.678    4242 curl                     2  " + long_path + "  3\n"
-            "03:04:05.678    4242 curl                     3  /c                                4\n");
+            "03:04:05.678    4242 curl                     3  /c                                        4\n");
 }
 
 TEST(Prefix, ColumnsAreNamedOrNone) {

@@ -394,7 +394,7 @@ class UserStacks(harness.KqTestCase):
                 """Events printed so far, and how many of their stacks name main."""
                 with open(out_path) as f:
                     text = f.read()
-                return text.count(" kqshortlived "), text.count("\n        main+")
+                return len(re.findall(r" kqshortlived( |$)", text, re.M)), text.count("\n        main+")
             wait_for(lambda: os.path.getsize(out_path) > 0, 20, "kq to attach")
 
             def run(count, batch=25):

@@ -283,11 +283,16 @@ class Serve(harness.KqTestCase):
         # says its script, host, query and time, and its typed columns.
         directory = self.scripts(ppids='trace syscall:getppid where comm == "kqsrvload" select pid, tid\n')
         events = os.path.join(WORKDIR, "events.json")
+        # Ten lines and a half, as long as this machine's lines are (its name is in each).
+        line = json.dumps({"script": "ppids", "host": socket.gethostname(), "time": "2026-12-02T14:34:56.268207301Z",
+                           "time_ns": 1796222096268207301, "cpu": 0, "pid": 1234567, "tid": 1234567,
+                           "comm": "kqsrvload", "probe": "syscall:getppid", "query": 1}, separators=(",", ":"))
+        max_bytes = str(int(10.5 * (len(line) + 1)))
         port = free_port()
         err_path = os.path.join(WORKDIR, "events.err")
         with open(err_path, "w") as err:
             proc = subprocess.Popen([harness.KQ, "serve", "--listen", f"127.0.0.1:{port}", "--events", events,
-                                     "--events-max-bytes", "3000", directory],
+                                     "--events-max-bytes", max_bytes, directory],
                                     stdout=subprocess.DEVNULL, stderr=err)
         try:
             wait_ready(f"http://127.0.0.1:{port}", proc)

@@ -30,6 +30,7 @@
 #include "driver/request.h"
 #include "driver/run.h"
 #include "driver/run_object.h"
+#include "driver/version.h"
 
 namespace kq::cli {
 namespace {
@@ -147,7 +148,7 @@ int compile(const driver::Request& request, bool run_after, driver::Io& io,
 int run(const std::vector<std::string>& args, driver::Io& io) {
   CLI::App app{"kq - trace the Linux kernel with queries checked against its types (BTF)", "kq"};
   app.footer(kExamples);
-  app.set_version_flag("--version", std::string("kq ") + KQ_VERSION);
+  app.set_version_flag("--version", driver::versionText());
   app.fallthrough();
 
   driver::Request request;
