@@ -1,6 +1,6 @@
 // What a plan says of each query besides its code: its `for` and `limit` (kq run honours
-// them) and its text and columns of time (kq serve's `# HELP` and `_seconds`). `kq build`
-// writes both into an object; a script run directly computes them the same way here.
+// them) and its text (kq serve's `# HELP`). `kq build` writes both into an object; a script
+// run directly computes them the same way here.
 #pragma once
 
 #include <vector>
@@ -15,8 +15,7 @@ namespace kq::driver {
 /// Each query's `for` and `limit`, in the order of the script (the plan's query numbers).
 std::vector<plan::QueryLimits> queryLimits(const sema::CheckedProgram& checked);
 
-/// Each query's text, white space folded, and the names of its aggregates of nanoseconds
-/// of time: `duration`, `time - x.time` in `hist`, `lhist`, `sum`, `avg`, `min`, `max`.
+/// Each query's text, white space folded.
 std::vector<plan::QuerySource> querySources(const sema::CheckedProgram& checked, const SourceManager& sources);
 
 }  // namespace kq::driver

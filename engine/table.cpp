@@ -243,6 +243,28 @@ void mergeSamePrintedKeys(const AggregateLayout& layout, std::vector<Row>& rows,
   rows = std::move(merged);
 }
 
+/// The events a group counted, from its first aggregate that counts them.
+std::optional<uint64_t> eventsOf(const AggregateLayout& layout, const uint8_t* value) {
+  for (const AggregateSlot& s : layout.slots) {
+    const uint8_t* v = value + s.offset;
+    switch (s.kind) {
+      case AggregateKind::Count:
+      case AggregateKind::Top: return readU64(v);
+      case AggregateKind::Avg: return readU64(v + 8);
+      case AggregateKind::Hist:
+      case AggregateKind::Lhist: {
+        uint64_t n = 0;
+        for (uint32_t i = 0; i < s.buckets; ++i) n += readU64(value + plan::bucketsOffset(s) + 8 * i);
+        return n;
+      }
+      case AggregateKind::Sum:
+      case AggregateKind::Min:
+      case AggregateKind::Max: break;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool hasTop(const AggregateLayout& layout) { return topSlot(layout) != nullptr; }
@@ -262,6 +284,11 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
   std::vector<Row> rows = readRows(source, layout, before, keys);
   mergeSamePrintedKeys(layout, rows, decoder);
   sortRows(layout, rows);
+  for (const Row& row : rows) {
+    std::optional<uint64_t> n = eventsOf(layout, row.value.data());
+    if (!n) break;
+    table.events = table.events.value_or(0) + *n;
+  }
   // `top(n)` shows the n largest groups and says how many it left out.
   const AggregateSlot* top = topSlot(layout);
   size_t shown = top ? std::min<size_t>(rows.size(), top->limit) : rows.size();

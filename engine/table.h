@@ -69,6 +69,9 @@ struct Table {
   int64_t wall_ns = 0;  // when it was read
   std::vector<TableRow> rows;  // largest first (by `top`, else the first scalar aggregate)
   size_t left_out = 0;  // groups beyond `top`'s limit or the query's `limit`
+  /// The events its groups counted, all of them (those left out too), when an aggregate
+  /// counts them (count, top, avg, hist, lhist); none for sums, mins and maxes alone.
+  std::optional<uint64_t> events;
   /// Groups shown whose string key filled its field: longer in the kernel, so groups that
   /// differ only past it were counted as one. The byte size of the shortest such key.
   size_t cut_keys = 0;

@@ -40,11 +40,29 @@ std::string ringSize(uint64_t bytes) {
   return bytes >= (1u << 20) ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} KiB", bytes >> 10);
 }
 
+/// A power of two as bpftrace's histograms say it: 512, 1K, 2K, ..., 1M, 1G (of 1024).
+std::string powerOfTwo(int64_t n) {
+  static const char* const kSuffixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  size_t suffix = 0;
+  while (n >= 1024 && n % 1024 == 0 && suffix + 1 < std::size(kSuffixes)) {
+    n /= 1024;
+    ++suffix;
+  }
+  return fmt::format("{}{}", n, kSuffixes[suffix]);
+}
+
+/// A bucket's label: `[0]` (or `(..., 0]` when the values are signed), `[1]`, `[2, 4)`,
+/// `[1K, 2K)` for hist; `(..., lo)`, `[lo, lo + step)`, `[hi, ...)` for lhist.
 std::string bucketLabel(const plan::AggregateSlot& s, uint32_t i) {
   auto [lo, hi] = bucketBounds(s, i);
+  if (s.kind == plan::AggregateKind::Hist) {
+    if (!lo) return s.is_signed ? "(..., 0]" : "[0]";
+    if (!hi) return fmt::format("[{}, ...)", powerOfTwo(*lo));
+    if (*hi - *lo == 1) return fmt::format("[{}]", *lo);
+    return fmt::format("[{}, {})", powerOfTwo(*lo), powerOfTwo(*hi));
+  }
   if (!lo) return fmt::format("(..., {})", *hi);
   if (!hi) return fmt::format("[{}, ...)", *lo);
-  if (s.kind == plan::AggregateKind::Hist && *hi - *lo == 1) return fmt::format("[{}]", *lo);
   return fmt::format("[{}, {})", *lo, *hi);
 }
 
@@ -110,6 +128,8 @@ class TextSink : public Sink {
 
   void onTable(const Table& table) override {
     const plan::AggregateLayout& layout = *table.layout;
+    if (table.events) counted_ += *table.events;
+    else uncounted_tables_ = true;
     std::string title = layout.every_ns ? clockText(table.wall_ns, ClockPrecision::Seconds) : "";
     if (layout_.queries > 1) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
     if (!title.empty()) out_ << "@ " << title << "\n";
@@ -166,7 +186,7 @@ class TextSink : public Sink {
           last = i;
           peak = std::max(peak, n);
         }
-        out_ << "  " << slot.name << ":\n";
+        out_ << "  " << slot.name << (slot.unit.empty() ? "" : " (" + slot.unit + ")") << ":\n";
         for (uint32_t i = first; i <= last && first < slot.buckets; ++i) {
           uint64_t n = buckets[i];
           size_t bar = peak ? static_cast<size_t>((n * 40 + peak - 1) / peak) : 0;
@@ -209,6 +229,16 @@ class TextSink : public Sink {
 
   static const std::string& keyText(const Value& v) { return v.text; }
 
+  /// Whether every probe read at an exit is a system call's (`syscall:read`).
+  bool syscallsOnly() const {
+    bool any = false;
+    for (const ProbeLayout& p : layout_.probes) {
+      if (p.name.rfind("syscall:", 0) != 0) return false;
+      any = true;
+    }
+    return any;
+  }
+
   void packetEvent(const DecodedEvent& e) {
     const ProbeLayout& probe = *e.probe;
     runtime::PacketEvent p;
@@ -247,7 +277,9 @@ class TextSink : public Sink {
     if (!layout_.aggregates.empty()) {
       uint64_t not_counted = result.lostFor(plan::Lost::TableFull);
       if (records) text += "; ";
-      text += plural(not_counted, "event", "events") + " not counted";
+      // What the tables counted (when their aggregates count events), then what they could not.
+      if (!uncounted_tables_) text += fmt::format("{} counted, ", plural(counted_, "event", "events"));
+      text += fmt::format("{} not counted", not_counted);
       if (not_counted) {
         uint32_t groups = 0;
         for (const plan::AggregateLayout& table : layout_.aggregates) {
@@ -285,8 +317,11 @@ class TextSink : public Sink {
                           n == 1 ? "its" : "their");
     }
     if (uint64_t n = result.lostFor(plan::Lost::StashMissing)) {
-      text += fmt::format("\nkq: {} no matching entry (the entry was missed or overwritten)",
-                          plural(n, "function exit had", "function exits had"));
+      // Mostly calls already under way when kq attached: nothing was lost, they were not
+      // seen from their start (entries not kept are said above).
+      text += fmt::format("\nkq: {} no entry seen (calls already under way when kq attached; not shown)",
+                          plural(n, syscallsOnly() ? "system call exit had" : "function exit had",
+                                 syscallsOnly() ? "system call exits had" : "function exits had"));
     }
     for (const JoinResult& join : result.joins) {
       // Two queries may name their joins alike: then each line says whose it is.
@@ -312,6 +347,8 @@ class TextSink : public Sink {
   runtime::PacketView packets_;
   EventLines lines_;
   std::vector<std::pair<std::string, std::string>> cells_;
+  uint64_t counted_ = 0;           // events the tables shown counted
+  bool uncounted_tables_ = false;  // a table of sums, mins or maxes only: its events unknown
 };
 
 }  // namespace

@@ -205,7 +205,9 @@ struct AggregateSlot {
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;
   uint32_t limit = 0;  // Top: how many groups the table keeps
-  bool is_signed = true;  // Min, Max: the values compared are signed
+  bool is_signed = true;  // Min, Max, Hist, Lhist: the values are signed
+  /// "ns": the values are nanoseconds of time (`duration`, `time - x.time`); else empty.
+  std::string unit;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("name", self.name...);
@@ -217,6 +219,7 @@ struct AggregateSlot {
     visit("buckets", self.buckets...);
     visit("limit", self.limit...);
     visit("is_signed", self.is_signed...);
+    visit("unit", self.unit...);
   }
 };
 

@@ -15,7 +15,7 @@ namespace kq::plan {
 
 /// The version of the encoding below; `kq run` reads only its own. 2: every field of every
 /// struct, each query with its own kLostReasons loss counters. 4: a histogram keeps the sum
-/// of its values before its buckets; each query's text and columns of time.
+/// of its values before its buckets; each query's text; an aggregate's unit.
 inline constexpr int kPlanFormat = 4;
 
 /// A field of a classic tracepoint's record, where the compiled code reads it. These
@@ -42,16 +42,13 @@ struct TracepointRecord {
   }
 };
 
-/// A query as `kq serve` describes it: its text (each run of white space one space) for
-/// `# HELP`, and its aggregates whose values are nanoseconds of time (`duration`, `time -
-/// x.time`), exported in seconds.
+/// A query as `kq serve` describes it: its text, each run of white space one space, for
+/// `# HELP`.
 struct QuerySource {
   std::string text;
-  std::vector<std::string> seconds;  // column names
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("text", self.text...);
-    visit("seconds", self.seconds...);
   }
 };
 

@@ -99,7 +99,7 @@ const char* contentType(Format format) {
 }
 
 std::vector<Family> tableFamilies(const engine::Table& table, const std::string& prefix,
-                                  const std::string& help, const std::set<std::string>& seconds) {
+                                  const std::string& help) {
   const plan::AggregateLayout& layout = *table.layout;
   std::vector<std::string> label_names;
   std::vector<size_t> label_keys;
@@ -134,7 +134,7 @@ std::vector<Family> tableFamilies(const engine::Table& table, const std::string&
     if (family.type == MetricType::Counter && name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0) {
       name.resize(name.size() - 6);
     }
-    bool in_seconds = seconds.count(slot.name) > 0;
+    bool in_seconds = slot.unit == "ns";
     if (in_seconds) {
       family.unit = "seconds";
       if (name.size() < 8 || name.compare(name.size() - 8, 8, "_seconds") != 0) name += "_seconds";

@@ -41,10 +41,10 @@ const char* contentType(Format format);
 
 /// The families of one aggregate query's table. `prefix` is `kq_<script>`; `help` the
 /// query's text. Every column has a name (metric_names.h; `kq serve` checks that first).
-/// The aggregates named in `seconds` count nanoseconds: exported as seconds, their
-/// families named `..._seconds` with that unit.
+/// An aggregate of nanoseconds (its slot's unit) is exported in seconds, its family named
+/// `..._seconds` with that unit.
 std::vector<Family> tableFamilies(const engine::Table& table, const std::string& prefix,
-                                  const std::string& help, const std::set<std::string>& seconds = {});
+                                  const std::string& help);
 
 /// Renders `families` in order, ending with `# EOF` in OpenMetrics.
 std::string render(const std::vector<Family>& families, Format format);

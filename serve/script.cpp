@@ -208,12 +208,7 @@ void Script::start(const ScriptContext& ctx) {
     types_ = std::make_unique<runtime::KernelTypes>("/sys/kernel/btf", ctx.env.btf->vmlinux().btf);
   }
   const plan::ProgramPlan& plan = portable_.plan;
-  seconds_.assign(plan.layout.queries, {});
   aggregates_.assign(plan.layout.queries, false);
-  for (uint32_t q = 0; q < plan.layout.queries && q < portable_.query_sources.size(); ++q) {
-    const std::vector<std::string>& names = portable_.query_sources[q].seconds;
-    seconds_[q].insert(names.begin(), names.end());
-  }
   for (const plan::AggregateLayout& table : plan.layout.aggregates) aggregates_.at(table.query) = true;
   engine::Engine engine(ctx.host);
   runtime::LoadResult loaded = engine.load(elf, plan, load_options);
@@ -267,7 +262,7 @@ void Script::families(engine::Host& scrape_host, std::vector<Family>& out, SelfF
     engine::Table table = engine::readTable(source, layout, engine::TableRead::Snapshot, decoder,
                                             engine::nowNs(), engine::nowNs(CLOCK_REALTIME));
     std::vector<Family> got = tableFamilies(
-        table, "kq_" + name_, portable_.query_sources.at(layout.query).text, seconds_.at(layout.query));
+        table, "kq_" + name_, portable_.query_sources.at(layout.query).text);
     out.insert(out.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
     std::vector<std::pair<std::string, std::string>> labels = {
         {"script", name_}, {"query", fmt::format("{}", layout.query + 1)}};

@@ -95,7 +95,6 @@ class Script {
 
   // What runs: compiled here, or read from the object.
   plan::PortablePlan portable_;
-  std::vector<std::set<std::string>> seconds_;   // by query: its aggregates of nanoseconds
   std::vector<bool> aggregates_;                 // by query: whether scrapes read it
   std::unique_ptr<runtime::KernelTypes> types_;  // the events' dumps
   std::unique_ptr<runtime::LoadedObject> object_;

@@ -1,3 +1,4 @@
+#include "compiler/sema/durations.h"
 #include "compiler/lower/record_layout.h"
 
 #include <algorithm>
@@ -397,18 +398,20 @@ void addSlots(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Re
     if (c.key >= 0) continue;
     const sema::ExprInfo& info = probe.exprs.at(c.expr);
     plan::AggregateSlot s = slotFor(info, c.name);
-    if (s.kind == AggregateKind::Min || s.kind == AggregateKind::Max) {
-      // Compared as the argument's type says (a u64 above 2^63 is large, not negative).
+    bool counts = s.kind == AggregateKind::Count || s.kind == AggregateKind::Top;
+    if (!counts) {
+      // Compared (min, max) and bucketed (hist's first bucket) as the argument's type says:
+      // a u64 above 2^63 is large, not negative.
       const ast::Expr& arg = *ast::as<ast::Call>(*c.expr).args[0];
       auto it = probe.exprs.find(&arg);
       s.is_signed = it == probe.exprs.end() || !it->second.type->isInteger() || it->second.type->is_signed;
+      if (sema::countsNanoseconds(arg)) s.unit = "ns";
     }
     s.offset = value;
     value += static_cast<uint32_t>(plan::slotBytes(s));
     layout.columns[at] = {false, static_cast<uint32_t>(layout.slots.size())};
     layout.slots.push_back(s);
     const auto& call = ast::as<ast::Call>(*c.expr);
-    bool counts = s.kind == AggregateKind::Count || s.kind == AggregateKind::Top;
     agg.arguments.push_back(counts ? nullptr : call.args[0].get());
   }
   // The one group of a keyless table exists before any event: something must say whether

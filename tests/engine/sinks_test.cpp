@@ -41,7 +41,7 @@ TEST(SessionSummary, SaysEveryLostReasonInPlainWords) {
             "larger)\n"
             "kq: 2 function entries were not kept for their exit (too many calls were in flight "
             "at once)\n"
-            "kq: 12 function exits had no matching entry (the entry was missed or overwritten)\n");
+            "kq: 12 function exits had no entry seen (calls already under way when kq attached; not shown)\n");
   EXPECT_EQ(summaryOf(plan, result, OutputFormat::Json).err,
             R"({"summary":{"entries_not_kept":2,"events":3,"exits_without_entry":12,"lost":1,)"
             R"("not_counted":0,"not_counted_no_memory":0}})" "\n");

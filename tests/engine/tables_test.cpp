@@ -162,7 +162,7 @@ TEST_F(Tables, NumericKeysAlignRightAndOthersLeft) {
 TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
   // `select dev, count(), hist(size), lhist(lat, 0, 100, 25) group by dev`.
   use(table({field("dev", FieldKind::Unsigned, 0)},
-            {slot("count()", AggregateKind::Count, 0), slot("hist(size)", AggregateKind::Hist, 8),
+            {slot("count()", AggregateKind::Count, 0), slot("hist(size)", AggregateKind::Hist, 8, /*is_signed=*/false),
              lhist("lhist(lat, 0, 100, 25)", 536, 0, 100, 25)},
             8, 592));
   FakeTableSource source(8);
@@ -182,7 +182,7 @@ TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
             "dev  count()\n"
             "259       13\n"
             "  hist(size):\n"
-            "  (..., 1)                      1 |@@@@@                                   |\n"
+            "  [0]                           1 |@@@@@                                   |\n"
             "  [1]                           4 |@@@@@@@@@@@@@@@@@@@@                    |\n"
             "  [2, 4)                        0 |                                        |\n"
             "  [4, 8)                        0 |                                        |\n"
@@ -197,6 +197,23 @@ TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
             R"j({"time_ns":1704165000000000000,"query":1,"rows":[{"dev":259,"count()":13,"hist(size)":[)j"
             R"j({"lo":null,"hi":1,"count":1},{"lo":1,"hi":2,"count":4},{"lo":8,"hi":16,"count":8}],)j"
             R"j("lhist(lat, 0, 100, 25)":[{"lo":25,"hi":50,"count":2},{"lo":100,"hi":null,"count":1}]}]})j" "\n");
+}
+
+TEST_F(Tables, HistogramLabelsSayPowersOfTwoAsBpftraceDoesAndTheirUnit) {
+  // `select hist(duration)`: signed values (the first bucket holds what is below 1), in ns.
+  plan::AggregateSlot h = slot("hist(duration)", AggregateKind::Hist, 0);
+  h.unit = "ns";
+  use(table({}, {h}, 8, 8 + 8 * 65));
+  FakeTableSource source(8);
+  Bytes value(8 + 8 * 65);
+  value.u64(8 + 0 * 8, 1).u64(8 + 10 * 8, 2).u64(8 + 11 * 8, 3).u64(8 + 21 * 8, 4);
+  source.put(Bytes(8), value);
+  std::string shown = text(read(source));
+  EXPECT_NE(shown.find("  hist(duration) (ns):\n"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("  (..., 0]                      1 |"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("  [512, 1K)                     2 |"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("  [1K, 2K)                      3 |"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("  [1M, 2M)                      4 |"), std::string::npos) << shown;
 }
 
 TEST_F(Tables, BucketBoundsAtTheEnds) {

@@ -36,8 +36,8 @@ inline plan::PortablePlan samplePlan() {
   p.kq_version = "0.1.0";
   p.machine = "x86_64";
   p.limits = {{0, 5}, {0, 0}};
-  p.query_sources = {{"trace syscall:openat select str(filename) limit 5", {}},
-                     {"trace getpid group by comm select comm, count(), avg(x), hist(x), lhist(x, 0, 100, 10)", {}}};
+  p.query_sources = {{"trace syscall:openat select str(filename) limit 5"},
+                     {"trace getpid group by comm select comm, count(), avg(x), hist(x), lhist(x, 0, 100, 10)"}};
   plan::ProgramPlan& plan = p.plan;
   plan.layout.queries = 2;
   plan.group_names = {"openat", "getpid"};
