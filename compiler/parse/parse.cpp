@@ -1,3 +1,4 @@
+#include "compiler/parse/bpftrace_spelling.h"
 #include "compiler/parse/parse.h"
 
 #include <fmt/format.h>
@@ -73,6 +74,19 @@ std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file
   const SourceFile& text = sources.file(file);
   size_t errors_before = diags.errorCount();
   if (!checkInputText(text, file, diags)) return std::nullopt;
+  // bpftrace's one-liner: said once, with kq's query for it, not as kq's errors at each mark.
+  if (std::optional<BpftraceSpelling> bpftrace = bpftraceSpelling(text.text())) {
+    uint32_t at = static_cast<uint32_t>(bpftrace->brace);
+    Diagnostic& d = diags.report(DiagKind::UnexpectedToken, {file, at, at + 1},
+                                 "this is bpftrace's language: kq reads queries");
+    if (!bpftrace->query.empty()) {
+      d.note(fmt::format("in kq: {}", bpftrace->query));
+    } else {
+      d.note("a query reads `trace PROBE where FILTER select ...`: `@[comm] = count()` is "
+             "`group by comm select comm, count()`, `printf(...)` is `select fmt(...)`");
+    }
+    return std::nullopt;
+  }
 
   antlr4::ANTLRInputStream input(text.text());
   kqgrammar::KqLexer lexer(&input);

@@ -932,7 +932,7 @@ os.waitpid(pid, 0)
         self.assertRegex(lines[0], r"^comm\s+reads\s+sum\(count\)$")
         self.assertRegex(lines[1], r"^cat\s+\d+\s+\d+$")
         self.assertEqual(lines[2], "  hist(count):")
-        self.assertRegex(out, r"\n  \[\d+, \d+\)\s+\d+ \|@+ *\|\n")
+        self.assertRegex(out, r"\n  \[\d+K?, \d+K?\)\s+\d+ \|@+ *\|\n")
 
     def test_aggregates_as_json(self):
         status, out, err = kq("-f", "json", 'trace syscall:read where comm == "cat" '
