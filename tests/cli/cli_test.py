@@ -35,6 +35,25 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(status, 0)
         self.assertRegex(out, r"^kq \d+\.\d+\.\d+")
 
+    def test_a_mistyped_command_gets_a_did_you_mean(self):
+        status, _, err = kq("lsit", "tcp_*")
+        self.assertEqual(status, 2)
+        self.assertEqual(err, "kq: error: `lsit` is not a command of kq's; did you mean `kq list`?\n")
+
+    def test_prefix_names_its_columns(self):
+        status, _, err = kq("--prefix", "time,colour", "-e", "trace syscall:getppid")
+        self.assertEqual(status, 2)
+        self.assertIn("--prefix takes `none` or columns of time, cpu, pid, tid, comm and probe", err)
+
+    def test_o_names_a_file_and_o_json_still_means_the_format(self):
+        # `-o FILE` cannot be written: said before anything compiles. `-o json` is `-f json`.
+        status, _, err = kq("-o", "/nonexistent/dir/out.txt", "-e", "trace syscall:getppid")
+        self.assertEqual(status, 1)
+        self.assertIn("kq: error: cannot write `/nonexistent/dir/out.txt`: No such file or directory", err)
+        status, _, err = kq("-o", "json", "--dump", "plan", "-e", "trace syscall:getppid")
+        self.assertEqual(status, 0, err)
+        self.assertIn("kq: note: `-o json` is `-f json` now", err)
+
     def test_help_has_examples(self):
         status, out, _ = kq("--help")
         self.assertEqual(status, 0)

@@ -63,6 +63,18 @@ class Runtime(harness.KqTestCase):
         self.assertTrue(any(line.endswith("/etc/hostname") and " cat " in line for line in lines[1:]), out)
         self.assertRegex(err, r"kq: \d+ events, 0 lost")
 
+    def test_o_writes_the_events_to_a_file(self):
+        # `-o FILE`: the events there, nothing on standard output, the summary on stderr.
+        path = os.path.join(WORKDIR, "opens.txt")
+        status, out, err = kq("-o", path, "trace syscall:openat select str(filename)", "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out, "")
+        self.assertRegex(err, r"kq: \d+ events, 0 lost")
+        with open(path) as f:
+            lines = f.read().splitlines()
+        self.assertRegex(lines[0], r"^TIME\s+PID\s+COMM\s+str\(filename\)$")
+        self.assertTrue(any(line.endswith("/etc/hostname") for line in lines), lines)
+
     def test_where_is_evaluated_in_the_kernel(self):
         # Only the renamed copy of cat matches; the shell that starts it does not.
         cat = os.path.join(WORKDIR, "kqtestcat")

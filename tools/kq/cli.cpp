@@ -19,6 +19,7 @@
 #include "compiler/parse/literals.h"
 #include "compiler/parse/parse.h"
 #include "compiler/sema/sema.h"
+#include "compiler/sema/types.h"
 #include "kq_version.h"
 #include "engine/cancellation.h"
 #include "engine/event_lines.h"
@@ -258,6 +259,16 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                   "check each script as kq serve would run it (names, aggregates); run nothing");
   serve->footer("Scripts are read again every 2 s and on SIGHUP; SIGINT or SIGTERM stops. See docs/serve.md.");
 
+  // `kq lsit tcp_*`: a word that is no command, file or query, but is near a command.
+  if (!args.empty() && args[0].find_first_of(" \t\n:/.") == std::string::npos && args[0][0] != '-') {
+    struct stat st {};
+    std::vector<std::string_view> commands = {"check", "build", "run", "info", "list", "serve"};
+    std::optional<std::string> close = sema::closestName(args[0], commands);
+    if (close && *close != args[0] && ::stat(args[0].c_str(), &st) != 0) {
+      io.err << "kq: error: `" << args[0] << "` is not a command of kq's; did you mean `kq " << *close << "`?\n";
+      return 2;
+    }
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
