@@ -34,7 +34,7 @@ constexpr const char* kHelp = R"(Type a query to run it; Ctrl-C stops it and com
   trace tracepoint:net:net_dev_xmit(skb) where skb->len > 100 for 5s
 End it with & to run it in the background while you go on typing:
   trace tracepoint:sched:sched_process_exec select comm &
-Declarations are kept for the queries after them:
+Declarations (and `config` settings) are kept for the queries after them:
   let big = 4k
   fn ms(ns) = ns / 1000000
   use net
@@ -45,7 +45,8 @@ Commands:
   decls           the declarations kept so far
   jobs            the queries running in the background, with their events so far
   stop N          stop background query N
-  help, quit (or Ctrl-D; queries still running are stopped)
+  help
+  quit, exit      end the session (so does Ctrl-D; queries still running are stopped)
 Tab completes functions, tracepoints, arguments and struct members (skb->dev-><Tab>);
 the up arrow recalls earlier inputs; a line ending with \ (or inside an unfinished query)
 goes on on the next.

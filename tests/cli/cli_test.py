@@ -54,6 +54,16 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertIn("kq: note: `-o json` is `-f json` now", err)
 
+    def test_each_commands_help_says_what_it_takes(self):
+        for args, wanted in [(["check", "--help"], ["--btf FILE", "kq check -e"]),
+                             (["info", "--help"], ["kq info 'struct sk_buff'"]),
+                             (["list", "--help"], ["kq list packet"]),
+                             (["--help"], ["types, plan (programs, maps", "-o,--output FILE", "--prefix"])]:
+            status, out, err = kq(*args)
+            self.assertEqual(status, 0, err)
+            for text in wanted:
+                self.assertIn(text, out, args)
+
     def test_help_has_examples(self):
         status, out, _ = kq("--help")
         self.assertEqual(status, 0)

@@ -78,6 +78,7 @@ class NothingEndsTheSession(ReplTestCase):
         mark = s.mark()
         s.enter("help")
         s.wait_for(r"check QUERY", since=mark)
+        s.wait_for(r"quit, exit +end the session", since=mark)
         s.wait_prompt()
         self.quit(s)
 

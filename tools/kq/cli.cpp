@@ -155,8 +155,9 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   driver::Request request;
   addInputOptions(app, request);
   app.add_option("--dump", request.dump,
-                 "print an intermediate form and stop: ast, types, ir (LLVM IR), bpf (the "
-                 "instructions, with the kq source of each), verifier (the verifier's log)")
+                 "print an intermediate form and stop: ast, types, plan (programs, maps and their "
+                 "memory), ir (LLVM IR), bpf (the instructions, with the kq source of each), verifier "
+                 "(the verifier's log)")
       ->check(CLI::IsMember({"ast", "types", "plan", "ir", "bpf", "verifier"}))
       ->type_name("FORM");
   app.add_option("-f,--format", request.format, "how events are printed: text (for people) or json")
@@ -198,7 +199,13 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
       ->type_name("WHEN");
 
   CLI::App* check = app.add_subcommand("check", "parse and check a query or script; run nothing");
-  check->footer("Exit status: 0 when the input is correct, 1 when it has errors.");
+  check->footer(
+      "Exit status: 0 when the input is correct, 1 when it has errors.\n"
+      "  --btf FILE       check against another kernel's BTF (raw, or an ELF with .BTF)\n"
+      "  --dump types     the type of each expression, per probe\n"
+      "Examples:\n"
+      "  kq check -e 'trace tcp_sendmsg(sk, size) where size > 4k'\n"
+      "  kq check --btf /tmp/other-vmlinux examples/opensnoop.kq");
   addInputOptions(*check, request);
 
   CLI::App* build = app.add_subcommand(
@@ -223,11 +230,23 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                    "ip_send_skb, 'struct sk_buff', tracepoint:net:net_dev_xmit, syscall:openat")
       ->required()
       ->type_name("WHAT");
+  info->footer(
+      "Examples:\n"
+      "  kq info ip_send_skb                  its prototype, and how it can be traced here\n"
+      "  kq info 'struct sk_buff'             members with offsets and sizes\n"
+      "  kq info tracepoint:net:net_dev_xmit  the record's fields and BTF arguments\n"
+      "  kq info syscall:openat               its arguments");
   CLI::App* list = app.add_subcommand("list", "list functions, tracepoints or syscalls");
   list->add_option("pattern", request.what,
                    "a glob: 'tcp_v4_*', 'tracepoint:net:*', 'syscall:open*', or packet")
       ->required()
       ->type_name("PATTERN");
+  list->footer(
+      "Examples:\n"
+      "  kq list 'tcp_v4_*'           kernel functions\n"
+      "  kq list 'tracepoint:net:*'   tracepoints\n"
+      "  kq list 'syscall:open*'      system calls\n"
+      "  kq list packet               the functions packet mode traces");
 
   serve::ServeOptions serve_options;
   CLI::App* serve = app.add_subcommand(
