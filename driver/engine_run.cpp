@@ -36,6 +36,9 @@ engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& 
     std::string error;
     text.prefix = engine::parsePrefix(request.prefix, &error);  // checked by the command line
   }
+  text.packets = engine::parsePacketView(request.packet_view).value_or(engine::PacketView::Both);
+  text.full_structs = request.structs == "full";
+  options.key_stack_offsets = request.stack_offsets;
   return engine.run(
       object, plan, types,
       [&](engine::PrintContext& context) { return engine::makeSink(format, plan, context, io.out, io.err, text); },

@@ -34,6 +34,9 @@ struct Io {
   /// What stops a running query (the command line's stop signals, caught from before it
   /// compiles); null: each run catches them itself while it runs.
   engine::Cancellation* stop = nullptr;
+  /// A stop signal while kq compiles, attaches or detaches ends kq then (the command line's
+  /// one-shot runs; the REPL goes on instead), and on a terminal those waits are said.
+  bool stops_end_phases = false;
 };
 
 /// Reads a file from disk (the default for Io::read_file).

@@ -23,6 +23,7 @@
 #include "driver/dump_plan.h"
 #include "driver/engine_run.h"
 #include "driver/io.h"
+#include "driver/phase_watch.h"
 #include "driver/query_sources.h"
 #include "engine/engine.h"
 #include "runtime/libbpf_log.h"
@@ -47,15 +48,52 @@ std::string tracedProcessProblem(uint32_t pid) {
   return fmt::format("no process has PID {}", pid);
 }
 
-bool tracesKernelFunctions(const sema::CheckedProgram& checked) {
-  for (const sema::ResolvedQuery& q : checked.program.queries) {
-    for (const sema::ResolvedProbe& p : q.probes) {
-      for (const sema::ResolvedTarget& t : p.chain) {
-        if (std::holds_alternative<ast::FunctionTarget>(t.target->kind)) return true;
+/// The probe target of attach group `group`: the resolved target its name describes, in a
+/// query of the group's programs; null if none is (a fork follower's group).
+const sema::ResolvedTarget* groupTarget(const sema::CheckedProgram& checked, const plan::ProgramPlan& plan,
+                                        uint32_t group) {
+  if (group >= plan.group_names.size()) return nullptr;
+  const std::string& name = plan.group_names[group];
+  for (const plan::PlannedProgram& program : plan.programs) {
+    if (program.group != group) continue;
+    for (uint32_t q : program.queries) {
+      if (q >= checked.program.queries.size()) continue;
+      const sema::ResolvedQuery& query = checked.program.queries[q];
+      auto find = [&](const sema::ResolvedProbe& p) -> const sema::ResolvedTarget* {
+        for (const sema::ResolvedTarget& t : p.chain) {
+          if (t.description == name || name.rfind(t.description, 0) == 0) return &t;
+        }
+        return nullptr;
+      };
+      for (const sema::ResolvedProbe& p : query.probes) {
+        if (const sema::ResolvedTarget* t = find(p)) return t;
+      }
+      for (const sema::ResolvedJoin& j : query.joins) {
+        if (const sema::ResolvedTarget* t = find(j.probe)) return t;
       }
     }
   }
-  return false;
+  return nullptr;
+}
+
+/// A group no attach method is left for, at its probe: why each method was passed over,
+/// and what could stand in for a kernel function (a tracepoint of its name).
+/// False (nothing reported) when the group is no probe's.
+bool reportCannotAttach(const runtime::LoadFailure& failure, const sema::CheckedProgram& checked,
+                        const plan::ProgramPlan& plan, const KernelEnvironment& env, Diagnostics& diags) {
+  const sema::ResolvedTarget* target = groupTarget(checked, plan, *failure.group);
+  if (!target) return false;
+  Diagnostic& diag = diags.report(DiagKind::CannotAttach, target->target->range,
+                                  fmt::format("cannot attach to {} on this kernel", plan.group_names[*failure.group]));
+  for (const std::string& why : failure.reasons) diag.note(why);
+  if (!std::holds_alternative<ast::FunctionTarget>(target->target->kind)) return true;
+  if (target->functions.size() == 1) {
+    for (const std::string& note : sema::standInNotes(*env.btf, *env.kernel, target->functions.front().name)) {
+      diag.note(note);
+    }
+  }
+  diag.note("tracepoints attach where kernel functions cannot: kq list 'tracepoint:net:*' shows some");
+  return true;
 }
 
 /// The largest expression of the program that starts at `offset` of the main file.
@@ -144,6 +182,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     }
   }
 
+  // Ctrl-C while kq compiles or attaches ends it then; a wait of more than a second says so.
+  std::optional<PhaseWatch> phases;
+  if (io.stops_end_phases) phases.emplace(run.stop(), PhaseWatch::Stops::Any, io.err_is_terminal);
   std::unique_ptr<runtime::ChildCommand> child;
   if (!request.command.empty() && !dump_only) {
     child = runtime::ChildCommand::start(request.command);
@@ -151,6 +192,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
       io.err << "kq: error: cannot start `" << request.command << "`: " << std::strerror(errno) << "\n";
       return 1;
     }
+    if (phases) phases->setChild(child->pid());
   }
 
   lower::LowerOptions options;
@@ -174,6 +216,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
       return runtime::programsThisKernelMayLoad(plan, load_options);
     };
   }
+  if (phases) phases->begin("compiling the query's programs", "stopped while compiling: nothing was loaded");
   std::optional<lower::CompiledProgram> compiled =
       lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
   if (!compiled) return 1;
@@ -202,6 +245,11 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   // probes read it. Unless the REPL keeps it, it goes before libbpf parses its own copy.
   if (disposable) load_options.vmlinux_done = [disposable] { disposable->btf.reset(); };
   engine::Engine engine(run.host());
+  if (phases) {
+    phases->begin(fmt::format("loading and attaching {} {}", compiled->plan.programs.size(),
+                              compiled->plan.programs.size() == 1 ? "program" : "programs"),
+                  "stopped while attaching: what was attached goes as kq exits");
+  }
   runtime::LoadResult loaded = engine.load(compiled->object.elf, compiled->plan, load_options);
   if (!loaded.object) {
     const runtime::LoadFailure& failure = *loaded.failure;
@@ -212,11 +260,12 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
       if (request.verbose) io.err << failure.verifier->log << "\n";
       return 1;
     }
-    io.err << "kq: error: " << failure.message << "\n";
-    if (tracesKernelFunctions(checked)) {
-      io.err << "note: tracepoints attach where kernel functions cannot: "
-                "kq list 'tracepoint:net:*' shows some\n";
+    Diagnostics cannot;
+    if (failure.group && reportCannotAttach(failure, checked, compiled->plan, env, cannot)) {
+      renderDiagnostics(cannot, sources, io.err, RenderOptions{color});
+      return 1;
     }
+    io.err << "kq: error: " << failure.message << "\n";
     return 1;
   }
   if (request.verbose) {
@@ -253,9 +302,21 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   runtime::KernelTypes kernel_types("/sys/kernel/btf",
                                     running_kernel && env.btf ? env.btf->vmlinux().btf : nullptr,
                                     running_kernel);
+  phases.reset();  // the session obeys its stop signals itself
   engine::SessionResult result = runSession(engine, *loaded.object, compiled->plan, &kernel_types,
                                             request, std::move(session), run.stop(), io);
-  loaded.object.reset();  // detached before the command is stopped: its ending is not traced
+  {
+    // Detached before the command is stopped: its ending is not traced. A perf event's
+    // detach waits for an RCU grace period: many take seconds, said, and a second Ctrl-C
+    // ends kq then.
+    std::optional<PhaseWatch> detaching;
+    if (io.stops_end_phases) {
+      detaching.emplace(run.stop(), PhaseWatch::Stops::Further, io.err_is_terminal);
+      if (child) detaching->setChild(child->pid());
+      detaching->begin("detaching", "stopped while detaching: the kernel detaches the rest as kq exits");
+    }
+    loaded.object.reset();
+  }
   if (child) {
     // A command never released (kq was stopped before it attached) never ran: nothing to say.
     bool ran = child->released();

@@ -11,13 +11,21 @@
 
 namespace kq::engine {
 
-Cancellation::Cancellation() { fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+Cancellation::Cancellation() {
+  fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  requests_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
 
 Cancellation::~Cancellation() {
   if (fd_ >= 0) close(fd_);
+  if (requests_fd_ >= 0) close(requests_fd_);
 }
 
 void Cancellation::cancel(int sig) {
+  if (sig && sig != SIGPIPE && requests_fd_ >= 0) {
+    uint64_t one = 1;
+    (void)!write(requests_fd_, &one, sizeof one);
+  }
   int none = 0;
   signal_.compare_exchange_strong(none, sig, std::memory_order_relaxed);
   if (cancelled_.exchange(true)) return;

@@ -29,11 +29,16 @@ class Cancellation {
   int signal() const { return signal_.load(std::memory_order_relaxed); }
   /// Readable once cancelled (an eventfd), for poll and epoll.
   int fd() const { return fd_; }
+  /// An eventfd counter, added to by every request of a signal a person sends (every one
+  /// but SIGPIPE), the first and each after it: read it, and it is readable again at the
+  /// next (a second Ctrl-C while kq detaches).
+  int requestsFd() const { return requests_fd_; }
 
  private:
   std::atomic<bool> cancelled_{false};
   std::atomic<int> signal_{0};
   int fd_ = -1;
+  int requests_fd_ = -1;
 };
 
 /// The signals that stop a session: Ctrl-C, SIGTERM, a hang-up, SIGQUIT and a closed pipe.

@@ -87,6 +87,7 @@ std::string RecordDecoder::scalarText(const FieldLayout& f, const uint8_t* p, ui
     case FieldKind::Symbol: return context_.symbols.kernel(readU64(p));
     case FieldKind::UserSymbol: return context_.symbols.user(pid, readU64(p));
     case FieldKind::Errno: return runtime::errnoName(readSigned(p));
+    case FieldKind::SyscallReturn: return runtime::syscallReturnText(readSigned(p));
     case FieldKind::Ipv4: return ipv4Text(p);
     case FieldKind::Ipv6: return ipv6Text(p);
     case FieldKind::IpAddress: return isIpv6Address(p) ? ipv6Text(p + 8) : ipv4Text(p + 8);
@@ -128,6 +129,30 @@ void RecordDecoder::stack(const FieldLayout& f, const uint8_t* p, uint32_t pid, 
     out.frames.push_back(std::move(frame));
   }
   out.text.clear();
+  for (auto it = out.frames.rbegin(); it != out.frames.rend(); ++it) {
+    if (!out.text.empty()) out.text += ';';
+    out.text += *it;
+  }
+}
+
+namespace {
+
+/// `ip_rcv+0x1a` as `ip_rcv` (`ip_rcv+0x1a [mod]` as `ip_rcv [mod]`); an address stays.
+std::string withoutOffset(const std::string& frame) {
+  size_t plus = frame.find("+0x");
+  if (plus == std::string::npos || plus == 0) return frame;
+  size_t end = frame.find(' ', plus);
+  return frame.substr(0, plus) + (end == std::string::npos ? "" : frame.substr(end));
+}
+
+}  // namespace
+
+void RecordDecoder::keyValue(const FieldLayout& f, const std::vector<FieldLayout>& keys,
+                             const uint8_t* key, Value& out) {
+  value(f, keys, key, 0, out);
+  if (out.kind != ValueKind::Stack || context_.key_stack_offsets) return;
+  out.text.clear();
+  for (std::string& frame : out.frames) frame = withoutOffset(frame);
   for (auto it = out.frames.rbegin(); it != out.frames.rend(); ++it) {
     if (!out.text.empty()) out.text += ';';
     out.text += *it;
@@ -211,6 +236,7 @@ void RecordDecoder::value(const FieldLayout& f, const std::vector<FieldLayout>& 
   out.u = 0;
   switch (f.kind) {
     case FieldKind::Signed:
+    case FieldKind::SyscallReturn:
       out.kind = ValueKind::Int;
       out.i = readSigned(p);
       break;

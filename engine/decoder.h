@@ -33,6 +33,10 @@ class RecordDecoder {
   /// `fmt` draws its arguments from); `pid` names user addresses.
   void value(const plan::FieldLayout& f, const std::vector<plan::FieldLayout>& fields,
              const uint8_t* record, uint32_t pid, Value& out);
+  /// Key `f` of a table's `key`: as value(), but a stack's frames are their functions
+  /// unless PrintContext::key_stack_offsets.
+  void keyValue(const plan::FieldLayout& f, const std::vector<plan::FieldLayout>& keys,
+                const uint8_t* key, Value& out);
 
   PrintContext& context() { return context_; }
   const plan::ProgramLayout& layout() const { return layout_; }

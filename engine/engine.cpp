@@ -20,6 +20,7 @@ SessionResult Engine::run(runtime::LoadedObject& object, const plan::ProgramPlan
   runtime::TypeDumper dumper(types);
   dumper.prepare(plan.layout);
   PrintContext context{host_, dumper, host_, host_.bootOffset()};
+  context.key_stack_offsets = options.key_stack_offsets;
   std::unique_ptr<Sink> sink = make_sink(context);
   Session session(host_, object, plan, context, *sink, cancellation, std::move(options));
   if (started) started(session);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ std::string padded(const std::string& text, size_t width, bool right) {
 
 bool isNumber(const FieldLayout& f) {
   return f.kind == FieldKind::Signed || f.kind == FieldKind::Unsigned || f.kind == FieldKind::Hex ||
-         f.kind == FieldKind::Pointer;
+         f.kind == FieldKind::Pointer || f.kind == FieldKind::SyscallReturn;
 }
 
 struct PrefixName {
@@ -36,7 +37,8 @@ struct PrefixName {
 };
 constexpr PrefixName kPrefixNames[] = {{"time", PrefixColumn::Time}, {"cpu", PrefixColumn::Cpu},
                                        {"pid", PrefixColumn::Pid},   {"tid", PrefixColumn::Tid},
-                                       {"comm", PrefixColumn::Comm}, {"probe", PrefixColumn::Probe}};
+                                       {"comm", PrefixColumn::Comm}, {"query", PrefixColumn::Query},
+                                       {"probe", PrefixColumn::Probe}};
 
 /// Wide enough for tracepoint names; longer names (globs of long functions) overflow.
 constexpr size_t kMaxProbeWidth = 48;
@@ -51,6 +53,7 @@ size_t startWidth(const FieldLayout& f) {
   if (f.kind == FieldKind::Signed || f.kind == FieldKind::Unsigned) {
     width = std::max<size_t>(width, f.int_bytes == 1 ? 3 : f.int_bytes == 2 ? 5 : 7);
   }
+  if (f.kind == FieldKind::SyscallReturn) width = std::max<size_t>(width, 9);  // `-2 ENOENT`
   if (f.kind == FieldKind::String && f.size > 1) width = std::max(width, std::min<size_t>(f.size - 1, kMaxTextWidth));
   if (f.kind == FieldKind::Ipv4) width = std::max<size_t>(width, 15);
   if (f.kind == FieldKind::Format) {
@@ -83,9 +86,11 @@ bool visibleColumn(const FieldLayout& f) {
 std::vector<PrefixColumn> defaultPrefix(const plan::ProgramLayout& layout) {
   bool all_pid = true, all_comm = true;
   size_t probes = 0;
+  std::map<uint32_t, size_t> probes_of;  // by query
   for (const ProbeLayout& p : layout.probes) {
     if (!p.writes_records || p.packet) continue;
     ++probes;
+    ++probes_of[p.query];
     bool pid = false, comm = false;
     for (const FieldLayout& f : p.fields) {
       if (!visibleColumn(f)) continue;
@@ -98,7 +103,10 @@ std::vector<PrefixColumn> defaultPrefix(const plan::ProgramLayout& layout) {
   std::vector<PrefixColumn> out = {PrefixColumn::Time};
   if (!all_pid || !probes) out.push_back(PrefixColumn::Pid);
   if (!all_comm || !probes) out.push_back(PrefixColumn::Comm);
-  if (probes > 1) out.push_back(PrefixColumn::Probe);
+  if (probes_of.size() > 1) out.push_back(PrefixColumn::Query);
+  if (std::any_of(probes_of.begin(), probes_of.end(), [](const auto& q) { return q.second > 1; })) {
+    out.push_back(PrefixColumn::Probe);
+  }
   return out;
 }
 
@@ -112,7 +120,7 @@ std::optional<std::vector<PrefixColumn>> parsePrefix(const std::string& text, st
     auto named = std::find_if(std::begin(kPrefixNames), std::end(kPrefixNames),
                               [&](const PrefixName& n) { return word == n.word; });
     if (named == std::end(kPrefixNames)) {
-      *error = fmt::format("--prefix takes `none` or columns of time, cpu, pid, tid, comm and probe, "
+      *error = fmt::format("--prefix takes `none` or columns of time, cpu, pid, tid, comm, query and probe, "
                            "joined by commas (`time,pid`), not `{}`", text);
       return std::nullopt;
     }
@@ -123,8 +131,19 @@ std::optional<std::vector<PrefixColumn>> parsePrefix(const std::string& text, st
   return out;
 }
 
+std::optional<PacketView> parsePacketView(const std::string& text) {
+  if (text == "both") return PacketView::Both;
+  if (text == "live") return PacketView::Live;
+  if (text == "end") return PacketView::End;
+  return std::nullopt;
+}
+
 EventLines::EventLines(const plan::ProgramLayout& layout, const TextOptions& options)
     : prefix_(options.prefix ? *options.prefix : defaultPrefix(layout)) {
+  for (uint32_t q = 0; q < layout.queries; ++q) {
+    query_labels_.push_back(plan::queryLabel(layout, q));
+    query_width_ = std::max(query_width_, std::min(columnsOf(query_labels_.back()), kMaxProbeWidth));
+  }
   bool set = false;
   for (const ProbeLayout& p : layout.probes) {
     if (!p.writes_records || p.packet) continue;
@@ -146,8 +165,7 @@ EventLines::EventLines(const plan::ProgramLayout& layout, const TextOptions& opt
     } else if (names != names_) {
       shared_ = false;
     }
-    size_t width = p.name.size() + (layout.queries > 1 ? 2 : 0);
-    probe_width_ = std::max(probe_width_, std::min(width, kMaxProbeWidth));
+    probe_width_ = std::max(probe_width_, std::min(p.name.size(), kMaxProbeWidth));
   }
 }
 
@@ -161,10 +179,15 @@ std::string EventLines::prefix(const DecodedEvent* e, const std::string& time, c
       case PrefixColumn::Pid: out += padded(e ? std::to_string(e->header.pid) : "PID", 7, true); break;
       case PrefixColumn::Tid: out += padded(e ? std::to_string(e->header.tid) : "TID", 7, true); break;
       case PrefixColumn::Comm: out += padded(e ? e->comm : "COMM", 15, false); break;
+      case PrefixColumn::Query: out += padded(e ? queryLabel(e->probe->query) : "QUERY", query_width_, false); break;
       case PrefixColumn::Probe: out += padded(e ? probe : "PROBE", probe_width_, false); break;
     }
   }
   return out;
+}
+
+std::string EventLines::queryLabel(uint32_t query) const {
+  return query < query_labels_.size() ? query_labels_[query] : std::to_string(query + 1);
 }
 
 std::string EventLines::header() {
@@ -194,6 +217,62 @@ std::string EventLines::line(const DecodedEvent& e, const std::string& time, con
     if (numeric_[i] || n <= kMaxTextWidth) widths_[i] = std::max(widths_[i], n);
     out += i + 1 == cells.size() ? text : padded(text, widths_[i], numeric_[i]);
   }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+PacketLines::PacketLines(const plan::ProgramLayout& layout) {
+  for (const ProbeLayout& p : layout.probes) {
+    if (!p.packet) continue;
+    if (!probe_) probe_ = &p;
+    for (size_t i = 0; i < p.packet->sites.size(); ++i) {
+      size_t width = p.packet->sites[i].size() + (p.packet->graph ? 3 : 0);
+      if (i < p.packet->modules.size() && p.packet->modules[i] != "vmlinux") width += p.packet->modules[i].size() + 3;
+      function_width_ = std::max(function_width_, std::min(width, kMaxProbeWidth));
+    }
+  }
+  if (!probe_) return;
+  for (const FieldLayout& f : probe_->fields) {
+    if (!f.hidden && !f.is_capture) widths_.push_back(startWidth(f));
+  }
+}
+
+std::string PacketLines::header() const {
+  std::string out = padded("TIME", 15, false) + "  " + padded("SKB", 18, false) + "  CPU  " +
+                    padded("COMM", 15, false) + "  " + padded("FUNCTION", function_width_, false);
+  size_t i = 0;
+  for (const FieldLayout& f : probe_->fields) {
+    if (f.hidden || f.is_capture) continue;
+    out += "  " + padded(f.name, widths_[i++], isNumber(f));
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string PacketLines::line(const DecodedEvent& e, const std::string& time, const std::vector<std::string>& values) {
+  const plan::PacketLayout& layout = *e.probe->packet;
+  uint32_t site = e.packet->site;
+  std::string function = site < layout.sites.size() ? layout.sites[site] : fmt::format("site {}", site);
+  if (site < layout.modules.size() && layout.modules[site] != "vmlinux") function += " [" + layout.modules[site] + "]";
+  if (layout.graph) function = (e.packet->is_return ? "<- " : "-> ") + function;
+  std::string out = padded(time, 15, false) + "  " + padded(fmt::format("0x{:x}", e.packet->skb), 18, false) + "  " +
+                    padded(std::to_string(e.header.cpu), 3, true) + "  " + padded(e.comm, 15, false) + "  " +
+                    padded(function, function_width_, false);
+  std::vector<const FieldLayout*> shown;
+  for (const FieldLayout& f : e.probe->fields) {
+    if (!f.hidden && !f.is_capture) shown.push_back(&f);
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    bool numeric = i < shown.size() && isNumber(*shown[i]);
+    if (e.probe == probe_ && i < widths_.size()) {
+      size_t n = columnsOf(values[i]);
+      if (numeric || n <= kMaxTextWidth) widths_[i] = std::max(widths_[i], n);
+      out += "  " + (i + 1 == values.size() && e.packet->reason.empty() ? values[i] : padded(values[i], widths_[i], numeric));
+    } else {
+      out += "  " + values[i];
+    }
+  }
+  if (!e.packet->reason.empty()) out += "  drop: " + e.packet->reason;
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }

@@ -46,7 +46,7 @@ class JsonSink : public Sink {
       j["comm"] = e.comm;
       j["probe"] = probe.name;
     }
-    if (layout_.queries > 1 || options_.always_query) j["query"] = probe.query + 1;
+    if (layout_.queries > 1 || options_.always_query) nameQuery(j, probe.query);
     for (size_t i = 0; i < probe.fields.size(); ++i) {
       if (e.values[i].kind == ValueKind::Missing) continue;
       put(j, probe.fields[i].name, value(probe.fields[i], e.values[i]));
@@ -58,7 +58,7 @@ class JsonSink : public Sink {
     const plan::AggregateLayout& layout = *table.layout;
     Json t;
     t["time_ns"] = table.wall_ns;
-    t["query"] = layout.query + 1;
+    nameQuery(t, layout.query);
     Json list = Json::array();
     for (const TableRow& row : table.rows) {
       Json j;
@@ -66,7 +66,7 @@ class JsonSink : public Sink {
         if (is_key) {
           const FieldLayout& k = layout.keys[i];
           const Value& v = row.keys[i];
-          if (k.kind == FieldKind::Signed) j[k.name] = v.i;
+          if (k.kind == FieldKind::Signed || k.kind == FieldKind::SyscallReturn) j[k.name] = v.i;
           else if (k.kind == FieldKind::Unsigned) j[k.name] = v.u;
           else if (k.kind == FieldKind::Bool) j[k.name] = v.u != 0;
           else if (k.kind == FieldKind::Table && v.kind != ValueKind::Name) j[k.name] = v.i;
@@ -121,23 +121,27 @@ class JsonSink : public Sink {
       nlohmann::json queries = nlohmann::json::array();
       for (size_t q = 0; q < result.queries.size(); ++q) {
         const QueryStats& s = result.queries[q];
-        queries.push_back({{"query", q + 1},
+        nlohmann::json counts = {{"query", q + 1},
                            {"events", s.events},
                            {"lost", s.lostFor(plan::Lost::RingBufferFull)},
                            {"not_counted", s.lostFor(plan::Lost::TableFull)},
                            {"not_counted_no_memory", s.lostFor(plan::Lost::TableNoMemory)},
                            {"entries_not_kept", s.lostFor(plan::Lost::StashFull)},
-                           {"exits_without_entry", s.lostFor(plan::Lost::StashMissing)}});
+                           {"exits_without_entry", s.lostFor(plan::Lost::StashMissing)}};
+        nameQuery(counts, static_cast<uint32_t>(q));
+        queries.push_back(std::move(counts));
       }
       summary["queries"] = queries;
     }
     if (!result.joins.empty()) {
       nlohmann::json joins = nlohmann::json::array();
       for (const JoinResult& join : result.joins) {
-        joins.push_back({{"name", join.name}, {"query", join.query + 1}, {"kept", join.kept}, {"replaced", join.replaced},
-                         {"matched", join.matched}, {"unmatched", join.unmatched},
-                         {"expired", join.expired}, {"evicted", join.evicted},
-                         {"waiting", join.waiting}});
+        nlohmann::json counts = {{"name", join.name}, {"query", join.query + 1}, {"kept", join.kept},
+                                 {"replaced", join.replaced}, {"matched", join.matched},
+                                 {"unmatched", join.unmatched}, {"expired", join.expired},
+                                 {"evicted", join.evicted}, {"waiting", join.waiting}};
+        nameQuery(counts, join.query);
+        joins.push_back(std::move(counts));
       }
       summary["joins"] = joins;
     }
@@ -150,10 +154,19 @@ class JsonSink : public Sink {
   bool readerGone() const override { return runtime::readerGone(out_); }
 
  private:
+  /// `"query": 2`, and `"query_name": "opens"` when the query has a name (`trace ... as opens`).
+  template <class J> void nameQuery(J& j, uint32_t query) const {
+    j["query"] = query + 1;
+    if (query < layout_.query_names.size() && !layout_.query_names[query].empty()) {
+      j["query_name"] = layout_.query_names[query];
+    }
+  }
+
   /// One field as JSON: numbers, strings, structs as objects, stacks as arrays.
   Json value(const FieldLayout& f, const Value& v) const {
     switch (f.kind) {
-      case FieldKind::Signed: return v.i;
+      case FieldKind::Signed:
+      case FieldKind::SyscallReturn: return v.i;  // a number for machines; text says the errno
       case FieldKind::Unsigned: return v.u;
       case FieldKind::Bool: return v.u != 0;
       case FieldKind::Table: return v.kind == ValueKind::Name ? Json(v.text) : Json(v.i);

@@ -37,6 +37,10 @@ struct PrintContext {
   FileReader& files;
   /// CLOCK_REALTIME - CLOCK_MONOTONIC when the session started: kernel times to wall time.
   int64_t boot_offset_ns = 0;
+  /// A stack that is a table's key names each frame's function (`ip_rcv`), and stacks alike
+  /// in those are one group; with this (`--stack-offsets`), each frame keeps its offset
+  /// (`ip_rcv+0x1a`), as a stack beneath an event always does.
+  bool key_stack_offsets = false;
 };
 
 }  // namespace kq::engine

@@ -34,6 +34,7 @@ struct SessionOptions {
   pid_t traced = 0;          // -p: stop when it exits (not our child: watched with a pidfd)
   /// Counts the events printed so far, for another process to read (the REPL's `jobs`).
   std::atomic<uint64_t>* events_printed = nullptr;
+  bool key_stack_offsets = false;  // PrintContext::key_stack_offsets
 };
 
 class Session;

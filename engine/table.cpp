@@ -230,7 +230,7 @@ void mergeSamePrintedKeys(const AggregateLayout& layout, std::vector<Row>& rows,
   for (Row& row : rows) {
     std::vector<std::string> texts;
     for (const plan::FieldLayout& k : layout.keys) {
-      decoder.value(k, layout.keys, row.key.data(), 0, v);
+      decoder.keyValue(k, layout.keys, row.key.data(), v);
       texts.push_back(v.text);
     }
     auto [it, added] = first.emplace(std::move(texts), merged.size());
@@ -300,7 +300,7 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
     row.keys.resize(layout.keys.size());
     bool cut = false;
     for (size_t k = 0; k < layout.keys.size(); ++k) {
-      decoder.value(layout.keys[k], layout.keys, rows[r].key.data(), 0, row.keys[k]);
+      decoder.keyValue(layout.keys[k], layout.keys, rows[r].key.data(), row.keys[k]);
       if (row.keys[k].cut) {
         cut = true;
         uint32_t size = layout.keys[k].size;

@@ -71,17 +71,24 @@ class TextSink : public Sink {
   TextSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err,
            const TextOptions& options)
       : plan_(plan), layout_(plan.layout), context_(context), out_(out), err_(err),
-        packets_(context.boot_offset_ns, out), lines_(plan.layout, options) {}
+        packets_(context.boot_offset_ns, out), lines_(plan.layout, options), packet_lines_(plan.layout),
+        packet_view_(options.packets), full_structs_(options.full_structs) {}
 
 
   void onBegin() override {
-    // Once attached. Tables are printed apart; packets too, by packet.
+    // Once attached. Tables are printed apart; packets as they come, and by packet at the end.
+    if (packet_lines_.hasPackets() && packet_view_ != PacketView::End) out_ << packet_lines_.header() << "\n";
     if (!lines_.hasEvents()) return;
     std::string header = lines_.header();
     if (!header.empty()) out_ << header << "\n";
   }
 
-  void onEnd() override { packets_.print(); }
+  void onEnd() override {
+    if (packet_view_ == PacketView::Live) return;
+    // After the live lines, the same events by packet.
+    if (packet_view_ == PacketView::Both && packets_seen_) out_ << "\n";
+    packets_.print();
+  }
 
   void onEvent(const DecodedEvent& e) override {
     const ProbeLayout& probe = *e.probe;
@@ -92,7 +99,8 @@ class TextSink : public Sink {
       const FieldLayout& f = probe.fields[i];
       const Value& v = e.values[i];
       if (v.kind == ValueKind::Record) {
-        std::string dump = context_.types.recordText(f, v.bytes.data());
+        std::string dump = full_structs_ ? context_.types.recordText(f, v.bytes.data())
+                                         : context_.types.recordLine(f, v.bytes.data());
         blocks.push_back(fmt::format("{} = *(0x{:x}) {}", f.name, v.u, dump));
         if (!f.is_capture) cells_.emplace_back(f.name, fmt::format("0x{:x}", v.u));
         continue;
@@ -113,7 +121,7 @@ class TextSink : public Sink {
         cells_.emplace_back(f.name, v.text);
       }
     }
-    out_ << lines_.line(e, clockText(e.wall_ns, ClockPrecision::Milliseconds), probeName(probe), cells_) << "\n";
+    out_ << lines_.line(e, clockText(e.wall_ns, ClockPrecision::Milliseconds), probe.name, cells_) << "\n";
     for (const std::string& block : blocks) {
       // Indented beneath the event, as ksnoop prints arguments.
       size_t at = 0;
@@ -131,7 +139,7 @@ class TextSink : public Sink {
     if (table.events) counted_ += *table.events;
     else uncounted_tables_ = true;
     std::string title = layout.every_ns ? clockText(table.wall_ns, ClockPrecision::Seconds) : "";
-    if (layout_.queries > 1) title += (title.empty() ? "" : " ") + fmt::format("query {}", layout.query + 1);
+    if (layout_.queries > 1) title += (title.empty() ? "" : " ") + queryTitle(layout.query);
     if (!title.empty()) out_ << "@ " << title << "\n";
     // Scalar columns in `select` order; histograms beneath each row.
     std::vector<std::string> headers;
@@ -140,6 +148,7 @@ class TextSink : public Sink {
       if (!is_key && isHistogram(layout.slots[i])) continue;
       headers.push_back(is_key ? layout.keys[i].name : layout.slots[i].name);
       numeric.push_back(!is_key || layout.keys[i].kind == FieldKind::Signed ||
+                        layout.keys[i].kind == FieldKind::SyscallReturn ||
                         layout.keys[i].kind == FieldKind::Unsigned);
     }
     std::vector<std::vector<std::string>> cells;
@@ -222,10 +231,8 @@ class TextSink : public Sink {
   bool readerGone() const override { return runtime::readerGone(out_); }
 
  private:
-  /// With several queries, each line says which query it came from: `2:tcp_sendmsg`.
-  std::string probeName(const ProbeLayout& probe) const {
-    return layout_.queries > 1 ? fmt::format("{}:{}", probe.query + 1, probe.name) : probe.name;
-  }
+  /// `query opens`, `query 2`: how tables, counts and joins name a query of several.
+  std::string queryTitle(uint32_t query) const { return "query " + plan::queryLabel(layout_, query); }
 
   static const std::string& keyText(const Value& v) { return v.text; }
 
@@ -253,7 +260,11 @@ class TextSink : public Sink {
       // A field as one cell: a struct as its address, a stack folded.
       p.values.push_back(v.kind == ValueKind::Record ? fmt::format("0x{:x}", v.u) : v.text);
     }
-    packets_.add(probe, e.packet->skb, std::move(p));
+    ++packets_seen_;
+    if (packet_view_ != PacketView::End) {
+      out_ << packet_lines_.line(e, clockText(e.wall_ns, ClockPrecision::Microseconds), p.values) << "\n";
+    }
+    if (packet_view_ != PacketView::Live) packets_.add(probe, e.packet->skb, std::move(p));
   }
 
   std::string summaryText(const SessionResult& result) const {
@@ -308,7 +319,7 @@ class TextSink : public Sink {
         if (writes) parts.push_back(plural(s.events, "event", "events"));
         if (writes || lost) parts.push_back(fmt::format("{} lost", lost));
         if (not_counted) parts.push_back(fmt::format("{} not counted", not_counted));
-        text += fmt::format("\nkq: query {}: {}", q + 1, fmt::join(parts, ", "));
+        text += fmt::format("\nkq: {}: {}", queryTitle(static_cast<uint32_t>(q)), fmt::join(parts, ", "));
       }
     }
     if (uint64_t n = result.lostFor(plan::Lost::StashFull)) {
@@ -327,7 +338,7 @@ class TextSink : public Sink {
       // Two queries may name their joins alike: then each line says whose it is.
       bool shared_name = std::count_if(result.joins.begin(), result.joins.end(),
                                        [&](const JoinResult& j) { return j.name == join.name; }) > 1;
-      std::string name = shared_name ? fmt::format("{} (query {})", join.name, join.query + 1) : join.name;
+      std::string name = shared_name ? fmt::format("{} ({})", join.name, queryTitle(join.query)) : join.name;
       text += fmt::format("\nkq: join {}: {} kept, {} matched, {} without a match", name,
                           join.kept, join.matched, join.unmatched);
       if (join.expired) text += fmt::format(", {} older than `within`", join.expired);
@@ -346,6 +357,10 @@ class TextSink : public Sink {
   std::ostream& err_;
   runtime::PacketView packets_;
   EventLines lines_;
+  PacketLines packet_lines_;
+  PacketView packet_view_;
+  bool full_structs_;
+  uint64_t packets_seen_ = 0;  // packet events
   std::vector<std::pair<std::string, std::string>> cells_;
   uint64_t counted_ = 0;           // events the tables shown counted
   bool uncounted_tables_ = false;  // a table of sums, mins or maxes only: its events unknown

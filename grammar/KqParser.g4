@@ -67,8 +67,10 @@ extensionDecl
 // ---------------------------------------------------------------------------------------
 // Queries
 
+// `trace syscall:openat as opens where ...`: a query's name, said beside its events, tables
+// and counts in place of its number.
 query
-  : TRACE probe (',' probe)* clause*
+  : TRACE probe (',' probe)* (AS name)? clause*
   ;
 
 // Clauses may come in any order (`group by reason select count()` reads well, and so does

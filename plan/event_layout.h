@@ -300,12 +300,21 @@ struct ProgramLayout {
   std::vector<ProbeLayout> probes;
   std::vector<AggregateLayout> aggregates;
   uint32_t queries = 1;
+  /// By query number: its name (`trace ... as opens`), or empty when it has none.
+  std::vector<std::string> query_names;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("probes", self.probes...);
     visit("aggregates", self.aggregates...);
     visit("queries", self.queries...);
+    visit("query_names", self.query_names...);
   }
 };
+
+/// How output names query `query` (0-based): its name, or its number from 1 (`2`).
+inline std::string queryLabel(const ProgramLayout& layout, uint32_t query) {
+  if (query < layout.query_names.size() && !layout.query_names[query].empty()) return layout.query_names[query];
+  return std::to_string(query + 1);
+}
 
 }  // namespace kq::plan

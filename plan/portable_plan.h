@@ -15,8 +15,9 @@ namespace kq::plan {
 
 /// The version of the encoding below; `kq run` reads only its own. 2: every field of every
 /// struct, each query with its own kLostReasons loss counters. 4: a histogram keeps the sum
-/// of its values before its buckets; each query's text; an aggregate's unit.
-inline constexpr int kPlanFormat = 4;
+/// of its values before its buckets; each query's text; an aggregate's unit. 5: each
+/// query's name.
+inline constexpr int kPlanFormat = 5;
 
 /// A field of a classic tracepoint's record, where the compiled code reads it. These
 /// offsets come from the building kernel's tracefs `format` file and are not relocated:

@@ -163,17 +163,23 @@ bool AttachMethods::refuse(uint32_t group, const std::string& why) {
 
 std::string AttachMethods::failure(uint32_t group) const {
   std::string out = fmt::format("cannot attach to {}:", groupName(plan_, group));
+  for (const std::string& why : reasons(group)) out += "\n  " + why;
+  return out;
+}
+
+std::vector<std::string> AttachMethods::reasons(uint32_t group) const {
+  std::vector<std::string> out;
   bool none_tried = true;
   if (group < groups_.size()) {
     for (const std::string& why : groups_[group].passed_over) {
-      out += "\n  " + why;
+      out.push_back(why);
       none_tried = none_tried && why.find("not tried (--attach") != std::string::npos;
     }
-    if (!groups_[group].no_tracepoints.empty()) out += "\n  " + groups_[group].no_tracepoints;
+    if (!groups_[group].no_tracepoints.empty()) out.push_back(groups_[group].no_tracepoints);
   }
   // `--attach` ruled every method out: say what the methods are, and why.
   if (none_tried && !only_.empty() && group < plan_.group_notes.size() && !plan_.group_notes[group].empty()) {
-    out += fmt::format("\n  (kq's methods here: {})", plan_.group_notes[group]);
+    out.push_back(fmt::format("(kq's methods here: {})", plan_.group_notes[group]));
   }
   return out;
 }

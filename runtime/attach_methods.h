@@ -33,6 +33,8 @@ class AttachMethods {
 
   /// "cannot attach to ip_send_skb:\n  fentry: ...\n  kprobe: ...".
   std::string failure(uint32_t group) const;
+  /// failure()'s lines after the first: why each method was passed over.
+  std::vector<std::string> reasons(uint32_t group) const;
   /// For -v: "ip_send_skb: kprobe (passed over fentry: ...)".
   std::string note(uint32_t group) const;
   size_t groups() const { return groups_.size(); }

@@ -101,8 +101,15 @@ std::string LoadedObject::attachedText(uint32_t group) const {
   bool functions = p.attach != plan::Attach::TpBtf && p.attach != plan::Attach::Tracepoint;
   std::string count = std::to_string(p.count);
   for (int at = static_cast<int>(count.size()) - 3; at > 0; at -= 3) count.insert(at, ",");
-  return fmt::format("{} {}{} through {}", count, functions ? "function" : "tracepoint",
-                     p.count == 1 ? "" : "s", plan::attachName(p.attach));
+  std::string out = fmt::format("{} {}{} through {}", count, functions ? "function" : "tracepoint",
+                                p.count == 1 ? "" : "s", plan::attachName(p.attach));
+  // A few tracepoints (a narrowed `packet(...)` fallen back to them): which.
+  if (!functions && !p.tracepoints.empty() && p.tracepoints.size() <= 8) {
+    std::string names;
+    for (const std::string& t : p.tracepoints) names += (names.empty() ? "" : ", ") + t;
+    out += " (" + names + ")";
+  }
+  return out;
 }
 
 std::vector<std::string> LoadedObject::readyLines(const plan::ProgramPlan& plan) const {
@@ -201,7 +208,7 @@ class Loader {
   /// once per group and method).
   LoadResult run() {
     if (auto group = methods_.firstUnusable()) {
-      return LoadResult{nullptr, LoadFailure{methods_.failure(*group)}};
+      return LoadResult{nullptr, LoadFailure{methods_.failure(*group), std::nullopt, *group, methods_.reasons(*group)}};
     }
     // Probes after this (a group moving on) parse their own BTF.
     loan_.reset();
@@ -218,7 +225,8 @@ class Loader {
       }
       if (!refusal.group) return LoadResult{nullptr, failure};
       if (!methods_.refuse(*refusal.group, refusal.why)) {
-        return LoadResult{nullptr, LoadFailure{methods_.failure(*refusal.group), failure->verifier}};
+        return LoadResult{nullptr, LoadFailure{methods_.failure(*refusal.group), failure->verifier, *refusal.group,
+                                               methods_.reasons(*refusal.group)}};
       }
     }
   }
@@ -326,8 +334,11 @@ class Loader {
       return;
     }
     size_t n = p.attach == plan::Attach::KprobeMulti ? p.symbols.size() : loaded.links_.size() - links_before;
-    auto [it, added] = loaded.places_.try_emplace(p.group, LoadedObject::Places{p.attach, 0});
+    auto [it, added] = loaded.places_.try_emplace(p.group, LoadedObject::Places{p.attach, 0, {}});
     it->second.count += n;
+    if ((p.attach == plan::Attach::TpBtf || p.attach == plan::Attach::Tracepoint) && n) {
+      it->second.tracepoints.push_back(p.target);
+    }
   }
 
   /// E2BIG from attaching: the kernel's limit of programs at one place, and this script's count.
@@ -510,8 +521,9 @@ std::vector<bool> programsThisKernelMayLoad(const plan::ProgramPlan& plan, const
   std::optional<VmlinuxLoan> loan;
   if (options.vmlinux) loan.emplace(kernel.features(), options.vmlinux);
   AttachMethods methods(plan, kernel.features(), options.method);
+  // A group no method can attach here fails the load before any program does: compile none.
+  if (methods.firstUnusable()) return std::vector<bool>(plan.programs.size(), false);
   std::vector<bool> out(plan.programs.size(), true);
-  if (methods.firstUnusable()) return out;
   for (size_t i = 0; i < plan.programs.size(); ++i) {
     out[i] = methods.mayChoose(plan.programs[i].group, plan.programs[i].method);
   }

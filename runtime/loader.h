@@ -25,6 +25,10 @@ namespace kq::runtime {
 struct LoadFailure {
   std::string message;  // what failed and why, for people
   std::optional<VerifierRejection> verifier;
+  /// A group no attach method was left for: which (plan::ProgramPlan::group_names), and
+  /// why each method was passed over (`fentry: ...`), for a diagnostic at its probe.
+  std::optional<uint32_t> group = std::nullopt;
+  std::vector<std::string> reasons = {};
 };
 
 class LoadedObject {
@@ -72,6 +76,7 @@ class LoadedObject {
   struct Places {
     plan::Attach attach;
     size_t count = 0;
+    std::vector<std::string> tracepoints;  // `net:net_dev_xmit`, where it attached to tracepoints
   };
   std::map<uint32_t, Places> places_;  // by group
   std::vector<std::string> notes_;

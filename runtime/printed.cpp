@@ -172,25 +172,16 @@ std::string wallTimeText(const std::string& format, int64_t wall_ns) {
 }
 
 std::string errnoName(int64_t value) {
-  static const char* names[] = {
-      nullptr,   "EPERM",   "ENOENT", "ESRCH",   "EINTR",  "EIO",     "ENXIO",  "E2BIG",
-      "ENOEXEC", "EBADF",   "ECHILD", "EAGAIN",  "ENOMEM", "EACCES",  "EFAULT", "ENOTBLK",
-      "EBUSY",   "EEXIST",  "EXDEV",  "ENODEV",  "ENOTDIR", "EISDIR", "EINVAL", "ENFILE",
-      "EMFILE",  "ENOTTY",  "ETXTBSY", "EFBIG",  "ENOSPC", "ESPIPE",  "EROFS",  "EMLINK",
-      "EPIPE",   "EDOM",    "ERANGE",
-  };
   int64_t n = value < 0 ? -value : value;
-  if (n > 0 && n < static_cast<int64_t>(sizeof names / sizeof *names)) {
-    return value < 0 ? fmt::format("-{}", names[n]) : names[n];
-  }
-  switch (n) {
-    case 38: return value < 0 ? "-ENOSYS" : "ENOSYS";
-    case 95: return value < 0 ? "-EOPNOTSUPP" : "EOPNOTSUPP";
-    case 104: return value < 0 ? "-ECONNRESET" : "ECONNRESET";
-    case 110: return value < 0 ? "-ETIMEDOUT" : "ETIMEDOUT";
-    case 111: return value < 0 ? "-ECONNREFUSED" : "ECONNREFUSED";
-    default: return std::to_string(value);
-  }
+  const char* name = n > 0 && n <= 4095 ? strerrorname_np(static_cast<int>(n)) : nullptr;
+  if (!name) return std::to_string(value);
+  return value < 0 ? fmt::format("-{}", name) : name;
+}
+
+std::string syscallReturnText(int64_t value) {
+  if (value < -4095 || value >= 0) return std::to_string(value);
+  const char* name = strerrorname_np(static_cast<int>(-value));
+  return name ? fmt::format("{} {}", value, name) : std::to_string(value);
 }
 
 }  // namespace kq::runtime

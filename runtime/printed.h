@@ -41,7 +41,9 @@ std::string bufferText(const uint8_t* p, uint32_t size);
 /// the microseconds (six digits), as bpftrace has it.
 std::string wallTimeText(const std::string& format, int64_t wall_ns);
 
-/// `ENOENT` for -2 (or 2), or the number.
+/// `-ENOENT` for -2, `ENOENT` for 2, or the number.
 std::string errnoName(int64_t value);
+/// A system call's return value: `-2 ENOENT` for an errno (-4095 to -1), else the number.
+std::string syscallReturnText(int64_t value);
 
 }  // namespace kq::runtime

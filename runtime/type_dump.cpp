@@ -2,6 +2,7 @@
 
 #include <bpf/btf.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
@@ -61,6 +62,23 @@ std::string grouped(uint64_t n) {
   return digits;
 }
 
+/// A leaf's value as a text dump shows it.
+std::string leafText(const DumpLeaf& v) {
+  switch (v.kind) {
+    case LeafKind::Signed: return std::to_string(v.i);
+    case LeafKind::Unsigned:
+    case LeafKind::Bool: return std::to_string(v.u);
+    case LeafKind::Bits:
+      return v.typed == LeafKind::Enumerator ? std::string(v.name) : fmt::format("0x{:x}", v.u);
+    case LeafKind::Wide: return wideHex(v.bytes, v.size);
+    case LeafKind::Float: return fmt::format("{}", v.d);
+    case LeafKind::Pointer: return v.u == 0 ? "(nil)" : fmt::format("0x{:x}", v.u);
+    case LeafKind::Enumerator: return std::string(v.name);
+    case LeafKind::Chars: return "\"" + charsText(v.bytes, v.size, true) + "\"";
+  }
+  return "";
+}
+
 /// A dump as C, ksnoop's (and libbpf's `btf_dump__dump_type_data`'s) layout:
 ///
 ///     (struct sk_buff){
@@ -113,7 +131,7 @@ class TextDump final : public DumpOutput {
     bool in_array = !frames_.empty() && frames_.back().array;
     if (v.zero && !in_array && !frames_.empty()) return;
     begin(m);
-    out_ += valueText(v);
+    out_ += leafText(v);
     if (frames_.empty()) return;
     out_ += ",\n";
     if (!v.zero) frames_.back().shown = true;
@@ -157,27 +175,103 @@ class TextDump final : public DumpOutput {
     }
   }
 
-  static std::string valueText(const DumpLeaf& v) {
-    switch (v.kind) {
-      case LeafKind::Signed: return std::to_string(v.i);
-      case LeafKind::Unsigned:
-      case LeafKind::Bool: return std::to_string(v.u);
-      case LeafKind::Bits:
-        return v.typed == LeafKind::Enumerator ? std::string(v.name) : fmt::format("0x{:x}", v.u);
-      case LeafKind::Wide: return wideHex(v.bytes, v.size);
-      case LeafKind::Float: return fmt::format("{}", v.d);
-      case LeafKind::Pointer: return v.u == 0 ? "(nil)" : fmt::format("0x{:x}", v.u);
-      case LeafKind::Enumerator: return std::string(v.name);
-      case LeafKind::Chars: return "\"" + charsText(v.bytes, v.size, true) + "\"";
+  const ::btf* btf_;
+  TypeDumper::Casts& casts_;
+  std::string& out_;
+  std::vector<Frame> frames_;
+  int arrays_ = 0;  // arrays open
+  uint64_t not_captured_ = 0;
+};
+
+/// A dump on one line: the value's own non-zero members (those of its anonymous structs
+/// and unions with them), without casts, and of a union only its first member that holds
+/// something (the others are the same bytes read another way); a nested struct, union or
+/// array that holds something as `{…}` (`[…]`): `(struct sk_buff){.dev = 0xffff888003c5e000,
+/// .len = 142, .users = {…}}`. Chosen with `--structs compact`, the text sink's default.
+class LineDump final : public DumpOutput {
+ public:
+  LineDump(const ::btf* btf, TypeDumper::Casts& casts, std::string& out) : btf_(btf), casts_(casts), out_(out) {}
+
+  void open(const DumpMember& m, BlockKind kind) override {
+    Frame f{kind == BlockKind::Array, kind == BlockKind::Union, false, false, false, false, m.name};
+    if (frames_.empty()) {
+      out_ += "(" + casts_.of(btf_, m.type) + ")" + (f.array ? "[" : "{");
+    } else if (!hidden()) {
+      bool anonymous = m.name.empty() && !m.element && !f.array;
+      f.skipped = frames_.back().is_union && frames_.back().taken;
+      f.collapsed = !f.skipped && !anonymous;
     }
-    return "";
+    frames_.push_back(f);
+  }
+
+  void close() override {
+    Frame f = frames_.back();
+    frames_.pop_back();
+    if (frames_.empty()) {
+      if (not_captured_) item(fmt::format("/* {} more bytes not captured */", grouped(not_captured_)));
+      out_ += f.array ? "]" : "}";
+      return;
+    }
+    if (f.skipped || !f.shown || hidden()) return;
+    if (f.collapsed) {
+      item(f.name.empty() ? std::string(f.array ? "[…]" : "{…}")
+                          : fmt::format(".{} = {}", f.name, f.array ? "[…]" : "{…}"));
+    }
+    shownIn(frames_.back());
+  }
+
+  void leaf(const DumpMember& m, const DumpLeaf& v) override {
+    if (frames_.empty()) {
+      out_ += leafText(v);
+      return;
+    }
+    if (v.zero) return;
+    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
+      if (it->skipped) return;
+      if (it->collapsed) {
+        it->shown = true;  // shown as `{…}` when it closes
+        return;
+      }
+    }
+    Frame& parent = frames_.back();
+    if (parent.is_union && parent.taken) return;
+    item(m.name.empty() ? leafText(v) : fmt::format(".{} = {}", m.name, leafText(v)));
+    shownIn(parent);
+  }
+
+  void notCaptured(uint64_t bytes) override { not_captured_ = bytes; }
+
+ private:
+  struct Frame {
+    bool array;
+    bool is_union;
+    bool collapsed;  // a nested named block: `{…}` when something in it is non-zero
+    bool skipped;    // a union's member after the one shown
+    bool shown;      // something non-zero is in it
+    bool taken;      // a union: one of its members is shown
+    std::string_view name;
+  };
+
+  /// Inside a block shown as `{…}`, or skipped.
+  bool hidden() const {
+    return std::any_of(frames_.begin(), frames_.end(), [](const Frame& f) { return f.collapsed || f.skipped; });
+  }
+
+  static void shownIn(Frame& parent) {
+    parent.shown = true;
+    if (parent.is_union) parent.taken = true;
+  }
+
+  void item(const std::string& text) {
+    if (items_++) out_ += ", ";
+    out_ += text;
   }
 
   const ::btf* btf_;
   TypeDumper::Casts& casts_;
   std::string& out_;
   std::vector<Frame> frames_;
-  int arrays_ = 0;  // arrays open
+  size_t items_ = 0;
   uint64_t not_captured_ = 0;
 };
 
@@ -290,6 +384,17 @@ std::string TypeDumper::recordText(const plan::FieldLayout& f, const uint8_t* by
   std::string out;
   TextDump text(type.btf, casts_, out);
   walkValue(type.btf, type.id, bytes, f.size, text);
+  return out;
+}
+
+std::string TypeDumper::recordLine(const plan::FieldLayout& f, const uint8_t* bytes) {
+  KernelType type = typeOf(f);
+  if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
+                                        : fmt::format("(no type `{}` in this kernel)", f.type_name);
+  if (btf__resolve_size(type.btf, type.id) <= 0) return "(unknown size)";
+  std::string out;
+  LineDump line(type.btf, casts_, out);
+  walkValue(type.btf, type.id, bytes, f.size, line);
   return out;
 }
 

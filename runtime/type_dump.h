@@ -29,6 +29,8 @@ class TypeDumper {
   /// A Record field's `f.size` bytes as C, zeroes left out, ending where the capture ends
   /// with `/* N more bytes not captured */`.
   std::string recordText(const plan::FieldLayout& f, const uint8_t* bytes);
+  /// The same on one line: the record's own non-zero members, nested blocks as `{…}`.
+  std::string recordLine(const plan::FieldLayout& f, const uint8_t* bytes);
   /// A Record field's bytes as a JSON object, zeroes included, members not captured left
   /// out (null without BTF).
   nlohmann::ordered_json recordJson(const plan::FieldLayout& f, const uint8_t* bytes);

@@ -56,7 +56,7 @@ std::vector<std::string> servingProblems(const plan::PortablePlan& plan) {
   std::vector<std::string> out;
   std::map<std::string, std::string> metrics;
   for (const plan::AggregateLayout& table : plan.plan.layout.aggregates) {
-    std::string query = fmt::format("query {}", table.query + 1);
+    std::string query = "query " + plan::queryLabel(plan.plan.layout, table.query);
     if (table.every_ns) {
       out.push_back(fmt::format("{} has `every`: a scrape reads all that was counted since the "
                                 "script started (build it without `every`; rate() and increase() give "

@@ -348,6 +348,9 @@ struct Query {
   std::vector<Probe> probes;
   Clauses clauses;
   SourceRange range;
+  /// `trace ... as opens`: the query's name (empty: it goes by its number).
+  std::string name = "";
+  SourceRange name_range = {};
 };
 
 /// `use net`.

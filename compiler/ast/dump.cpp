@@ -185,7 +185,7 @@ class Dumper : public ExprVisitor<Dumper> {
   }
 
   void item(const Query& query) {
-    line("query");
+    line(query.name.empty() ? "query" : "query " + query.name);
     Nest nest(*this);
     for (const Probe& probe : query.probes) this->probe(probe);
     clauses(query.clauses);

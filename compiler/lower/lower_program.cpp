@@ -83,6 +83,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     planner.lowerQuery(queries[q], static_cast<uint32_t>(q), aggregations[q].get());
   }
   plan.layout.queries = static_cast<uint32_t>(queries.size());
+  for (const sema::ResolvedQuery& query : queries) plan.layout.query_names.push_back(query.query->name);
   if (diags.hasErrors()) return std::nullopt;
   if (options.follow_children) planner.emitter().emitForkFollower();
   makeSitePrograms(object);

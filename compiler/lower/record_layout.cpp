@@ -202,6 +202,40 @@ void addPacketFields(std::vector<Field>& fields, const sema::ResolvedTarget& tar
   addField(fields, packetField(Field::Packet::Reason, FieldKind::Enum));
 }
 
+/// Whether `target` is a system call's exit (`syscall:NAME`, `tracepoint:syscalls:sys_exit_*`).
+bool isSyscallExit(const sema::ResolvedTarget& target) {
+  if (std::holds_alternative<ast::SyscallTarget>(target.target->kind)) return true;
+  if (!std::holds_alternative<ast::TracepointTarget>(target.target->kind)) return false;
+  auto exit = [](const std::string& event) { return event.rfind("sys_exit_", 0) == 0; };
+  if (target.events.empty()) return target.category == "syscalls" && exit(target.event);
+  return std::all_of(target.events.begin(), target.events.end(), [&](const std::string& e) {
+    return e.rfind("syscalls:", 0) == 0 && exit(e.substr(9));
+  });
+}
+
+/// A column or key of a system call's return value (`return`; `ret` of a sys_exit
+/// tracepoint) says its errno: `-2 ENOENT`. `e` is the expression, or null for argument
+/// `arg` shown as a capture.
+void markSyscallReturn(FieldLayout& f, const sema::ResolvedProbe& probe, const ast::Expr* e,
+                       const sema::ProbeArg* arg) {
+  if (f.kind != FieldKind::Signed || probe.chain.empty() || !isSyscallExit(probe.chain.back())) return;
+  const sema::ResolvedTarget& target = probe.chain.back();
+  bool tracepoint = std::holds_alternative<ast::TracepointTarget>(target.target->kind);
+  bool is_return = false;
+  if (arg) {
+    is_return = tracepoint && arg->name == "ret";
+  } else if (auto it = probe.exprs.find(e); it != probe.exprs.end()) {
+    const sema::ExprInfo& info = it->second;
+    is_return = info.ref == sema::Ref::Return;
+    if (info.ref == sema::Ref::Arg && tracepoint) {
+      is_return = std::any_of(target.args.begin(), target.args.end(), [&](const sema::ProbeArg& a) {
+        return a.index == info.index && a.name == "ret";
+      });
+    }
+  }
+  if (is_return) f.kind = FieldKind::SyscallReturn;
+}
+
 bool isFunc(const sema::ExprTable& exprs, const ast::Expr& e) {
   auto it = exprs.find(&e);
   return it != exprs.end() && it->second.ref != sema::Ref::Joined && it->second.variable &&
@@ -257,6 +291,7 @@ void addCaptures(std::vector<Field>& fields, const sema::ResolvedProbe& probe, b
       }
       const sema::Type* type = probe.exprs.at(c.expr.get()).type;
       Field f{fieldFor(probe.exprs, c.expr.get(), type, "", options), c.expr.get(), 0, type};
+      markSyscallReturn(f.layout, probe, c.expr.get(), nullptr);
       auto name = probe.capture_names.find(c.expr.get());
       if (name != probe.capture_names.end()) f.layout.name = name->second;
       f.layout.is_capture = true;
@@ -267,6 +302,7 @@ void addCaptures(std::vector<Field>& fields, const sema::ResolvedProbe& probe, b
   for (const sema::ProbeArg& a : target.args) {
     std::string name = a.name.empty() ? fmt::format("arg{}", a.index) : a.name;
     Field f{fieldFor(probe.exprs, nullptr, a.type, name, options), nullptr, a.index, a.type};
+    markSyscallReturn(f.layout, probe, nullptr, &a);
     f.layout.is_capture = true;
     addField(fields, std::move(f));
   }
@@ -302,7 +338,9 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
       continue;
     }
     const sema::Type* type = probe.exprs.at(&e).type;
-    addField(fields, Field{fieldFor(probe.exprs, &e, type, column.name, options), &e, 0, type});
+    FieldLayout f = fieldFor(probe.exprs, &e, type, column.name, options);
+    markSyscallReturn(f, probe, &e, nullptr);
+    addField(fields, Field{std::move(f), &e, 0, type});
   }
   if (packet) addPacketFields(fields, target, options);
   uint32_t offset = kHeaderBytes;
@@ -373,6 +411,7 @@ void addKeys(Aggregation& agg, const sema::ResolvedQuery& query, const sema::Res
       continue;
     }
     FieldLayout f = fieldFor(probe.exprs, &key, type, name, options);
+    markSyscallReturn(f, probe, &key, nullptr);
     if (f.kind == FieldKind::String && type->kind == TypeKind::Array && type->size) {
       f.size = std::min(f.size, type->size + 1);  // a char array and its NUL, not a whole key's bytes
     }

@@ -104,11 +104,15 @@ class Builder {
 
   SourceRange range(antlr4::Token* token) const { return source_.range(token); }
 
-  // query : TRACE probe (',' probe)* clause*
+  // query : TRACE probe (',' probe)* (AS name)? clause*
   Query query(P::QueryContext* ctx) {
     Query q;
     q.range = range(ctx);
     for (P::ProbeContext* probe : ctx->probe()) q.probes.push_back(this->probe(probe));
+    if (ctx->name()) {
+      q.name = text(ctx->name());
+      q.name_range = range(ctx->name());
+    }
     q.clauses = clauses(ctx->clause());
     return q;
   }

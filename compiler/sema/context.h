@@ -88,6 +88,7 @@ void chooseTracepointRecords(Context& ctx, ResolvedQuery& query);
 
 /// `event` -> `category:event` for those of `events` tracefs lists (probes.cpp).
 std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events);
+std::map<std::string, std::string> tracepointNames(host::KernelInfo& kernel, const std::set<std::string>& events);
 
 /// `packet`: the functions and tracepoints a packet is seen at (packet_target.cpp).
 std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,

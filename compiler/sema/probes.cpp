@@ -4,6 +4,7 @@
 
 #include "host/elf_symbols.h"
 #include "compiler/sema/context.h"
+#include "compiler/sema/record_formats.h"
 
 namespace kq::sema {
 
@@ -67,11 +68,15 @@ std::vector<AttachMethod> functionAttachMethods(host::KernelInfo& kernel,
 
 /// `event` -> `category:event`, for the events of the categories tracefs lists.
 std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<std::string>& events) {
+  return tracepointNames(ctx.kernel, events);
+}
+
+std::map<std::string, std::string> tracepointNames(host::KernelInfo& kernel, const std::set<std::string>& events) {
   std::map<std::string, std::string> out;
-  auto categories = ctx.kernel.tracepointCategories();
+  auto categories = kernel.tracepointCategories();
   if (!categories) return out;
   for (const std::string& category : *categories) {
-    auto listed = ctx.kernel.tracepointEvents(category);
+    auto listed = kernel.tracepointEvents(category);
     if (!listed) continue;
     for (const std::string& event : *listed) {
       if (events.count(event)) out.emplace(event, category + ":" + event);
@@ -79,8 +84,6 @@ std::map<std::string, std::string> tracepointNames(Context& ctx, const std::set<
   }
   return out;
 }
-
-namespace {
 
 /// Kernel functions renamed (or folded into another) by later kernels: asked for by the old
 /// name where it is gone, the new one is suggested.
@@ -90,13 +93,12 @@ constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
     {"__kfree_skb_reason", "sk_skb_reason_drop"},
 };
 
-/// Where a function kq cannot trace here has a stand-in: its name in other kernels, or a
-/// tracepoint of the same name (`kfree_skb_reason` -> tracepoint:skb:kfree_skb).
-void addStandIns(Context& ctx, Diagnostic& diag, const std::string& name) {
+std::vector<std::string> standInNotes(const btf::Btf& btf, host::KernelInfo& kernel, const std::string& name) {
+  std::vector<std::string> out;
   for (const auto& [old_name, new_name] : kRenamed) {
-    if (name == old_name && ctx.btf.findFunction(new_name) &&
-        ctx.kernel.inFilterFunctions(std::string(new_name)) != Known::No) {
-      diag.note(fmt::format("this kernel has `{}` in its place", new_name));
+    if (name == old_name && btf.findFunction(new_name) &&
+        kernel.inFilterFunctions(std::string(new_name)) != host::Known::No) {
+      out.push_back(fmt::format("this kernel has `{}` in its place", new_name));
     }
   }
   std::set<std::string> events{name};
@@ -105,11 +107,20 @@ void addStandIns(Context& ctx, Diagnostic& diag, const std::string& name) {
     events.insert(name.substr(0, name.size() - kReason.size()));
   }
   for (auto it = events.begin(); it != events.end();) {
-    it = ctx.btf.findTracepointHandler(*it) ? std::next(it) : events.erase(it);
+    it = btf.findTracepointHandler(*it) ? std::next(it) : events.erase(it);
   }
-  for (const auto& [event, full] : tracepointNames(ctx, events)) {
-    diag.note(fmt::format("the tracepoint `tracepoint:{}` is there on every kernel", full));
+  for (const auto& [event, full] : tracepointNames(kernel, events)) {
+    out.push_back(fmt::format("the tracepoint `tracepoint:{}` is there on every kernel", full));
   }
+  return out;
+}
+
+namespace {
+
+/// Where a function kq cannot trace here has a stand-in: its name in other kernels, or a
+/// tracepoint of the same name (`kfree_skb_reason` -> tracepoint:skb:kfree_skb).
+void addStandIns(Context& ctx, Diagnostic& diag, const std::string& name) {
+  for (const std::string& note : standInNotes(ctx.btf, ctx.kernel, name)) diag.note(note);
 }
 
 /// Functions one probe may attach to: each is a program (or an attachment) of its own, and
@@ -194,11 +205,19 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
 
   auto categories = ctx.kernel.tracepointCategories();
   if (!categories) {
-    // No tracefs (or checking against a BTF file): BTF still knows the event's handler.
-    if (!t.event.isGlob() && ctx.btf.findTracepointHandler(out.event)) {
+    // No tracefs (or checking against a BTF file): BTF still knows the event's handler and
+    // its record (trace_event_raw_*); kq's table, a system call's record.
+    std::optional<host::TracepointFormat> record;
+    if (!t.event.isGlob()) {
+      record = out.category == "syscalls" ? syscallRecordFormat(out.event) : recordFormatFromBtf(ctx.btf, out.event);
+    }
+    if (record && out.category == "syscalls") {
+      out.format = std::move(record);
+    } else if (!t.event.isGlob() && (ctx.btf.findTracepointHandler(out.event) || record)) {
       ctx.diags.report(DiagKind::UncheckedProbe, t.category.range,
                        fmt::format("cannot check that `{}` is in category `{}`: {}", out.event,
                                    out.category, categories.error().message));
+      out.format = std::move(record);
     } else {
       ctx.diags.report(DiagKind::UnknownTracepoint, t.event.range,
                        fmt::format("cannot find tracepoint `{}:{}`", out.category, out.event))
@@ -304,6 +323,18 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
                                    "lists them all, cannot be read", t.syscall.text))
           .note(events.error().message);
       return std::nullopt;
+    }
+    out.event = "sys_enter_" + t.syscall.text;
+    if (auto format = syscallRecordFormat(out.event)) {
+      // Named as kq's table of Linux's system calls names them.
+      uint32_t i = 0;
+      for (const host::TracepointField& field : format->fields) {
+        if (field.name == "__syscall_nr") continue;
+        out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
+      }
+      out.format = std::move(*format);
+      out.exit_ret_offset = 16;
+      return out;
     }
     ctx.diags.report(DiagKind::UncheckedProbe, t.syscall.range,
                      fmt::format("arguments of `{}` are known only as arg0..arg5: {}",

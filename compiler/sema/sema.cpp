@@ -111,9 +111,19 @@ void collectDeclarations(Context& ctx) {
 
 // Pass 2: every probe target, against BTF and the kernel.
 void resolveProbes(Context& ctx, Program& program) {
+  std::map<std::string, SourceRange> named_at;  // the queries' names
   for (const ast::Item& item : ctx.script.items) {
     const auto* query = std::get_if<ast::Query>(&item);
     if (!query) continue;
+    if (!query->name.empty()) {
+      auto [first, fresh] = named_at.emplace(query->name, query->name_range);
+      if (!fresh) {
+        ctx.diags.report(DiagKind::DuplicateDeclaration, query->name_range,
+                         fmt::format("another query is named `{}`", query->name))
+            .note(first->second, "that query is here")
+            .note("each query's name says which query an event or table came from: give this one another");
+      }
+    }
     ResolvedQuery resolved;
     resolved.query = query;
     for (const ast::Probe& probe : query->probes) {

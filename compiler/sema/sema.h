@@ -29,6 +29,12 @@ std::optional<CheckedProgram> analyze(const ast::Script& script, SourceManager& 
                                       const btf::Btf& btf, host::KernelInfo& kernel,
                                       Diagnostics& diags);
 
+/// Where kernel function `name` cannot attach, what stands in for it: its name on other
+/// kernels (`this kernel has ...`) and tracepoints of its name (`cap_capable` ->
+/// `tracepoint:capability:cap_capable`; `kfree_skb_reason` -> `tracepoint:skb:kfree_skb`),
+/// each a note for people.
+std::vector<std::string> standInNotes(const btf::Btf& btf, host::KernelInfo& kernel, const std::string& name);
+
 /// `--dump types`: each query's expressions with their types, per probe.
 void dumpTypes(const CheckedProgram& checked, const SourceManager& sources, std::ostream& out);
 

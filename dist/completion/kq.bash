@@ -21,7 +21,7 @@ _kq_complete() {
   fi
 
   local commands="check build run info list serve"
-  local options="-e --expr -f --format -o --output --prefix -p --pid -c --command -d --duration
+  local options="-e --expr -f --format -o --output --prefix --packet-view --structs --stack-offsets -p --pid -c --command -d --duration
                  -v --verbose --attach --dump --buffer-size --btf --color --repl --version -h --help"
 
   case $prev in
@@ -29,12 +29,14 @@ _kq_complete() {
     --attach) COMPREPLY=($(compgen -W "fentry kprobe kprobe.multi tracepoint" -- "$cur")); return ;;
     --dump) COMPREPLY=($(compgen -W "ast types plan ir bpf verifier" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+    --packet-view) COMPREPLY=($(compgen -W "live end both" -- "$cur")); return ;;
+    --structs) COMPREPLY=($(compgen -W "compact full" -- "$cur")); return ;;
     --prefix)
       local chosen=${cur%,*} last=${cur##*,}
       if [[ $cur == *,* ]]; then
-        COMPREPLY=($(compgen -P "$chosen," -W "time cpu pid tid comm probe" -- "$last"))
+        COMPREPLY=($(compgen -P "$chosen," -W "time cpu pid tid comm query probe" -- "$last"))
       else
-        COMPREPLY=($(compgen -W "none time cpu pid tid comm probe" -- "$cur"))
+        COMPREPLY=($(compgen -W "none time cpu pid tid comm query probe" -- "$cur"))
       fi
       compopt -o nospace 2>/dev/null
       return ;;

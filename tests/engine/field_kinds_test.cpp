@@ -41,6 +41,7 @@ Shown show(FakeHost& host, std::vector<plan::FieldLayout> fields, const Bytes& r
   // Every prefix column, as the lines kq once printed: these tests are of the values.
   TextOptions all;
   all.prefix = {PrefixColumn::Time, PrefixColumn::Cpu, PrefixColumn::Pid, PrefixColumn::Comm, PrefixColumn::Probe};
+  all.full_structs = true;  // every member, a line each
   std::string text = printEvents(plan, host, {record}, OutputFormat::Text, all).out;
   shown.text = text.substr(text.find('\n') + 1);
   shown.json = printEvents(plan, host, {record}, OutputFormat::Json).out;
@@ -175,6 +176,24 @@ TEST_F(FieldKinds, ErrnoIsItsNameWithItsSign) {
             kLine + "  ECONNREFUSED\n");
   EXPECT_EQ(show(host, {field("v", FieldKind::Errno, 40)}, record(0, 48).u64(40, uint64_t(-4095))).text,
             kLine + "  -4095\n");
+}
+
+TEST_F(FieldKinds, ErrnoNamesEveryErrnoTheCLibraryKnows) {
+  EXPECT_EQ(show(host, {field("v", FieldKind::Errno, 40)}, record(0, 48).u64(40, uint64_t(-133))).text,
+            kLine + "  -EHWPOISON\n");
+  EXPECT_EQ(show(host, {field("v", FieldKind::Errno, 40)}, record(0, 48).u64(40, 0)).text, kLine + "  0\n");
+}
+
+TEST_F(FieldKinds, ASyscallReturnIsItsNumberWithItsErrnosName) {
+  // Text says the errno beside the number; JSON keeps the number; others are numbers.
+  Shown s = show(host, {field("v", FieldKind::SyscallReturn, 40)}, record(0, 48).u64(40, uint64_t(-2)));
+  EXPECT_EQ(s.value.kind, ValueKind::Int);
+  EXPECT_EQ(s.value.i, -2);
+  EXPECT_EQ(s.text, kLine + "  -2 ENOENT\n");
+  EXPECT_EQ(s.json, kJson + R"("v":-2})" "\n");
+  EXPECT_EQ(show(host, {field("v", FieldKind::SyscallReturn, 40)}, record(0, 48).u64(40, 3)).text, kLine + "  3\n");
+  EXPECT_EQ(show(host, {field("v", FieldKind::SyscallReturn, 40)}, record(0, 48).u64(40, uint64_t(-4096))).text,
+            kLine + "  -4096\n");  // not an errno: an address mmap returned, say
 }
 
 TEST_F(FieldKinds, Ipv4IsADottedQuadInNetworkOrder) {

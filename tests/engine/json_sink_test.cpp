@@ -107,6 +107,10 @@ TEST_F(JsonSink, SeveralQueriesSayWhichQueryEachObjectIsFrom) {
   EXPECT_EQ(print({record(1, 48).u64(40, 2)}),
             R"({"time":"03:04:05.678901","time_ns":1704164645678901234,"cpu":1,"pid":4242,"tid":4243,)"
             R"("comm":"curl","probe":"exit","query":2,"n":2})" "\n");
+  plan.layout.query_names = {"", "exits"};
+  EXPECT_EQ(print({record(1, 48).u64(40, 2)}),
+            R"({"time":"03:04:05.678901","time_ns":1704164645678901234,"cpu":1,"pid":4242,"tid":4243,)"
+            R"("comm":"curl","probe":"exit","query":2,"query_name":"exits","n":2})" "\n");
 }
 
 TEST_F(JsonSink, TextThatIsNotUtf8IsReplaced) {

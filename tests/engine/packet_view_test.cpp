@@ -58,6 +58,11 @@ Bytes seen(const Seen& s) {
 
 class PacketView : public ::testing::Test {
  protected:
+  std::string print(const std::vector<Bytes>& records, engine::PacketView view = engine::PacketView::End) {
+    TextOptions options;
+    options.packets = view;
+    return printEvents(plan, host, records, OutputFormat::Text, options).out;
+  }
   FakeHost host;
   plan::ProgramPlan plan;
 };
@@ -74,7 +79,7 @@ TEST_F(PacketView, EventsOfInterleavedPacketsAreGroupedPerPacketInTimeOrder) {
       seen({kSkbA, KfreeSkb, 13000, 60, false, 3}),
       seen({kSkbA, IpRcv, 19000, 42}),
   };
-  EXPECT_EQ(printEvents(plan, host, records, OutputFormat::Text).out,
+  EXPECT_EQ(print(records),
             "packet 0xffff888000a00000: 3 events in 13.0 µs\n"
             "  TIME              ELAPSED  CPU  FUNCTION                     len  mark\n"
             "  03:04:05.678900     +0 ns    0  ip_rcv                       60   0x10\n"
@@ -91,9 +96,31 @@ TEST_F(PacketView, EventsOfInterleavedPacketsAreGroupedPerPacketInTimeOrder) {
             "  03:04:05.678919    +0 ns    0  ip_rcv    42   0x10\n");
 }
 
+TEST_F(PacketView, EventsAreLinesAsTheyComeThenThePerPacketView) {
+  plan.layout.probes = {packetProbe(/*graph=*/false)};
+  std::vector<Bytes> records{
+      seen({kSkbA, IpRcv, 0, 60}),
+      seen({kSkbB, TcpV4Rcv, 1500, 1480}),
+      seen({kSkbA, KfreeSkb, 13000, 60, false, 3}),
+  };
+  const std::string live =
+      "TIME             SKB                 CPU  COMM             FUNCTION                         len  mark\n"
+      "03:04:05.678900  0xffff888000a00000    0  curl             ip_rcv                            60  0x10\n"
+      "03:04:05.678901  0xffff888000b00000    2  curl             tcp_v4_rcv                      1480  0x10\n"
+      "03:04:05.678913  0xffff888000a00000    0  curl             skb:kfree_skb                     60  0x10  "
+      "drop: SKB_DROP_REASON_NO_SOCKET\n";
+  EXPECT_EQ(print(records, engine::PacketView::Live), live);
+  std::string both = print(records, engine::PacketView::Both);
+  EXPECT_EQ(both.substr(0, live.size() + 1), live + "\n");
+  EXPECT_EQ(both.substr(live.size() + 1), print(records));
+}
+
 TEST_F(PacketView, PacketProbesAloneHaveNoEventHeader) {
+  // The live lines' header once attached; the per-packet view has its own.
   plan.layout.probes = {packetProbe(false)};
-  EXPECT_EQ(printEvents(plan, host, {}, OutputFormat::Text).out, "");
+  EXPECT_EQ(print({}), "");
+  EXPECT_EQ(print({}, engine::PacketView::Live),
+            "TIME             SKB                 CPU  COMM             FUNCTION                         len  mark\n");
 }
 
 TEST_F(PacketView, GraphNestsCallsWithTheirDurations) {
@@ -106,7 +133,16 @@ TEST_F(PacketView, GraphNestsCallsWithTheirDurations) {
       seen({kSkbA, TcpV4Rcv, 2000, 40, true}),
       seen({kSkbA, IpRcv, 3000, 40, true}),
   };
-  EXPECT_EQ(printEvents(plan, host, records, OutputFormat::Text).out,
+  // Live, each entry and return as it comes.
+  EXPECT_EQ(print(records, engine::PacketView::Live),
+            "TIME             SKB                 CPU  COMM             FUNCTION                            len  mark\n"
+            "03:04:05.678900  0xffff888000a00000    0  curl             -> ip_rcv                            60  0x10\n"
+            "03:04:05.678900  0xffff888000a00000    0  curl             -> nf_hook_slow [nf_conntrack]       60  0x10\n"
+            "03:04:05.678900  0xffff888000a00000    0  curl             <- nf_hook_slow [nf_conntrack]       60  0x10\n"
+            "03:04:05.678901  0xffff888000a00000    0  curl             -> tcp_v4_rcv                        60  0x10\n"
+            "03:04:05.678902  0xffff888000a00000    0  curl             <- tcp_v4_rcv                        40  0x10\n"
+            "03:04:05.678903  0xffff888000a00000    0  curl             <- ip_rcv                            40  0x10\n");
+  EXPECT_EQ(print(records),
             "packet 0xffff888000a00000: 3 calls in 3.0 µs\n"
             "  TIME             ELAPSED  CPU  DURATION  FUNCTION                          len  mark\n"
             "  03:04:05.678900    +0 ns    0            ip_rcv() {                        60   0x10\n"

@@ -147,16 +147,35 @@ TEST_F(Tables, NumericKeysAlignRightAndOthersLeft) {
   source.put(Bytes(32).u64(0, 12).u64(8, 0x20).u64(16, 0x30).u64(24, uint64_t(-11)), Bytes(8).u64(0, 2));
   source.put(Bytes(32).u64(0, 3).u64(8, 0x20), Bytes(8).u64(0, 1));
   Table t = read(source);
-  // A stack is its folded text, as flame graph tools read it.
+  // A stack is its folded text, as flame graph tools read it, each frame its function.
   EXPECT_EQ(text(t),
-            "cpu  kstack                              ret      count()\n"
-            " 12  __netif_receive_skb+0x2;ip_rcv+0x1  -EAGAIN        2\n"
-            "  3  ip_rcv+0x1                          0              1\n"
+            "cpu  kstack                      ret      count()\n"
+            " 12  __netif_receive_skb;ip_rcv  -EAGAIN        2\n"
+            "  3  ip_rcv                      0              1\n"
             "\n");
   EXPECT_EQ(json(t),
             R"j({"time_ns":1704165000000000000,"query":1,"rows":[)j"
-            R"j({"cpu":12,"kstack":"__netif_receive_skb+0x2;ip_rcv+0x1","ret":"-EAGAIN","count()":2},)j"
-            R"j({"cpu":3,"kstack":"ip_rcv+0x1","ret":"0","count()":1}]})j" "\n");
+            R"j({"cpu":12,"kstack":"__netif_receive_skb;ip_rcv","ret":"-EAGAIN","count()":2},)j"
+            R"j({"cpu":3,"kstack":"ip_rcv","ret":"0","count()":1}]})j" "\n");
+}
+
+TEST_F(Tables, StacksAlikeInTheirFunctionsAreOneGroupUnlessOffsetsAreAsked) {
+  // Two call sites in ip_rcv: two stacks to the kernel, one to a reader of functions.
+  host.kernel_symbols = {{0x20, "ip_rcv+0x1"}, {0x28, "ip_rcv+0x9"}, {0x30, "__netif_receive_skb+0x2"}};
+  use(table({field("kstack", FieldKind::KernelStack, 0, 16)}, {slot("count()", AggregateKind::Count, 0)}, 16, 8));
+  FakeTableSource source(16);
+  source.put(Bytes(16).u64(0, 0x20).u64(8, 0x30), Bytes(8).u64(0, 2));
+  source.put(Bytes(16).u64(0, 0x28).u64(8, 0x30), Bytes(8).u64(0, 3));
+  EXPECT_EQ(text(read(source)),
+            "kstack                      count()\n"
+            "__netif_receive_skb;ip_rcv        5\n"
+            "\n");
+  host.context().key_stack_offsets = true;
+  EXPECT_EQ(text(read(source)),
+            "kstack                              count()\n"
+            "__netif_receive_skb+0x2;ip_rcv+0x9        3\n"
+            "__netif_receive_skb+0x2;ip_rcv+0x1        2\n"
+            "\n");
 }
 
 TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
@@ -442,6 +461,11 @@ TEST_F(Tables, SeveralQueriesTitleTheirTables) {
   Table t = read(source, TableRead::Drain, 2'000'000'000);
   EXPECT_EQ(text(t), "@ 03:10:00 query 2\ncomm  count()\ncurl        1\n\n");
   EXPECT_EQ(json(t), R"j({"time_ns":1704165000000000000,"query":2,"rows":[{"comm":"curl","count()":1}]})j" "\n");
+
+  // A named query (`trace ... as execs`) goes by its name, in JSON beside its number.
+  plan.layout.query_names = {"", "execs"};
+  EXPECT_EQ(text(t), "@ 03:10:00 query execs\ncomm  count()\ncurl        1\n\n");
+  EXPECT_EQ(json(t), R"j({"time_ns":1704165000000000000,"query":2,"query_name":"execs","rows":[{"comm":"curl","count()":1}]})j" "\n");
 }
 
 }  // namespace

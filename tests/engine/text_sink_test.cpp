@@ -105,7 +105,7 @@ TEST(Prefix, ColumnsAreNamedOrNone) {
   EXPECT_EQ(parsePrefix("none", &error), std::vector<PrefixColumn>{});
   EXPECT_EQ(parsePrefix("pid,comm,pid", &error), (std::vector<PrefixColumn>{PrefixColumn::Pid, PrefixColumn::Comm}));
   EXPECT_FALSE(parsePrefix("time,colour", &error));
-  EXPECT_EQ(error, "--prefix takes `none` or columns of time, cpu, pid, tid, comm and probe, joined by commas "
+  EXPECT_EQ(error, "--prefix takes `none` or columns of time, cpu, pid, tid, comm, query and probe, joined by commas "
                    "(`time,pid`), not `time,colour`");
 }
 
@@ -138,8 +138,21 @@ TEST_F(TextSink, CapturesAreIndentedBeneathTheirEventKsnoopStyle) {
                                              hidden(field("conn_addr", FieldKind::Pointer, 48)),
                                              conn,
                                              capture(field("how", FieldKind::Unsigned, 104))})};
-  EXPECT_EQ(print({record(0, 112).u64(48, 0xffff888000c0ffee).u32(56, 7).u32(80, 2).u64(104, 1),
-                   record(0, 112).u64(40, 1).u64(48, 0xffff888000c0ff00)}),
+  std::vector<Bytes> records{record(0, 112).u64(48, 0xffff888000c0ffee).u32(56, 7).u32(80, 2).u64(104, 1),
+                             record(0, 112).u64(40, 1).u64(48, 0xffff888000c0ff00)};
+  // By default a struct is one line, its non-zero members.
+  EXPECT_EQ(print(records),
+            "TIME             PID COMM             ret\n"
+            "03:04:05.678    4242 curl             0\n"
+            "    conn = *(0xffff888000c0ffee) (struct conn){.id = 7, .state = CONN_CLOSED}\n"
+            "    how = 1\n"
+            "03:04:05.678    4242 curl             1\n"
+            "    conn = *(0xffff888000c0ff00) (struct conn){}\n"
+            "    how = 0\n");
+  // --structs full: every member a line, as ksnoop prints.
+  TextOptions full;
+  full.full_structs = true;
+  EXPECT_EQ(printEvents(plan, host, records, OutputFormat::Text, full).out,
             "TIME             PID COMM             ret\n"
             "03:04:05.678    4242 curl             0\n"
             "    conn = *(0xffff888000c0ffee) (struct conn){\n"
@@ -163,11 +176,7 @@ TEST_F(TextSink, ARecordInTheLineIsItsAddress) {
   EXPECT_EQ(print({record(0, 56).u64(40, 0xffff888000c0ffee).u32(48, 3).u32(52, 4)}),
             "TIME             PID COMM            PROBE\n"
             "03:04:05.678    4242 curl            a      conn=0xffff888000c0ffee\n"
-            "    conn = *(0xffff888000c0ffee) (struct conn){\n"
-            "        .id = (int)3,\n"
-            "        .flags = (unsigned int)4,\n"
-            "        /* 40 more bytes not captured */\n"
-            "    }\n");
+            "    conn = *(0xffff888000c0ffee) (struct conn){.id = 3, .flags = 4, /* 40 more bytes not captured */}\n");
 }
 
 TEST_F(TextSink, ARecordOfATypeThisKernelLacksSaysSo) {
@@ -193,13 +202,21 @@ TEST_F(TextSink, AStackIsNoColumnButABlockBeneath) {
 }
 
 TEST_F(TextSink, SeveralQueriesSayWhichQueryEachLineIsFrom) {
+  // By number: the probes say no more (each query has one), so no PROBE column.
   plan.layout.queries = 2;
   plan.layout.probes = {probe("execve", {field("n", FieldKind::Unsigned, 40)}, 0),
                         probe("exit", {field("n", FieldKind::Unsigned, 40)}, 1)};
   EXPECT_EQ(print({record(1, 48).u64(40, 2), record(0, 48).u64(40, 1)}),
-            "TIME             PID COMM            PROBE     n\n"
-            "03:04:05.678    4242 curl            2:exit    2\n"
-            "03:04:05.678    4242 curl            1:execve  1\n");
+            "TIME             PID COMM            QUERY  n\n"
+            "03:04:05.678    4242 curl            2      2\n"
+            "03:04:05.678    4242 curl            1      1\n");
+  // By name (`trace ... as starts`), and the probe too once a query has two.
+  plan.layout.query_names = {"starts", ""};
+  plan.layout.probes.push_back(probe("execveat", {field("n", FieldKind::Unsigned, 40)}, 0));
+  EXPECT_EQ(print({record(1, 48).u64(40, 2), record(2, 48).u64(40, 3)}),
+            "TIME             PID COMM            QUERY  PROBE     n\n"
+            "03:04:05.678    4242 curl            2      exit      2\n"
+            "03:04:05.678    4242 curl            starts execveat  3\n");
 }
 
 TEST_F(TextSink, AFieldPastTheEndOfAShortRecordIsLeftOut) {

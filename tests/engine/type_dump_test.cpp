@@ -45,6 +45,18 @@ TEST_F(SmallKernelDumps, AStructAsC) {
             "}");
 }
 
+TEST_F(SmallKernelDumps, AStructOnOneLine) {
+  // --structs compact: its own members, no casts, a nested struct that holds something as {…}.
+  EXPECT_EQ(host.types().recordLine(conn(), fullConn().data().data()),
+            "(struct conn){.id = -7, .flags = 2147483649, .name = \"eth0\", .local = {…}, .state = CONN_CLOSED, "
+            ".peer = 0xffff888000001000, .delta = -1099511627776}");
+  // Zeroes left out, a nested struct of zeroes too; the capture's end said.
+  EXPECT_EQ(host.types().recordLine(conn(), Bytes(48).u32(4, 1).data().data()), "(struct conn){.flags = 1}");
+  EXPECT_EQ(host.types().recordLine(conn(24), fullConn().data().data()),
+            "(struct conn){.id = -7, .flags = 2147483649, .name = \"eth0\", .local = {…}, "
+            "/* 24 more bytes not captured */}");
+}
+
 TEST_F(SmallKernelDumps, AStructAsJson) {
   EXPECT_EQ(host.types().recordJson(conn(), fullConn().data().data()).dump(),
             R"({"id":-7,"flags":2147483649,"name":"eth0","local":{"addr":16777343,"port":8080},)"

@@ -8,7 +8,7 @@ out=$(dirname "$0")/corpus/object
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat >"$work/tables_joins_records.kq" <<'KQ'
-trace syscall:openat(return) select comm, str(filename) as path, return as fd, hex(flags), comm, flags, fmt("%s:%d", comm, flags) limit 3
+trace syscall:openat(return) as opens select comm, str(filename) as path, return as fd, hex(flags), comm, flags, fmt("%s:%d", comm, flags) limit 3
 trace tracepoint:syscalls:sys_exit_clock_nanosleep
   join tracepoint:syscalls:sys_enter_clock_nanosleep as s on tid
   select (time - s.time) / 1000 as usecs, s.comm

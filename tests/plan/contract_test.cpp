@@ -176,7 +176,7 @@ TEST(PlanCodec, TheKeylessTableOfAnObjectPrintsAsTheScriptDoes) {
 
 TEST(PlanCodec, TheTextIsFlatWithItsFormatFirst) {
   std::string text = encodePlan(PortablePlan{});
-  EXPECT_EQ(text.rfind("{\n \"format\": 4,\n \"kq_version\"", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("{\n \"format\": 5,\n \"kq_version\"", 0), 0u) << text;
   for (const char* key : {"\"programs\"", "\"probes\"", "\"aggregates\"", "\"queries\"", "\"limits\"",
                           "\"group_notes\""}) {
     EXPECT_NE(text.find(key), std::string::npos) << key;
@@ -206,8 +206,8 @@ TEST(PlanCodec, WhatIsNotAPlanIsNamedByItsPath) {
             "probes[0].fields[1].int_bytes is 256, more than a u8 holds");
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0]["per_cpu"] = "no"; }),
             "aggregates[0].per_cpu is \"no\", not true or false");
-  EXPECT_EQ(decodeError([](Json& j) { j["probes"][0]["fields"][0]["kind"] = 22; }),
-            "probes[0].fields[0].kind is 22, which is no field kind (0 to 21)");
+  EXPECT_EQ(decodeError([](Json& j) { j["probes"][0]["fields"][0]["kind"] = 23; }),
+            "probes[0].fields[0].kind is 23, which is no field kind (0 to 22)");
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0]["slots"][0]["kind"] = 8; }),
             "aggregates[0].slots[0].kind is 8, which is no aggregate kind (0 to 7)");
   EXPECT_EQ(decodeError([](Json& j) { j["programs"][0]["attach"] = 11; }),
@@ -226,7 +226,7 @@ TEST(PlanCodec, WhatIsNotAPlanIsNamedByItsPath) {
 TEST(PlanCodec, AnObjectOfAnotherFormatIsBuiltAgain) {
   std::string error;
   EXPECT_FALSE(decodePlan(R"({"format": 1, "kq_version": "0.1.0", "programs": []})", &error));
-  EXPECT_EQ(error, "its plan is in format 1 (written by kq 0.1.0); this kq reads format 4: build "
+  EXPECT_EQ(error, "its plan is in format 1 (written by kq 0.1.0); this kq reads format 5: build "
                    "it again with this kq");
   EXPECT_FALSE(decodePlan("{\"format\": 3,", &error));
   EXPECT_EQ(error.rfind("its plan is not JSON: ", 0), 0u) << error;

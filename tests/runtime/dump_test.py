@@ -247,7 +247,7 @@ class TypedDumps(harness.KqTestCase):
         workload = subprocess.Popen([sys.executable, WORKLOAD])
         sessions = [subprocess.Popen([harness.KQ, *fmt, "-p", str(workload.pid), query],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                    for fmt in ([], ["-f", "json"])]
+                    for fmt in (["--structs", "full"], ["-f", "json"])]
         try:
             workload.wait(timeout=60)
             outputs = [s.communicate(timeout=60) for s in sessions]

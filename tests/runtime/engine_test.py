@@ -21,7 +21,7 @@ import time
 import unittest
 
 import harness
-from harness import kq, loaded_kq_programs, skip_reason
+from harness import kq, loaded_kq_programs, query_rows, skip_reason
 
 WORKDIR = tempfile.mkdtemp(prefix="kq-engine-")
 atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
@@ -125,10 +125,8 @@ class PerQueryStats(harness.KqTestCase):
         self.assertEqual(set(lines), {2}, f"only the flooding query lost events:\n{err}")
         flood_events, flood_lost = int(lines[2].group(2)), int(lines[2].group(3) or 0)
         self.assertGreater(flood_lost, 0, err)
-        rows = out.splitlines()[1:]
-        quiet_rows = [r for r in rows if " 1:tracepoint:syscalls:sys_enter_getppid " in r]
-        self.assertEqual(len(quiet_rows), self.QUIET_EVENTS, err)
-        self.assertEqual(sum(" 2:tracepoint:syscalls:sys_enter_getpid " in r for r in rows), flood_events, err)
+        self.assertEqual(len(query_rows(out, 1)), self.QUIET_EVENTS, err)
+        self.assertEqual(len(query_rows(out, 2)), flood_events, err)
         self.assertEqual(int(total.group(1)), self.QUIET_EVENTS + flood_events, err)
         self.assertEqual(int(total.group(2)), flood_lost, err)
 

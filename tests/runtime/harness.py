@@ -15,6 +15,17 @@ def kq(*args, timeout=60):
     return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
 
 
+def query_rows(out, query):
+    """The event lines of text output `out` whose QUERY column (a script of several queries)
+    is `query`: its name, or its number."""
+    lines = out.splitlines()
+    header = next((line for line in lines if line.startswith("TIME ") and " QUERY" in line), None)
+    if header is None:
+        return []
+    at = header.index(" QUERY") + 1
+    return [line for line in lines if line[:2].isdigit() and line[at:].split()[:1] == [str(query)]]
+
+
 def loaded_kq_programs():
     """Names of kq's BPF programs loaded in the kernel right now. With
     KQ_TEST_SKIP_LEAK_CHECK=1 (several people testing on one machine at once, whose kq

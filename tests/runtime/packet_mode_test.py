@@ -31,7 +31,7 @@ MARK = 0x6B720000 | (os.getpid() & 0xFFFF)
 SIZES = [10, 150, 400]  # payloads of the datagrams to the closed port
 UDP4, UDP6 = 14 + 20 + 8, 14 + 40 + 8  # loopback's Ethernet, IP and UDP headers
 NO_SOCKET = "SKB_DROP_REASON_NO_SOCKET"
-READY = re.compile(r"^kq: packet: ready, ([\d,]+|nothing)(?: (?:tracepoints?|functions?) through (\S+))?$", re.M)
+READY = re.compile(r"^kq: packet: ready, ([\d,]+|nothing)(?: (?:tracepoints?|functions?) through (\S+))?(?: \((.*)\))?$", re.M)
 
 
 def free_port(kind):
@@ -109,6 +109,8 @@ def packet_view(text):
     packets = []
     for block in text.strip().split("\n\n"):
         lines = block.splitlines()
+        if lines[0].startswith("TIME "):
+            continue  # the live lines, each event as it came
         m = PACKET.match(lines[0])
         if not m:
             raise AssertionError(f"not a packet's header: {lines[0]!r}\n{text}")
@@ -198,6 +200,24 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
                                      command=closed_port_command())
         self.assertEqual(status, 0, err)
         self.assertDroppedDatagrams(packet_view(out))
+        # Before the per-packet view, each event was a line as it came, as pwru prints.
+        live = out.split("\n\n")[0].splitlines()
+        self.assertRegex(live[0], r"^TIME +SKB +CPU +COMM +FUNCTION +len +tuple$")
+        events = sum(len(p.rows) for p in packet_view(out))
+        self.assertEqual(len(live) - 1, events, out)
+        drops = [line for line in live if " skb:kfree_skb " in line]
+        self.assertEqual(len(drops), 6, out)
+        self.assertTrue(all(line.endswith(f"drop: {NO_SOCKET}") for line in drops), drops)
+        # --packet-view live: the lines alone; end: the per-packet view alone.
+        status, out, err = kq_around("--packet-view", "live", f"trace packet where mark == {MARK:#x} select len",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("\npacket 0x", out)
+        self.assertEqual(sum(" skb:kfree_skb " in line for line in out.splitlines()), 6, out)
+        status, out, err = kq_around("--packet-view", "end", f"trace packet where mark == {MARK:#x} select len",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        self.assertTrue(out.startswith("packet 0x"), out)
 
     def test_ready_line_says_how_packet_mode_attached(self):
         # kq_around waits for the line, then sends: every datagram is seen.
@@ -264,6 +284,8 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(status, 0, err)
         attached, method = attached_through(err)
         self.assertEqual(method, "tp_btf")
+        # A few tracepoints: the ready line names them.
+        self.assertRegex(err, r"through tp_btf \(net_dev_\w+(, net_dev_\w+)*\)\n")
         _, _, full = kq(f"trace packet where mark == {MARK:#x}", "-c", "true")
         self.assertLess(attached, attached_through(full)[0])
         functions = Counter(e["function"] for e in json_events(out))

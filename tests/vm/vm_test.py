@@ -55,7 +55,8 @@ class KernelFunctions(unittest.TestCase):
 
     def assert_marked_long_packets(self, status, out, err):
         self.assertEqual(status, 0, err)
-        lens = sorted(int(m) for m in re.findall(r"\n        \.len = \(unsigned int\)(\d+),", out))
+        # Each skb on one line (--structs compact), its own non-zero members.
+        lens = sorted(int(m) for m in re.findall(r"^    skb = \*\(0x.*, \.len = (\d+)[,}]", out, re.M))
         # Payloads of 200 and 400 bytes marked 0xdeadbeef, plus 28 bytes of headers; not the
         # unmarked 300, the short 50 or the 500 marked 7.
         self.assertEqual(lens, [228, 428], out[:4000])
@@ -299,7 +300,7 @@ class KernelFunctions(unittest.TestCase):
         # kprobe.multi program for every function (attach cookies say which, and where its
         # skb is), in the per-packet view.
         self.skip_without_kprobe_multi()
-        ready, out, _ = self.packet_run("trace packet where mark == 0xdeadbeef select len")
+        ready, out, _ = self.packet_run("--packet-view", "end", "trace packet where mark == 0xdeadbeef select len")
         self.assertRegex(ready, r"kq: packet: ready, [\d,]+ functions through kprobe.multi")
         packets = re.split(r"\n\n", out.strip())
         # The three marked datagrams (200, 50 and 400 bytes), not the other two.
@@ -334,7 +335,7 @@ class KernelFunctions(unittest.TestCase):
 
     def test_packet_graph_nests_calls_with_their_returns(self):
         self.skip_without_kprobe_multi()
-        _, out, _ = self.packet_run("trace packet graph where mark == 0xdeadbeef")
+        _, out, _ = self.packet_run("--packet-view", "end", "trace packet graph where mark == 0xdeadbeef")
         packets = re.split(r"\n\n", out.strip())
         self.assertEqual(len(packets), 3, out)
         lines = packets[0].splitlines()

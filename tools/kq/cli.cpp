@@ -167,9 +167,22 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                  "write events and tables to FILE (replacing it) instead of standard output")
       ->type_name("FILE");
   app.add_option("--prefix", request.prefix,
-                 "the columns each event line starts with: none, or some of time,cpu,pid,tid,comm,probe "
-                 "(default: time, and pid, comm and probe where the query does not select them)")
+                 "the columns each event line starts with: none, or some of time,cpu,pid,tid,comm,query,probe "
+                 "(default: time, and pid, comm, query and probe where the query does not select them)")
       ->type_name("COLUMNS");
+  app.add_option("--packet-view", request.packet_view,
+                 "how `trace packet` prints in text: live (each event as it comes), end (by packet, "
+                 "when the session ends) or both (default)")
+      ->check(CLI::IsMember({"both", "live", "end"}))
+      ->type_name("live|end|both");
+  app.add_option("--structs", request.structs,
+                 "how a struct beneath its event prints in text: compact (one line, its own non-zero "
+                 "members, nested ones as {…}; the default) or full (every member, a line each)")
+      ->check(CLI::IsMember({"compact", "full"}))
+      ->type_name("compact|full");
+  app.add_flag("--stack-offsets", request.stack_offsets,
+               "a stack that is a table's key keeps each frame's +0x offset (by default its frames "
+               "are functions, and stacks alike in them are one group)");
   app.add_option("-p,--pid", request.pid, "trace only this process")->type_name("PID");
   app.add_option("-c,--command", request.command,
                  "run CMD, trace only it and its children, stop when it exits")
@@ -369,7 +382,7 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   engine::Cancellation stop;
   std::optional<engine::SignalStop> stop_signals;
   driver::Io run_io{output_file ? output_file->stream() : io.out, io.err, io.read_file, io.err_is_terminal,
-                    io.load_kernel, io.host, &stop};
+                    io.load_kernel, io.host, &stop, /*stops_end_phases=*/true};
   if (run_object->parsed()) {
     if (app.get_option("--buffer-size")->count() > 0) {
       io.err << "kq: error: the ring buffer's size is built into the object: give "
