@@ -23,6 +23,8 @@ void say(const std::string& text) {
 PhaseWatch::PhaseWatch(engine::Cancellation& stop, Stops stops, bool terminal)
     : stop_fd_(stops == Stops::Any ? stop.fd() : stop.requestsFd()), drain_stop_fd_(stops == Stops::Further),
       terminal_(terminal) {
+  // Before the first phase (starting the -c command) nothing is loaded yet either.
+  if (stops == Stops::Any) when_stopped_ = "stopped before anything was loaded";
   if (drain_stop_fd_) {
     uint64_t count;
     (void)!read(stop_fd_, &count, sizeof count);  // the requests so far ended the session
@@ -53,6 +55,9 @@ void PhaseWatch::begin(std::string doing, std::string when_stopped) {
 void PhaseWatch::watch() {
   uint64_t said = 0;  // the generation last said
   for (;;) {
+    // Checked before each wait: the wake that reading the eventfd below consumed may have
+    // been the destructor's, whose quit_ is set before it wakes.
+    if (quit_.load()) return;
     uint64_t generation = generation_.load();
     pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     // A phase begun and not yet said: wait a second for it, else until something changes.

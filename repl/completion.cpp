@@ -20,7 +20,7 @@ constexpr size_t kNone = static_cast<size_t>(-1);
 constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "info", "jobs",
                                           "let",   "list",  "quit", "stop", "trace", "use"};
 constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
-constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "return", "true", "false"};
+constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "true", "false"};
 constexpr std::string_view kTargetWords[] = {"tracepoint:", "syscall:", "uprobe:", "uretprobe:",
                                              "packet", "interval", "profile"};
 constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "syscall:"};
@@ -55,6 +55,7 @@ struct Place {
   std::vector<std::string> names;  // more names in scope (joins, fn parameters); Words
   bool clause_words = false;       // Expression: clause keywords fit here too
   bool joined_event = false;       // Member: `NAME.` of a join: the joined event's names
+  CallPlace::Clause clause = CallPlace::Other;  // Expression: which clause it is in
 };
 
 class Completer {
@@ -184,16 +185,29 @@ Completion Completer::candidates(const Place& place, size_t start) const {
         names = memberNames(context_, place.probe, place.left, place.arrow);
       }
       break;
-    case Place::Expression:
+    case Place::Expression: {
+      // Only what checks here: the probe's names, and of the builtins and properties those
+      // its probe has (no `func` on a tracepoint, no `return` without an exit) and its
+      // clause takes (aggregates only as `select` items).
+      std::vector<std::string> bare = builtinNames(true, false);
+      for (std::string& p : stdlibProperties()) bare.push_back(std::move(p));
+      bare.emplace_back("return");
+      CallPlace call;
+      call.clause = place.clause;
       if (!place.probe.empty()) {
         for (std::string& a : probeArguments(context_, place.probe)) names.push_back(std::move(a));
+        bare = usableNames(context_, place.probe, bare);
+        auto has = [&](std::string_view name) { return std::find(bare.begin(), bare.end(), name) != bare.end(); };
+        call.has_exit = has("return") || has("duration");
+        call.traces_functions = has("func");
       }
-      for (std::string& b : builtinNames(true, true)) names.push_back(std::move(b));
+      names.insert(names.end(), bare.begin(), bare.end());
+      for (std::string& f : builtinFunctionNames(call)) names.push_back(std::move(f));
       for (std::string& d : declaredNames(context_)) names.push_back(std::move(d));
-      for (std::string& p : stdlibProperties()) names.push_back(std::move(p));
       append(names, kExpressionWords);
       if (place.clause_words) append(names, kClauses);
       break;
+    }
   }
   return matching(start, word, std::move(names));
 }
@@ -313,6 +327,10 @@ Place Completer::locateQuery(size_t start, size_t end) const {
       if (clause == "track") return {Place::AfterTarget};  // a clause of one word
       Place p = expression(start, end, main, joins);
       p.clause_words = p.what == Place::Expression && depth == 0;
+      p.clause = clause == "select" ? CallPlace::Select
+                 : clause == "where" ? CallPlace::Where
+                 : clause == "group" ? CallPlace::GroupBy
+                                     : CallPlace::Other;
       return p;
   }
   return {};

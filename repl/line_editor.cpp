@@ -249,11 +249,15 @@ class LineEditor : public LineInput, public JobOutput {
       return replace(prefix);
     }
     // Nothing to add: show them under the line, and the line again under them.
+    // Past kMostListed they are counted; a second Tab on the same text lists them all.
     moveBelowLine();
-    size_t more = c.candidates.size() > kMostListed ? c.candidates.size() - kMostListed : 0;
+    std::string asked = earlier_ + before;
+    bool all = asked == cut_listing_;
+    size_t more = !all && c.candidates.size() > kMostListed ? c.candidates.size() - kMostListed : 0;
     c.candidates.resize(c.candidates.size() - more);
     std::string list = columns(c.candidates, width());
-    if (more) list += fmt::format("... and {} more\n", more);
+    if (more) list += fmt::format("... and {} more (Tab again lists them all)\n", more);
+    cut_listing_ = more ? asked : "";
     writeAll(STDOUT_FILENO, list);
     el_set(el_, EL_REFRESH);
     return CC_NORM;
@@ -264,6 +268,7 @@ class LineEditor : public LineInput, public JobOutput {
   HistEvent event_{};
   std::string prompt_;
   std::string earlier_;  // the input's earlier lines, each ending with '\n'
+  std::string cut_listing_;  // the input whose candidates were last listed cut short
   std::string history_file_;
   CompleteFn complete_;
   std::ostream& err_;

@@ -119,4 +119,47 @@ std::vector<std::string> builtinNames(bool variables, bool functions) {
   return names;
 }
 
+std::vector<std::string> usableNames(const CompletionContext& context, const std::string& probe,
+                                     const std::vector<std::string>& names) {
+  if (names.empty()) return names;
+  std::string query = context.decls + "trace " + probe + " select ";
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // of each name in `query`
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) query += ", ";
+    ranges.push_back({static_cast<uint32_t>(query.size()), static_cast<uint32_t>(query.size() + names[i].size())});
+    query += names[i];
+  }
+  // The probe alone first: one that does not check leaves nothing to judge the names by.
+  if (!Checked(context, context.decls + "trace " + probe + "\n").probe()) return names;
+  Checked checked(context, query + "\n");
+  std::vector<bool> refused(names.size(), false);
+  for (const Diagnostic& d : checked.diags.all()) {
+    if (d.severity != Severity::Error) continue;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (d.range.begin < ranges[i].second && ranges[i].first < d.range.end) refused[i] = true;
+    }
+  }
+  std::vector<std::string> usable;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!refused[i]) usable.push_back(names[i]);
+  }
+  return usable;
+}
+
+std::vector<std::string> builtinFunctionNames(const CallPlace& place) {
+  std::vector<std::string> names;
+  for (const sema::BuiltinFunction& f : sema::builtinFunctions()) {
+    if (f.aggregate && place.clause != CallPlace::Select) continue;
+    if (f.placement == sema::Placement::Column && place.clause == CallPlace::Where) continue;
+    if (f.placement == sema::Placement::Printed &&
+        (place.clause == CallPlace::Where || place.clause == CallPlace::GroupBy)) {
+      continue;
+    }
+    if (f.needs == sema::Needs::Exit && !place.has_exit) continue;
+    if (f.needs == sema::Needs::Function && !place.traces_functions) continue;
+    names.emplace_back(f.name);
+  }
+  return names;
+}
+
 }  // namespace kq::repl

@@ -30,4 +30,21 @@ std::vector<std::string> stdlibProperties();
 /// The builtin variables and functions.
 std::vector<std::string> builtinNames(bool variables, bool functions);
 
+/// Of `names` (builtin variables, properties, `return`), those that check as a `select`
+/// item in the scope of `probe`: no `func` on a tracepoint, no `return` without an exit,
+/// no `mark` without an skb. All of them when the probe itself does not check.
+std::vector<std::string> usableNames(const CompletionContext& context, const std::string& probe,
+                                     const std::vector<std::string>& names);
+
+/// Where a builtin function is called, for the ones that fit there.
+struct CallPlace {
+  enum Clause { Select, Where, GroupBy, Other } clause = Other;
+  bool has_exit = true;         // the probe has an exit (`entry(x)`)
+  bool traces_functions = true;
+};
+
+/// The builtin functions that may be called at `place`: aggregates only as `select` items,
+/// column-only ones (`kstack`...) nowhere in `where`, printed-only ones never as keys.
+std::vector<std::string> builtinFunctionNames(const CallPlace& place);
+
 }  // namespace kq::repl

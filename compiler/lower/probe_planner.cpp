@@ -288,7 +288,7 @@ void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
 void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
   const sema::ResolvedTarget& t = p.target;
   if (!t.events.empty() && !p.probe.at_exit) return lowerEventGlob(p);
-  if (t.event.empty() || !t.format) return;  // sema rejects a syscall glob at exit
+  if (t.event.empty() || !t.format) return;  // sema refuses a syscall glob at exit (needsExit)
   std::string name = t.event.substr(std::string("sys_enter_").size());
   uint32_t group = object_.newGroup("syscall " + name);
   // raw_syscalls where kq knows the call's number and how to tell a 32-bit compat call

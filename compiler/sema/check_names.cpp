@@ -156,6 +156,15 @@ bool ExprChecker::needsExit(std::string_view name, const ast::Expr& at) {
         .note("functions, syscalls and uprobes have exits; tracepoints do not");
     return false;
   }
+  if (scope_.target->events.size() > 1) {
+    // Each of a glob's syscalls would need its exit's tracepoint as well as its entry's.
+    report(DiagKind::NotAvailableHere, at.range,
+           fmt::format("`{}` needs each call's exit, and {} traces entries only", name,
+                       scope_.target->description))
+        .note("name one syscall (`trace syscall:read select return`), or read every exit with "
+              "`trace tracepoint:raw_syscalls:sys_exit select id, ret`");
+    return false;
+  }
   if (scope_.at_exit) *scope_.at_exit = true;
   return true;
 }
@@ -195,6 +204,10 @@ ExprInfo ExprChecker::returnValue(const ast::Expr& e) {
     report(DiagKind::NotAvailableHere, e.range,
            fmt::format("{} has no return value", scope_.target->description))
         .note("functions, syscalls and uprobes return values; tracepoints do not");
+    info.type = error();
+    return info;
+  }
+  if (!needsExit("return", e)) {
     info.type = error();
     return info;
   }

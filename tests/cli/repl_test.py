@@ -184,6 +184,26 @@ class TabCompletion(ReplTestCase):
         s.tab()
         s.wait_current("kq> trace tcp_v4_connect")
 
+    def test_many_candidates_are_counted_then_all_listed(self):
+        # Hundreds of tcp_ functions: the first list stops at 150 and counts the rest; a
+        # Tab again on the same text lists every one, the last of them too.
+        s = self.session()
+        s.type("trace tcp_")
+        mark = s.mark()
+        s.tab()
+        s.wait_for(r"^\.\.\. and \d+ more \(Tab again lists them all\)$", since=mark)
+        s.wait_for(r"^kq> trace tcp_$", since=mark + 1)
+        names = lambda since: {w for w in self.listed(s, since) if w.startswith("tcp_") and w != "tcp_"}
+        first = names(mark + 1)
+        mark = s.mark()
+        s.tab()
+        s.wait_for(r"^kq> trace tcp_$", since=mark + 1)
+        everything = names(mark + 1)
+        self.assertNotIn("more", self.listed(s, mark + 1), s.screen.text())
+        self.assertEqual(len(first), 150, s.screen.text())
+        self.assertGreater(len(everything), len(first))
+        self.assertTrue(first <= everything)
+
 
 class HistoryAndLines(ReplTestCase):
     UP = "\x1b[A"

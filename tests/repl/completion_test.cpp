@@ -90,7 +90,7 @@ TEST_F(CompletionTest, ArgumentsOfTheProbeBeingWritten) {
   EXPECT_THAT(candidates("trace tracepoint:net:net_dev_xmit where skb_"), ElementsAre("skb_len"));
   EXPECT_THAT(candidates("trace syscall:openat select filen"), ElementsAre("filename"));
   // Builtins and keywords are names there too.
-  EXPECT_THAT(candidates("trace ip_send_skb(skb) where co"), IsSupersetOf({"comm", "count"}));
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) select co"), IsSupersetOf({"comm", "count"}));
   EXPECT_THAT(candidates("trace ip_send_skb(skb) where skb->len > 1 an"), ElementsAre("and"));
 }
 
@@ -128,13 +128,34 @@ TEST_F(CompletionTest, DeclarationsAndTheStdlib) {
   EXPECT_THAT(candidates("trace ip_send_skb(skb) where skb->len > bi"), ElementsAre("big"));
   EXPECT_THAT(candidates("trace ip_send_skb(skb) select sa"), Contains("saddr"));  // net's
   EXPECT_THAT(candidates("use n"), ElementsAre("names", "net"));
-  EXPECT_THAT(candidates("fn f(count_a, b) = cou"), IsSupersetOf({"count", "count_a"}));
+  // A function's body is no `select` item: no aggregates there.
+  EXPECT_THAT(candidates("fn f(count_a, b) = cou"), ElementsAre("count_a"));
   // A stdlib property needs no `use`.
   decls_.clear();
   EXPECT_THAT(candidates("trace ip_send_skb(skb) where mar"), Contains("mark"));
   // Declarations typed before a member access count there too.
   decls_ = "let d = 1\n";
   EXPECT_THAT(candidates("trace ip_send_skb(skb) select skb->dev->if"), ElementsAre("ifindex"));
+}
+
+TEST_F(CompletionTest, OnlyWhatChecksAtTheCursor) {
+  using ::testing::Not;
+  // Aggregates are `select` items: not offered in `where` or `group by`.
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) select cou"), Contains("count"));
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) where cou"), Not(Contains("count")));
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) group by cou"), Not(Contains("count")));
+  // `func` names a traced function; a tracepoint traces none. `return` needs an exit.
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) select fu"), Contains("func"));
+  EXPECT_THAT(candidates("trace tracepoint:net:net_dev_xmit(skb) select fu"), Not(Contains("func")));
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) select re"), Contains("return"));
+  EXPECT_THAT(candidates("trace tracepoint:net:net_dev_xmit(skb) select re"), Not(Contains("return")));
+  EXPECT_THAT(candidates("trace tracepoint:net:net_dev_xmit(skb) select du"), Not(Contains("duration")));
+  EXPECT_THAT(candidates("trace syscall:openat select du"), Contains("duration"));
+  // A property of an skb where the probe has one, not where it has none.
+  EXPECT_THAT(candidates("trace tracepoint:net:net_dev_xmit(skb) where mar"), Contains("mark"));
+  EXPECT_THAT(candidates("trace syscall:openat where mar"), Not(Contains("mark")));
+  // Builtins that every probe has are offered everywhere.
+  EXPECT_THAT(candidates("trace syscall:openat where co"), Contains("comm"));
 }
 
 TEST_F(CompletionTest, Joins) {

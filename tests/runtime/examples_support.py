@@ -66,10 +66,9 @@ def facts(workload_path):
 def run_kq(name, *args, timeout=60):
     """Runs example `name` with -f json to its end: the JSON objects it printed. A command
     (-c) that failed fails the test: kq says how it ended."""
-    proc = subprocess.run([harness.KQ, "-f", "json", example(name), *args], capture_output=True, timeout=timeout)
-    out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-    if proc.returncode != 0 or "kq: the command" in err:
-        raise AssertionError(f"kq {name} exited with {proc.returncode}:\n{err}\n{out[:3000]}")
+    status, out, err = harness.kq("-f", "json", example(name), *args, timeout=timeout)
+    if status != 0 or "kq: the command" in err:
+        raise AssertionError(f"kq {name} exited with {status}:\n{err}\n{out[:3000]}")
     return [json.loads(line) for line in out.splitlines()]
 
 

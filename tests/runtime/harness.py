@@ -11,8 +11,42 @@ KQ = None
 
 
 def kq(*args, timeout=60):
-    proc = subprocess.run([KQ, *args], capture_output=True, timeout=timeout)
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    proc = subprocess.Popen([KQ, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        where = where_it_waits(proc.pid)
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"kq {' '.join(args)} did not end in {timeout} s\n{where}\n"
+                             f"its standard error:\n{err.decode('utf-8', 'replace')}\n"
+                             f"the end of its standard output:\n{out.decode('utf-8', 'replace')[-2000:]}")
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def where_it_waits(pid):
+    """What a process that does not end is waiting for, for a test's failure message: each
+    thread's state and kernel stack, its children, and its user stacks where gdb is there."""
+    lines = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        base = f"/proc/{pid}/task/{tid}"
+        try:
+            stat = open(f"{base}/stat").read().rsplit(")", 1)[1].split()[0]
+            comm = open(f"{base}/comm").read().strip()
+            stack = open(f"{base}/stack").read().strip().replace("\n", "\n      ")
+        except OSError as e:
+            stat, comm, stack = "?", "?", str(e)
+        lines.append(f"  thread {tid} ({comm}) state {stat}:\n      {stack}")
+    children = subprocess.run(["ps", "-o", "pid,stat,wchan:30,args", "--ppid", str(pid)],
+                              capture_output=True, text=True).stdout
+    lines.append("  its children:\n" + children)
+    try:
+        gdb = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, timeout=60)
+        lines.append(gdb.stdout[-8000:])
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return "\n".join(lines)
 
 
 def query_rows(out, query):
