@@ -52,6 +52,9 @@ struct DecodedEvent {
   int64_t wall_ns = 0;  // the header's time as wall-clock time
   std::string comm;
   const plan::ProbeLayout* probe = nullptr;
+  /// The probe's name: its layout's, or, for a probe of many names (a syscall glob served
+  /// by one program: plan::ProbeLayout::name_field), this record's (`syscall:openat`).
+  std::string probe_name;
   /// One per field of `probe`, in its order.
   std::vector<Value> values;
   std::optional<PacketFacts> packet;

@@ -322,6 +322,13 @@ const DecodedEvent* RecordDecoder::decode(const uint8_t* data, size_t size) {
   e.probe = &probe;
   e.wall_ns = static_cast<int64_t>(e.header.time_ns) + context_.boot_offset_ns;
   e.comm = stringText(reinterpret_cast<const uint8_t*>(e.header.comm), sizeof e.header.comm);
+  e.probe_name = probe.name;
+  if (probe.name_field >= 0 && static_cast<size_t>(probe.name_field) < probe.fields.size()) {
+    const FieldLayout& f = probe.fields[probe.name_field];
+    if (f.offset + 8 <= size) {
+      if (const std::string* name = tableName(f, data + f.offset)) e.probe_name = *name;
+    }
+  }
   e.values.resize(probe.fields.size());
   for (size_t i = 0; i < probe.fields.size(); ++i) {
     const FieldLayout& f = probe.fields[i];

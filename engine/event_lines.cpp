@@ -56,6 +56,10 @@ size_t startWidth(const FieldLayout& f) {
   if (f.kind == FieldKind::SyscallReturn) width = std::max<size_t>(width, 9);  // `-2 ENOENT`
   if (f.kind == FieldKind::String && f.size > 1) width = std::max(width, std::min<size_t>(f.size - 1, kMaxTextWidth));
   if (f.kind == FieldKind::Ipv4) width = std::max<size_t>(width, 15);
+  if (f.kind == FieldKind::Table) {
+    // As wide as its longest name (`caps[cap]`, a syscall glob's `probe`).
+    for (const auto& [key, name] : f.names) width = std::max(width, std::min(columnsOf(name), kMaxTextWidth));
+  }
   if (f.kind == FieldKind::Format) {
     // fmt("%s:%d -> %s:%d", ...): its text, and about eight characters a conversion.
     size_t text = 0, conversions = 0;
@@ -84,27 +88,31 @@ bool visibleColumn(const FieldLayout& f) {
 }
 
 std::vector<PrefixColumn> defaultPrefix(const plan::ProgramLayout& layout) {
-  bool all_pid = true, all_comm = true;
+  bool all_pid = true, all_comm = true, all_probe = true;
   size_t probes = 0;
   std::map<uint32_t, size_t> probes_of;  // by query
   for (const ProbeLayout& p : layout.probes) {
     if (!p.writes_records || p.packet) continue;
     ++probes;
     ++probes_of[p.query];
-    bool pid = false, comm = false;
+    if (p.name_field >= 0) ++probes_of[p.query];  // a glob's calls, each its own name
+    bool pid = false, comm = false, probe = false;
     for (const FieldLayout& f : p.fields) {
       if (!visibleColumn(f)) continue;
       pid = pid || f.name == "pid";
       comm = comm || f.name == "comm";
+      probe = probe || f.name == "probe";
     }
     all_pid = all_pid && pid;
     all_comm = all_comm && comm;
+    all_probe = all_probe && probe;
   }
   std::vector<PrefixColumn> out = {PrefixColumn::Time};
   if (!all_pid || !probes) out.push_back(PrefixColumn::Pid);
   if (!all_comm || !probes) out.push_back(PrefixColumn::Comm);
   if (probes_of.size() > 1) out.push_back(PrefixColumn::Query);
-  if (std::any_of(probes_of.begin(), probes_of.end(), [](const auto& q) { return q.second > 1; })) {
+  if ((!all_probe || !probes) &&
+      std::any_of(probes_of.begin(), probes_of.end(), [](const auto& q) { return q.second > 1; })) {
     out.push_back(PrefixColumn::Probe);
   }
   return out;
@@ -165,7 +173,12 @@ EventLines::EventLines(const plan::ProgramLayout& layout, const TextOptions& opt
     } else if (names != names_) {
       shared_ = false;
     }
-    probe_width_ = std::max(probe_width_, std::min(p.name.size(), kMaxProbeWidth));
+    if (p.name_field < 0) probe_width_ = std::max(probe_width_, std::min(p.name.size(), kMaxProbeWidth));
+    if (p.name_field >= 0 && static_cast<size_t>(p.name_field) < p.fields.size()) {
+      for (const auto& [key, name] : p.fields[p.name_field].names) {
+        probe_width_ = std::max(probe_width_, std::min(name.size(), kMaxProbeWidth));
+      }
+    }
   }
 }
 

@@ -44,7 +44,7 @@ class JsonSink : public Sink {
       j["pid"] = e.header.pid;
       j["tid"] = e.header.tid;
       j["comm"] = e.comm;
-      j["probe"] = probe.name;
+      j["probe"] = e.probe_name;
     }
     if (layout_.queries > 1 || options_.always_query) nameQuery(j, probe.query);
     for (size_t i = 0; i < probe.fields.size(); ++i) {

@@ -121,7 +121,7 @@ class TextSink : public Sink {
         cells_.emplace_back(f.name, v.text);
       }
     }
-    out_ << lines_.line(e, clockText(e.wall_ns, ClockPrecision::Milliseconds), probe.name, cells_) << "\n";
+    out_ << lines_.line(e, clockText(e.wall_ns, ClockPrecision::Milliseconds), e.probe_name, cells_) << "\n";
     for (const std::string& block : blocks) {
       // Indented beneath the event, as ksnoop prints arguments.
       size_t at = 0;

@@ -153,6 +153,9 @@ struct ProbeLayout {
   bool writes_records = true;
   /// Set for a `packet` probe.
   std::optional<PacketLayout> packet;
+  /// A probe of many names (a syscall glob served by one program): the hidden Table field
+  /// whose value names each record's probe (`syscall:openat`); -1: `name` names them all.
+  int32_t name_field = -1;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("name", self.name...);
@@ -161,6 +164,7 @@ struct ProbeLayout {
     visit("fields", self.fields...);
     visit("writes_records", self.writes_records...);
     visit("packet", self.packet...);
+    visit("name_field", self.name_field...);
   }
 };
 

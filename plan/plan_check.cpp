@@ -125,6 +125,12 @@ void check(Checks& c, const std::string& path, const ProbeLayout& p) {
                                          sizeof(EventHeader)));
   }
   checkFields(c, at(path, "fields"), p.fields, p.size, "record");
+  checkEightByteField(c, at(path, "name_field"), p.name_field, p.fields);
+  if (p.name_field >= 0 && static_cast<size_t>(p.name_field) < p.fields.size() &&
+      p.fields[p.name_field].kind != FieldKind::Table) {
+    c.fail(at(path, "name_field"), fmt::format("names field {} (`{}`), which is no Table", p.name_field,
+                                                shownName(p.fields[p.name_field].name)));
+  }
   if (!p.packet) return;
   const PacketLayout& packet = *p.packet;
   std::string here = at(path, "packet");

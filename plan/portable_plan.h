@@ -17,7 +17,7 @@ namespace kq::plan {
 /// struct, each query with its own kLostReasons loss counters. 4: a histogram keeps the sum
 /// of its values before its buckets; each query's text; an aggregate's unit. 5: each
 /// query's name.
-inline constexpr int kPlanFormat = 5;
+inline constexpr int kPlanFormat = 6;
 
 /// A field of a classic tracepoint's record, where the compiled code reads it. These
 /// offsets come from the building kernel's tracefs `format` file and are not relocated:

@@ -117,6 +117,9 @@ struct ArgAccess {
   /// A constant value for `func` and `probe` in this program.
   std::string func;
   std::string probe;
+  /// A syscall glob's `probe` (a lookup of the call's number): the number, constant in a
+  /// program for one call; unset in a raw_syscalls program, which reads it.
+  std::optional<uint32_t> probe_key;
   /// What each join of the query kept for this event (copied out of its map): where each
   /// value is, and its bytes (joined[join][slot], as sema's Ref::Joined numbers them).
   struct Kept {
@@ -194,6 +197,8 @@ class ExprLowering {
   /// In a raw_syscalls program: the number of the system call it fires for (sys_enter's
   /// `id`, or at sys_exit the number its registers kept).
   llvm::Value* syscallNumber(bool at_exit);
+  /// A syscall glob's `probe`: the number of the call (ArgAccess::probe_key).
+  llvm::Value* probeKey();
   /// Whether the current task is making a 32-bit compat system call (x86-64's TS_COMPAT,
   /// through CO-RE; false where BTF does not say): its numbers are another table's.
   llvm::Value* compatSyscall();

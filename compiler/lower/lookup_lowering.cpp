@@ -6,6 +6,8 @@
 // decimal, as it prints. Part of ExprLowering (expr_lowering.h).
 #include "compiler/lower/expr_lowering.h"
 
+#include "compiler/sema/builtins/builtins.h"
+
 namespace kq::lower {
 
 Val ExprLowering::lookupKey(const ast::Expr& e) {
@@ -14,6 +16,10 @@ Val ExprLowering::lookupKey(const ast::Expr& e) {
   if (e.kind == ast::ExprKind::Index) return value(*ast::as<ast::Index>(e).index);
   // enum_name(x, "PREFIX")
   if (ei.ref == sema::Ref::BuiltinFunction) return value(*ast::as<ast::Call>(e).args[0]);
+  // A syscall glob's `probe`: the call's number.
+  if (ei.ref == sema::Ref::Builtin && ei.variable && ei.variable->id == sema::BuiltinVar::Probe) {
+    return Val{probeKey(), types_.s64()};
+  }
   if ((ei.ref == sema::Ref::Fn || ei.ref == sema::Ref::Property) && ei.fn) {
     enterBody(e);
     Val key = lookupKey(*ei.fn->body);
@@ -32,6 +38,12 @@ Val ExprLowering::lookupKey(const ast::Expr& e) {
     return value(e);
   }
   return problem("this expression looks nothing up", types_.s64());
+}
+
+llvm::Value* ExprLowering::probeKey() {
+  if (args_.probe_key) return b_.getInt64(*args_.probe_key);
+  // A raw_syscalls program: the number its entry has in ctx[1], its exit in the registers.
+  return syscallNumber(args_.kind != ArgAccess::Kind::SyscallRegs);
 }
 
 Val ExprLowering::compareKeys(const ast::Binary& bin, const std::vector<int64_t>& keys) {

@@ -2,7 +2,7 @@
 
 #include "compiler/sema/builtins/builtins.h"
 #include "compiler/lower/pt_regs.h"
-#include "compiler/lower/syscall_numbers.h"
+#include "host/syscall_numbers.h"
 
 #include <algorithm>
 #include <tuple>
@@ -138,7 +138,10 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
   layout.query = query_number;
   layout.writes_records = aggregation == nullptr && keeps == nullptr;
   layout.size = p.record_bytes;
-  for (const Field& f : p.fields) layout.fields.push_back(f.layout);
+  for (const Field& f : p.fields) {
+    if (f.probe_name) layout.name_field = static_cast<int32_t>(layout.fields.size());
+    layout.fields.push_back(f.layout);
+  }
   if (packet) addPacketState(p, layout, query_number);
   plan.layout.probes.push_back(std::move(layout));
   if (probe.at_exit) {
@@ -287,13 +290,14 @@ void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
 
 void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
   const sema::ResolvedTarget& t = p.target;
+  if (t.syscall_names) return lowerSyscallGlob(p);
   if (!t.events.empty() && !p.probe.at_exit) return lowerEventGlob(p);
   if (t.event.empty() || !t.format) return;  // sema refuses a syscall glob at exit (needsExit)
   std::string name = t.event.substr(std::string("sys_enter_").size());
   uint32_t group = object_.newGroup("syscall " + name);
   // raw_syscalls where kq knows the call's number and how to tell a 32-bit compat call
   // (x86-64): measured in bench/README.md, it detaches at once and costs less per call.
-  std::optional<uint32_t> nr = syscallNumber(name);
+  std::optional<uint32_t> nr = host::syscallNumber(name);
   std::vector<btf::MemberSteps> compat = compatStatus(object_.btf());
   if (nr && hostArch() == Arch::X86_64 && !compat.empty()) {
     object_.noteGroup(group, fmt::format(
@@ -301,7 +305,7 @@ void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
         "syscalls/sys_enter_{} (method 1, for kernels without tp_btf), whose perf event waits "
         "for an RCU grace period as it goes; each other system call pays a compare",
         *nr, name));
-    lowerRawSyscall(p, *nr, group, compat);
+    lowerRawSyscall(p, {*nr}, group, compat);
     lowerClassicSyscall(p, name, group, 1);
     return;
   }
@@ -314,13 +318,13 @@ void ProbePlanner::lowerSyscall(const ProbeUnit& p) {
   lowerClassicSyscall(p, name, group, 0);
 }
 
-void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group,
+void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, const std::vector<uint32_t>& nrs, uint32_t group,
                                    const std::vector<btf::MemberSteps>& compat) {
   ArgAccess enter{ArgAccess::Kind::SyscallRegs};
   enter.user_args = true;
   enter.compat_status = compat;
   ProgramSite in = site("tp_btf/sys_enter", Attach::TpBtf, "sys_enter", group, 0, enter);
-  in.syscall_nr = nr;
+  in.syscall_nrs = nrs;
   if (!p.probe.at_exit) {
     emitter_.emitMain(p, in);
     return;
@@ -334,19 +338,53 @@ void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t gro
   exit.ret = ArgAccess::Ret::CtxSlot;  // sys_exit(struct pt_regs *regs, long ret)
   exit.return_slot = 1;
   ProgramSite out = site("tp_btf/sys_exit", Attach::TpBtf, "sys_exit", group, 0, exit);
-  out.syscall_nr = nr;
+  out.syscall_nrs = nrs;
   out.syscall_exit = true;
   out.site = in.site;
   emitter_.emitMain(p, out, /*from_stash=*/true);
 }
 
-void ProbePlanner::lowerClassicSyscall(const ProbeUnit& p, const std::string& name,
-                                       uint32_t group, uint32_t method) {
+void ProbePlanner::lowerSyscallGlob(const ProbeUnit& p) {
+  // One layout for all of the glob's calls, `probe` the call's number named by the glob's
+  // table (a hidden field names each record's probe): so one raw_syscalls program can
+  // serve them all, detached at once, with a tracepoint each as the fallback.
   const sema::ResolvedTarget& t = p.target;
-  ArgAccess enter{ArgAccess::Kind::TracepointRecord};
-  enter.format = &*t.format;
+  uint32_t group = object_.newGroup(t.description);
+  std::vector<uint32_t> nrs;
+  for (const auto& [nr, name] : t.syscall_names->names) nrs.push_back(static_cast<uint32_t>(nr));
+  std::vector<btf::MemberSteps> compat = compatStatus(object_.btf());
+  uint32_t method = 0;
+  if (hostArch() == Arch::X86_64 && !compat.empty()) {
+    object_.noteGroup(group, fmt::format(
+        "raw_syscalls filtered to the glob's {} system calls: one program, detached at once, where "
+        "a tracepoint each (method 1, for kernels without tp_btf) makes {} perf events, each "
+        "waiting for an RCU grace period as it goes",
+        nrs.size(), nrs.size()));
+    lowerRawSyscall(p, nrs, group, compat);
+    method = 1;
+  } else {
+    object_.noteGroup(group, hostArch() != Arch::X86_64
+                                 ? "a syscalls tracepoint each (raw_syscalls are used on x86-64 only)"
+                                 : "a syscalls tracepoint each (raw_syscalls need the kernel's "
+                                   "task_struct.thread_info.status to tell a 32-bit call, and this "
+                                   "kernel's BTF lacks it)");
+  }
+  for (const auto& [nr, name] : t.syscall_names->names) {
+    lowerClassicSyscall(p, name.substr(std::string("syscall:").size()), group, method,
+                        static_cast<uint32_t>(nr));
+  }
+}
+
+void ProbePlanner::lowerClassicSyscall(const ProbeUnit& p, const std::string& name,
+                                       uint32_t group, uint32_t method,
+                                       std::optional<uint32_t> glob_nr) {
+  const sema::ResolvedTarget& t = p.target;
+  // A glob's call has no arguments in scope: only its number, for `probe`.
+  ArgAccess enter{glob_nr ? ArgAccess::Kind::None : ArgAccess::Kind::TracepointRecord};
+  if (!glob_nr) enter.format = &*t.format;
   enter.skip_syscall_nr = true;
   enter.user_args = true;
+  enter.probe_key = glob_nr;
   std::string enter_target = "syscalls/sys_enter_" + name;
   ProgramSite in = site("tracepoint/" + enter_target, Attach::Tracepoint, enter_target, group, method, enter);
   if (!p.probe.at_exit) {
@@ -360,6 +398,7 @@ void ProbePlanner::lowerClassicSyscall(const ProbeUnit& p, const std::string& na
   exit.user_args = true;
   exit.ret = ArgAccess::Ret::SyscallExit;
   exit.syscall_ret_offset = t.exit_ret_offset;
+  exit.probe_key = glob_nr;
   std::string exit_target = "syscalls/sys_exit_" + name;
   ProgramSite out = site("tracepoint/" + exit_target, Attach::Tracepoint, exit_target, group, method, exit);
   out.site = in.site;

@@ -38,10 +38,14 @@ class ProbePlanner {
   /// `syscall:NAME`: raw_syscalls filtered to the call's number, then the syscalls
   /// tracepoint as the fallback method (or only that, where kq cannot use raw_syscalls).
   void lowerSyscall(const ProbeUnit& p);
-  void lowerRawSyscall(const ProbeUnit& p, uint32_t nr, uint32_t group,
+  /// A glob of syscalls that all have numbers: raw_syscalls filtered to them, then a
+  /// tracepoint each as the fallback, sharing one layout.
+  void lowerSyscallGlob(const ProbeUnit& p);
+  void lowerRawSyscall(const ProbeUnit& p, const std::vector<uint32_t>& nrs, uint32_t group,
                        const std::vector<btf::MemberSteps>& compat);
+  /// `glob_nr`: the call's number, when it is one of a glob's (lowerSyscallGlob).
   void lowerClassicSyscall(const ProbeUnit& p, const std::string& name, uint32_t group,
-                           uint32_t method);
+                           uint32_t method, std::optional<uint32_t> glob_nr = std::nullopt);
   void lowerEventGlob(const ProbeUnit& p);
   void lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u, const std::string& symbol);
   void lowerPacket(const ProbeUnit& p);

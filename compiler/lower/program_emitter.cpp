@@ -145,11 +145,17 @@ void ProgramEmitter::processFilter(Program& program) {
 }
 
 void ProgramEmitter::syscallFilter(Program& program, ExprLowering& lower, const ProgramSite& site) {
-  if (!site.syscall_nr) return;
+  if (site.syscall_nrs.empty()) return;
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* nr = lower.syscallNumber(site.syscall_exit);
   auto* ours = llvm::BasicBlock::Create(b.getContext(), "this_syscall", program.fn);
-  b.CreateCondBr(b.CreateICmpEQ(nr, b.getInt64(*site.syscall_nr)), ours, program.bail);
+  if (site.syscall_nrs.size() == 1) {
+    b.CreateCondBr(b.CreateICmpEQ(nr, b.getInt64(site.syscall_nrs[0])), ours, program.bail);
+  } else {
+    // A glob's calls: LLVM makes ranges and a search of the switch, not a compare each.
+    llvm::SwitchInst* any = b.CreateSwitch(nr, program.bail, static_cast<unsigned>(site.syscall_nrs.size()));
+    for (uint32_t n : site.syscall_nrs) any->addCase(b.getInt64(n), ours);
+  }
   b.SetInsertPoint(ours);
   auto* native = llvm::BasicBlock::Create(b.getContext(), "native_syscall", program.fn);
   b.CreateCondBr(lower.compatSyscall(), program.bail, native);
@@ -267,7 +273,7 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   llvm::IRBuilder<>& b = program->b;
   ArgAccess& args = site.args;
   bindArguments(*program, p, site);
-  if (site.syscall_nr) {
+  if (!site.syscall_nrs.empty()) {
     ExprLowering filter = lowering(*program, p.probe.exprs, args);
     syscallFilter(*program, filter, site);
   }
@@ -377,6 +383,7 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
     case Field::Packet::Return:
       return (void)b.CreateStore(b.getInt64(lower.packetAtReturn() ? 1 : 0), dst);
   }
+  if (f.probe_name) return (void)b.CreateStore(lower.probeKey(), dst);
   if (f.layout.hidden && !f.expr) return;  // a record's address: written with the record
   if (f.expr && lower.info(*f.expr).ref == sema::Ref::Joined) {
     // As the join kept it: the field is laid out as the join's (record_layout's fieldFor).

@@ -41,9 +41,9 @@ struct ProgramSite {
   /// PerfEvent: see plan::PlannedProgram.
   uint64_t period_ns = 0;
   uint64_t frequency_hz = 0;
-  /// raw_syscalls programs: the one system call they are for (they return at once for
-  /// every other, and for 32-bit compat calls, whose numbers are another table's).
-  std::optional<uint32_t> syscall_nr;
+  /// raw_syscalls programs: the system calls they are for, one or a glob's (they return at
+  /// once for every other, and for 32-bit compat calls, whose numbers are another table's).
+  std::vector<uint32_t> syscall_nrs;
   bool syscall_exit = false;
   /// Serves every query (the fork follower of -c): never shared, never stopped by one.
   bool whole_session = false;

@@ -28,6 +28,9 @@ struct Field {
   enum class Packet : uint8_t { None, Skb, Site, Return, Reason } packet = Packet::None;
   /// A `fmt` argument inside a `fn`: the `fn` use whose body `expr` belongs to.
   const ast::Expr* within = nullptr;
+  /// A syscall glob's hidden field: the call's number, which names the record's probe
+  /// (plan::ProbeLayout::name_field).
+  bool probe_name = false;
 };
 
 /// How a probe of an aggregate query updates its query's map.

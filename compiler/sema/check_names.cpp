@@ -77,6 +77,10 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
       return info;
     }
     checkNeeds(builtins[i], id);
+    // A syscall glob's `probe`: the call's number, named by the glob's table.
+    if (builtins[i].id == BuiltinVar::Probe && scope_.target && scope_.target->syscall_names) {
+      info.table = scope_.target->syscall_names;
+    }
     return info;
   }
   if (auto it = ctx_.decls.lets.find(name); it != ctx_.decls.lets.end()) {
@@ -156,8 +160,9 @@ bool ExprChecker::needsExit(std::string_view name, const ast::Expr& at) {
         .note("functions, syscalls and uprobes have exits; tracepoints do not");
     return false;
   }
-  if (scope_.target->events.size() > 1) {
-    // Each of a glob's syscalls would need its exit's tracepoint as well as its entry's.
+  if (scope_.target->events.size() > 1 && !scope_.target->syscall_names) {
+    // A glob of tracepoints has no exits; one of syscalls that kq cannot number (none on
+    // x86-64) would need a pair of programs for each call.
     report(DiagKind::NotAvailableHere, at.range,
            fmt::format("`{}` needs each call's exit, and {} traces entries only", name,
                        scope_.target->description))

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "host/elf_symbols.h"
+#include "host/syscall_numbers.h"
 #include "compiler/sema/context.h"
 #include "compiler/sema/record_formats.h"
 
@@ -358,7 +359,15 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
   }
   if (matched.size() > 1) {
     out.description += fmt::format(" ({} syscalls)", matched.size());
-    for (const std::string& m : matched) out.events.push_back("syscalls:sys_enter_" + m);
+    auto names = std::make_shared<LookupTable>();
+    for (const std::string& m : matched) {
+      out.events.push_back("syscalls:sys_enter_" + m);
+      std::optional<uint32_t> nr = host::syscallNumber(m);
+      if (names && nr && names->names.emplace(*nr, "syscall:" + m).second) continue;
+      names.reset();  // a call without a number (or two with one): one program each
+    }
+    if (names) names->origin = out.description;
+    out.syscall_names = std::move(names);
     return out;
   }
   out.event = "sys_enter_" + matched.front();

@@ -65,6 +65,10 @@ struct ResolvedTarget {
   std::vector<PacketSite> packet_sites;
   /// A glob over tracepoints or syscalls: each match, `category:event`.
   std::vector<std::string> events;
+  /// A glob over syscalls whose every match has a number (host/syscall_numbers.h): the
+  /// name `probe` has for each (`syscall:openat`), by number. `probe` is then a lookup of
+  /// the call's number in it, so that one raw_syscalls program can serve them all.
+  std::shared_ptr<const LookupTable> syscall_names;
   std::string binary;                              // uprobe
   std::vector<std::string> symbols;                // uprobe symbols matched
   std::vector<ProbeArg> args;

@@ -122,13 +122,13 @@ class CommandLine(unittest.TestCase):
     def test_run_refuses_another_plan_format(self):
         with open(self.built_object(), "rb") as f:
             data = f.read()
-        self.assertEqual(data.count(b'"format": 5,'), 1)
-        other = write_temp(data.replace(b'"format": 5,', b'"format": 9,'), suffix=".o")
+        self.assertEqual(data.count(b'"format": 6,'), 1)
+        other = write_temp(data.replace(b'"format": 6,', b'"format": 9,'), suffix=".o")
         status, _, err = kq("run", other)
         os.unlink(other)
         self.assertEqual(status, 1)
         self.assertRegex(err, r"its plan is in format 9 \(written by kq \S+\); this kq reads "
-                              r"format 5: build it again with this kq")
+                              r"format 6: build it again with this kq")
 
     def test_run_refuses_a_plan_out_of_bounds(self):
         with open(self.built_object(), "rb") as f:

@@ -15,6 +15,7 @@ trace tracepoint:syscalls:sys_exit_clock_nanosleep
 trace syscall:read group by comm select count(), sum(count), avg(count), min(count), max(count), hist(count), lhist(count, 0, 1000, 100)
 trace syscall:getpid select count()
 trace syscall:write group by comm select top(3)
+trace syscall:getp* where probe != "syscall:getpid" select probe, return
 KQ
 "$kq" build "$work/tables_joins_records.kq" -o "$out/tables_joins_records.o"
 "$kq" build -e 'trace tracepoint:syscalls:sys_enter_vhangup select count()' -o "$out/keyless_count.o"

@@ -176,7 +176,7 @@ TEST(PlanCodec, TheKeylessTableOfAnObjectPrintsAsTheScriptDoes) {
 
 TEST(PlanCodec, TheTextIsFlatWithItsFormatFirst) {
   std::string text = encodePlan(PortablePlan{});
-  EXPECT_EQ(text.rfind("{\n \"format\": 5,\n \"kq_version\"", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("{\n \"format\": 6,\n \"kq_version\"", 0), 0u) << text;
   for (const char* key : {"\"programs\"", "\"probes\"", "\"aggregates\"", "\"queries\"", "\"limits\"",
                           "\"group_notes\""}) {
     EXPECT_NE(text.find(key), std::string::npos) << key;
@@ -226,7 +226,7 @@ TEST(PlanCodec, WhatIsNotAPlanIsNamedByItsPath) {
 TEST(PlanCodec, AnObjectOfAnotherFormatIsBuiltAgain) {
   std::string error;
   EXPECT_FALSE(decodePlan(R"({"format": 1, "kq_version": "0.1.0", "programs": []})", &error));
-  EXPECT_EQ(error, "its plan is in format 1 (written by kq 0.1.0); this kq reads format 5: build "
+  EXPECT_EQ(error, "its plan is in format 1 (written by kq 0.1.0); this kq reads format 6: build "
                    "it again with this kq");
   EXPECT_FALSE(decodePlan("{\"format\": 3,", &error));
   EXPECT_EQ(error.rfind("its plan is not JSON: ", 0), 0u) << error;

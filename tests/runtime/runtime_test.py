@@ -962,6 +962,53 @@ os.waitpid(pid, 0)
         self.assertEqual(status, 0, err)
         self.assertIn("syscall:openat", {json.loads(l)["probe"] for l in out.splitlines()})
 
+    def test_a_syscall_glob_is_one_program_that_names_each_call(self):
+        # syscall:* is one raw_syscalls program (two with its exits), filtered to the glob's
+        # calls by number in the kernel; each record still names its call, and `return`
+        # says its errno. A workload of known calls: 300 getppid, one failed openat.
+        work = (f"{sys.executable} -c 'import os\nfor i in range(300): os.getppid()\n"
+                f"try: open(\"/nonexistent-kq\")\nexcept OSError: pass'")
+        status, out, err = kq("-v", "trace syscall:* group by probe select probe, count()", "-c", work)
+        self.assertEqual(status, 0, err)
+        self.assertIn("kq: syscall:* (", err)
+        self.assertRegex(err, r"kq: syscall:\* \(\d+ syscalls\): tp_btf")
+        counts = dict(re.findall(r"^(syscall:\w+)\s+(\d+)$", out, re.M))
+        self.assertGreaterEqual(int(counts.get("syscall:getppid", 0)), 300, out)
+        status, out, err = kq("-f", "json", 'trace syscall:open* where probe != "syscall:open" select probe, return, duration',
+                              "-c", work)
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(l) for l in out.splitlines() if l.startswith('{"time"')]
+        self.assertEqual({r["probe"] for r in rows}, {"syscall:openat"}, out)
+        self.assertIn(-2, [r["return"] for r in rows])
+        self.assertTrue(all(r["duration"] > 0 for r in rows), out)
+        # In text, each line's PROBE says the call; the query selected none of it.
+        status, out, err = kq("trace syscall:open*, syscall:getppid select return", "-c", work)
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"(?m)^TIME +PID COMM +PROBE +return$")
+        self.assertRegex(out, r"(?m) syscall:openat +-2 ENOENT$")
+        self.assertRegex(out, r"(?m) syscall:getppid +\d+$")
+        # Where tp_btf fails, a tracepoint each for the glob's calls and exits, seeing the same.
+        seen = []
+        for fail, method in (("", "tp_btf"), ("tp_btf", "tracepoint")):
+            # -p: -c's follower of forks is a tp_btf program itself.
+            worker = subprocess.Popen([sys.executable, "-c", "import os, time\ntime.sleep(1)\n"
+                                       "for i in range(300): os.getppid()"])
+            try:
+                proc = subprocess.run([harness.KQ, "-v", "-p", str(worker.pid),
+                                       "trace syscall:getp* group by probe select probe, count(), min(return)"],
+                                      capture_output=True, timeout=60, env=dict(os.environ, KQ_TEST_FAIL_ATTACH=fail))
+            finally:
+                worker.wait()
+            out, err = proc.stdout.decode(), proc.stderr.decode()
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertRegex(err, rf"kq: syscall:getp\* \(\d+ syscalls\): {method}\b")
+            getppid = re.search(r"(?m)^syscall:getppid +(\d+) +(-?\d+)$", out)
+            self.assertTrue(getppid, out)
+            self.assertGreaterEqual(int(getppid.group(1)), 300, out)
+            self.assertEqual(int(getppid.group(2)), os.getpid(), out)  # the worker's parent: this test
+            seen.append(int(getppid.group(1)))
+        self.assertEqual(seen[0], seen[1])
+
     def test_a_glob_of_one_event_is_named_by_it(self):
         # `probe` (and the PROBE column) of a glob matching one event once was the pattern.
         for query, name in [("trace syscall:getpp* select probe", "syscall:getppid"),
