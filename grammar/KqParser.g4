@@ -141,7 +141,7 @@ typedParams
   ;
 
 typedParam
-  : (typeName | IDENT) name
+  : (qualifier=IDENT)? (typeName | type=IDENT) name   // qualifier: `const` or `volatile`
   ;
 
 capture

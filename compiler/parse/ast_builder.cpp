@@ -256,12 +256,19 @@ class Builder {
       UprobeTarget u{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
                      range(t->UPROBE_PATH()), symbolPattern(t->symbolPattern()),
                      captureList(t->captureList())};
-      // typedParams : '(' typedParam (',' typedParam)* ')'; typedParam : (typeName | IDENT) name
+      // typedParams : '(' typedParam (',' typedParam)* ')'
+      // typedParam : qualifier=IDENT? (typeName | type=IDENT) name
       if (auto* params = t->typedParams()) {
         for (P::TypedParamContext* p : params->typedParam()) {
+          // A C prototype as written (`const char *name`): the qualifier changes nothing read.
+          if (p->qualifier && p->qualifier->getText() != "const" && p->qualifier->getText() != "volatile") {
+            diags_.report(DiagKind::UnexpectedToken, range(p->qualifier),
+                          fmt::format("`{}` before a parameter's type: only `const` or `volatile` goes there",
+                                      p->qualifier->getText()));
+          }
           TypeName type = p->typeName() ? typeName(p->typeName())
-                                        : TypeName{TypeName::Tag::None, text(p->IDENT()), 0,
-                                                   range(p->IDENT())};
+                                        : TypeName{TypeName::Tag::None, p->type->getText(), 0,
+                                                   range(p->type)};
           u.params.push_back({std::move(type), text(p->name()), range(p->name())});
         }
       }
