@@ -1,6 +1,7 @@
 #include "runtime/child_command.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -43,8 +44,13 @@ std::unique_ptr<ChildCommand> ChildCommand::start(const std::string& command) {
     // Wait for the probes to be attached, then become the command.
     setpgid(0, 0);
     close(fds[1]);
-    char go;
-    if (read(fds[0], &go, 1) != 1) _exit(127);
+    // Waits with poll, not read: a query of `syscall:read` would see the read's exit, its
+    // entry made before the probes were attached. A byte written means go; the pipe closed
+    // without one (kq ended before attaching), never run.
+    pollfd go{fds[0], POLLIN, 0};
+    while (poll(&go, 1, -1) < 0 && errno == EINTR) {
+    }
+    if (!(go.revents & POLLIN)) _exit(127);
     // The command starts as a shell would start it: no signal blocked (kq's session reads
     // its stop signals from a signalfd, with them blocked), none ignored.
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
