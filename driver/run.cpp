@@ -23,6 +23,7 @@
 #include "driver/dump_plan.h"
 #include "driver/engine_run.h"
 #include "driver/io.h"
+#include "driver/object_cache.h"
 #include "driver/phase_watch.h"
 #include "driver/query_sources.h"
 #include "engine/engine.h"
@@ -217,9 +218,22 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     };
   }
   if (phases) phases->begin("compiling the query's programs", "stopped while compiling: nothing was loaded");
-  std::optional<lower::CompiledProgram> compiled =
-      lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
-  if (!compiled) return 1;
+  // A query run before on this kernel by this kq starts from the object compiled then.
+  std::optional<std::string> cache_key;
+  std::filesystem::path cache = running_kernel && !dump_only ? objectCacheDirectory() : std::filesystem::path();
+  if (!cache.empty()) {
+    cache_key = objectCacheKey(sources.file(file).name(), sources.file(file).text(), options, request.attach);
+  }
+  std::optional<lower::CompiledProgram> compiled;
+  if (cache_key) compiled = cachedObject(cache, *cache_key);
+  if (compiled) {
+    renderDiagnostics(diags, sources, io.err, RenderOptions{color});  // sema's warnings, as compiling says them
+    if (request.verbose) io.err << "kq: the compiled object was found in " << cache.string() << "\n";
+  } else {
+    compiled = lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
+    if (!compiled) return 1;
+    if (cache_key) keepObject(cache, *cache_key, *compiled, queryLimits(checked), querySources(checked, sources));
+  }
   if (request.dump == "ir") {
     io.out << compiled->object.ir;
     return 0;

@@ -679,6 +679,52 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertNotIn("sleep 4242", args)
         self.assertNotIn("sleep 4243", args)
 
+    def test_a_query_run_again_starts_from_its_compiled_object(self):
+        # The object compiled for a query is kept (keyed by kq, the kernel, the text and the
+        # options), and the same query run again loads it; what it prints is the same.
+        cache = tempfile.mkdtemp(dir=WORKDIR)
+        env = dict(os.environ, XDG_CACHE_HOME=cache)
+        env.pop("KQ_NO_OBJECT_CACHE", None)
+        query = "trace syscall:openat where comm == \"cat\" select str(filename), return"
+
+        def run(*args, **more):
+            proc = subprocess.run([harness.KQ, "-v", *args], capture_output=True, timeout=60,
+                                  env=dict(env, **more))
+            return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+        found = "kq: the compiled object was found in"
+        status, first, err = run(query, "-c", "cat /etc/hostname /nonexistent-kq")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn(found, err)
+        objects = os.listdir(os.path.join(cache, "kq", "objects"))
+        self.assertEqual(len(objects), 1, objects)
+        path = os.path.join(cache, "kq", "objects", objects[0])
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        status, again, err = run(query, "-c", "cat /etc/hostname /nonexistent-kq")
+        self.assertEqual(status, 0, err)
+        self.assertIn(found, err)
+        rows = lambda out: [line.split()[-3:] for line in out.splitlines() if "/etc/hostname" in line or "nonexistent" in line]
+        self.assertEqual(rows(first), rows(again))
+        self.assertIn(["/nonexistent-kq", "-2", "ENOENT"], rows(again))
+        # Another text: compiled.
+        status, out, err = run(query.replace("cat", "dog"), "-d", "100ms")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn(found, err)
+        # Not the user's own file alone (writable by others), or cut short: compiled again.
+        os.chmod(path, 0o666)
+        status, out, err = run(query, "-c", "cat /etc/hostname")
+        self.assertNotIn(found, err)
+        os.chmod(path, 0o600)
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+        status, out, err = run(query, "-c", "cat /etc/hostname")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn(found, err)
+        self.assertIn("/etc/hostname", out)
+        # KQ_NO_OBJECT_CACHE turns it off.
+        status, out, err = run(query, "-c", "cat /etc/hostname", KQ_NO_OBJECT_CACHE="1")
+        self.assertNotIn(found, err)
+
     def test_the_command_waits_for_the_probes_without_a_read(self):
         # -c's child waits to be released with poll: a read of its own would be a call under
         # way when the probes attach, its exit seen without its entry, said in every summary.
