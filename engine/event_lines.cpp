@@ -42,6 +42,7 @@ constexpr PrefixName kPrefixNames[] = {{"time", PrefixColumn::Time}, {"cpu", Pre
 
 /// Wide enough for tracepoint names; longer names (globs of long functions) overflow.
 constexpr size_t kMaxProbeWidth = 48;
+constexpr size_t kMaxFunctionWidth = 32;  // a packet's live lines: most sites are shorter
 /// A text column grows to this many characters at most; a longer cell overflows its line
 /// alone (one long path does not push every later line out).
 constexpr size_t kMaxTextWidth = 40;
@@ -241,7 +242,8 @@ PacketLines::PacketLines(const plan::ProgramLayout& layout) {
     for (size_t i = 0; i < p.packet->sites.size(); ++i) {
       size_t width = p.packet->sites[i].size() + (p.packet->graph ? 3 : 0);
       if (i < p.packet->modules.size() && p.packet->modules[i] != "vmlinux") width += p.packet->modules[i].size() + 3;
-      function_width_ = std::max(function_width_, std::min(width, kMaxProbeWidth));
+      // At most kMaxFunctionWidth: a longer name (a module's) pushes its own line only.
+      function_width_ = std::max(function_width_, std::min(width, kMaxFunctionWidth));
     }
   }
   if (!probe_) return;
