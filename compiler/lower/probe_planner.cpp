@@ -257,6 +257,7 @@ void ProbePlanner::lowerKprobeMulti(const ProbeUnit& p, uint32_t group) {
 void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
   const sema::ResolvedTarget& t = p.target;
   if (!t.events.empty()) return lowerEventGlob(p);
+  if (t.category == "syscalls" && t.format && lowerSyscallTracepoint(p)) return;
   uint32_t group = object_.newGroup(t.description);
   if (!t.functions.empty()) {
     // A BTF handler exists: tp_btf, with typed arguments.
@@ -270,8 +271,8 @@ void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
   if (!t.format) return;  // sema found neither a BTF handler nor a format
   std::string why =
       t.category == "syscalls"
-          ? "the syscalls tracepoint, as named (`syscall:NAME` reads raw_syscalls instead where "
-            "it can)"
+          ? "the syscalls tracepoint, as named (a call's entry, and `syscall:NAME`'s exit, are "
+            "read from raw_syscalls where kq can)"
       : t.record_because.empty()
           ? "no BTF handler for this event: a classic tracepoint, reading the fields of its record"
           : fmt::format("the query reads `{}`, a field of the classic record that the BTF "
@@ -342,6 +343,47 @@ void ProbePlanner::lowerRawSyscall(const ProbeUnit& p, const std::vector<uint32_
   out.syscall_exit = true;
   out.site = in.site;
   emitter_.emitMain(p, out, /*from_stash=*/true);
+}
+
+bool ProbePlanner::lowerSyscallTracepoint(const ProbeUnit& p) {
+  // A syscall's tracepoint by name, served as `syscall:NAME` is, by raw_syscalls filtered to
+  // its number: an entry's record fields (the call's arguments, in order) read from its
+  // registers, an exit's `ret` from sys_exit's second argument; the tracepoint named is the
+  // fallback (method 1).
+  const sema::ResolvedTarget& t = p.target;
+  bool enter = t.event.rfind("sys_enter_", 0) == 0;
+  bool exit = t.event.rfind("sys_exit_", 0) == 0 && t.args.size() == 1 && t.args[0].name == "ret";
+  if (!enter && !exit) return false;
+  std::string name = t.event.substr(enter ? std::string("sys_enter_").size() : std::string("sys_exit_").size());
+  std::optional<uint32_t> nr = host::syscallNumber(name);
+  std::vector<btf::MemberSteps> compat = compatStatus(object_.btf());
+  if (!nr || hostArch() != Arch::X86_64 || compat.empty()) return false;
+  uint32_t group = object_.newGroup(t.description);
+  object_.noteGroup(group, fmt::format(
+      "raw_syscalls filtered to system call {}, the record's fields read from {}: detached at "
+      "once, where syscalls/{} (method 1, for kernels without tp_btf) is a perf event that waits "
+      "for an RCU grace period as it goes",
+      *nr, enter ? "its registers" : "sys_exit's return value", t.event));
+  if (enter) {
+    lowerRawSyscall(p, {*nr}, group, compat);
+    lowerClassicSyscall(p, name, group, 1);
+    return true;
+  }
+  ArgAccess raw{ArgAccess::Kind::CtxArray};  // sys_exit(struct pt_regs *regs, long ret)
+  raw.arg_positions = {1};
+  raw.compat_status = compat;
+  raw.user_args = true;
+  ProgramSite out = site("tp_btf/sys_exit", Attach::TpBtf, "sys_exit", group, 0, raw);
+  out.syscall_nrs = {*nr};
+  out.syscall_exit = true;
+  emitter_.emitMain(p, out);
+  ArgAccess classic{ArgAccess::Kind::TracepointRecord};
+  classic.format = &*t.format;
+  classic.skip_syscall_nr = true;
+  classic.user_args = true;
+  std::string target = "syscalls/" + t.event;
+  emitter_.emitMain(p, site("tracepoint/" + target, Attach::Tracepoint, target, group, 1, classic));
+  return true;
 }
 
 void ProbePlanner::lowerSyscallGlob(const ProbeUnit& p) {

@@ -38,6 +38,9 @@ class ProbePlanner {
   /// `syscall:NAME`: raw_syscalls filtered to the call's number, then the syscalls
   /// tracepoint as the fallback method (or only that, where kq cannot use raw_syscalls).
   void lowerSyscall(const ProbeUnit& p);
+  /// `tracepoint:syscalls:sys_enter_NAME` or `sys_exit_NAME` through raw_syscalls, where
+  /// kq can (x86-64, a known number); false where it cannot.
+  bool lowerSyscallTracepoint(const ProbeUnit& p);
   /// A glob of syscalls that all have numbers: raw_syscalls filtered to them, then a
   /// tracepoint each as the fallback, sharing one layout.
   void lowerSyscallGlob(const ProbeUnit& p);

@@ -195,7 +195,7 @@ class Objects(harness.KqTestCase):
              "aggregates[0].slots[1] (`sum(pid)`) lies outside its 8-byte value"),
             (lambda p: p["programs"][0].update(function="kq_nothing"),
              "programs[0].function is `kq_nothing`, which is not a program of the object"),
-            (lambda p: p.update(format=1), "this kq reads format 5: build it again with this kq"),
+            (lambda p: p.update(format=1), "this kq reads format 6: build it again with this kq"),
         ]
         for edit, message in edits:
             edited = rewrite_plan(obj, edit)

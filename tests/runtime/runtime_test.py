@@ -471,6 +471,35 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
             self.assertLessEqual(len(events), 30, out)
             self.assertTrue(all(e["return"] == os.getpid() for e in events), out)
 
+    def test_a_syscalls_tracepoint_reads_raw_syscalls_under_its_own_names(self):
+        # tracepoint:syscalls:sys_enter_X / sys_exit_X attach raw_syscalls filtered to the
+        # call's number, their record's fields read from its registers (`ret` from sys_exit);
+        # where tp_btf is missing, the tracepoints named. Both see the same calls and values.
+        script = write_script("syscalls_tp.kq",
+                              "trace tracepoint:syscalls:sys_enter_openat as enter select str(filename) as path, dfd\n"
+                              "trace tracepoint:syscalls:sys_exit_openat as exit select ret\n")
+        for fail, method in (("", "tp_btf"), ("tp_btf", "tracepoint")):
+            worker = subprocess.Popen([sys.executable, "-c", "import os, time\ntime.sleep(1)\n"
+                                       "for i in range(30):\n"
+                                       "  try: os.open('/nonexistent-kq-tp', os.O_RDONLY)\n"
+                                       "  except OSError: pass"])
+            try:
+                proc = subprocess.run([harness.KQ, "-v", "-f", "json", "-p", str(worker.pid), script],
+                                      capture_output=True, timeout=60, env=dict(os.environ, KQ_TEST_FAIL_ATTACH=fail))
+            finally:
+                worker.wait()
+            out, err = proc.stdout.decode(), proc.stderr.decode()
+            self.assertEqual(proc.returncode, 0, err)
+            self.assertRegex(err, rf"kq: tracepoint:syscalls:sys_enter_openat: {method}\b")
+            self.assertRegex(err, rf"kq: tracepoint:syscalls:sys_exit_openat: {method}\b")
+            rows = [json.loads(line) for line in out.splitlines() if line.startswith('{"time"')]
+            enters = [r for r in rows if r.get("query_name") == "enter" and r["path"] == "/nonexistent-kq-tp"]
+            exits = [r for r in rows if r.get("query_name") == "exit"]
+            self.assertEqual(len(enters), 30, out)
+            self.assertEqual({r["dfd"] for r in enters}, {-100}, out)  # AT_FDCWD
+            self.assertEqual(len(exits), 30, out)
+            self.assertEqual({r["ret"] for r in exits}, {-2}, out)
+
     def test_a_table_without_groups_prints_once_an_event_counted(self):
         # Its one group exists before any event; sums of zeros still print, nothing does not.
         status, out, err = kq("-f", "json", 'trace syscall:getppid where comm == "python3" select sum(pid - pid)',
@@ -1380,15 +1409,16 @@ os.waitpid(pid, 0)
         true = os.path.join(WORKDIR, "kqtasktrue")
         shutil.copy("/bin/true", true)
         select = "select task->real_parent->tgid as parent, task->tgid as tgid, str(task->comm) as c"
+        # The first names `filename`, a field of the classic record only: a classic tracepoint.
         script = write_script("task.kq",
-                              f"trace tracepoint:syscalls:sys_enter_openat where comm == \"kqtasktrue\" {select}\n"
+                              f"trace tracepoint:sched:sched_process_exec where comm == \"kqtasktrue\" {select}, str(filename) as f\n"
                               f"trace tracepoint:sched:sched_process_exec where comm == \"kqtasktrue\" {select}\n")
         proc = subprocess.Popen([harness.KQ, "-v", "-f", "json", script, "-c", f"exec {true}"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = (b.decode() for b in proc.communicate(timeout=60))
         self.assertEqual(proc.returncode, 0, err)
         self.assertIn("tracepoint:sched:sched_process_exec: tp_btf", err)
-        self.assertIn("tracepoint:syscalls:sys_enter_openat: tracepoint", err)
+        self.assertIn("tracepoint:sched:sched_process_exec: tracepoint", err)
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual({e["query"] for e in events}, {1, 2}, out)
         for e in events:
