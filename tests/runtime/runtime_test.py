@@ -471,6 +471,47 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
             self.assertLessEqual(len(events), 30, out)
             self.assertTrue(all(e["return"] == os.getpid() for e in events), out)
 
+    def test_kqs_own_syscall_numbers_name_the_calls_as_this_kernel_does(self):
+        # The numbers kq keeps beside glibc's (calls newer than it, events named after the
+        # kernel's function) filter raw_syscalls: each must be the call whose sys_enter_
+        # tracepoint this kernel fires. Read by the tracepoints themselves (tp_btf made to
+        # fail: the classic tracepoint, found by name), each call made with bad arguments in a
+        # child of its own (uprobe and uretprobe end a caller outside a probe's trampoline).
+        more = {"cachestat": 451, "fchmodat2": 452, "file_getattr": 468, "file_setattr": 469,
+                "futex_requeue": 456, "futex_wait": 455, "futex_wake": 454, "getxattrat": 464,
+                "listmount": 458, "listxattrat": 465, "lsm_get_self_attr": 459,
+                "lsm_list_modules": 461, "lsm_set_self_attr": 460, "mseal": 462, "newfstat": 5,
+                "newlstat": 6, "newstat": 4, "newuname": 63, "open_tree_attr": 467,
+                "removexattrat": 466, "sendfile64": 40, "setxattrat": 463, "statmount": 457,
+                "umount": 166, "uprobe": 336, "uretprobe": 335}
+        events = set(os.listdir("/sys/kernel/tracing/events/syscalls"))
+        here = {name: nr for name, nr in more.items() if f"sys_enter_{name}" in events}
+        if not here:
+            self.skipTest("this kernel has none of the calls kq numbers itself")
+        script = write_script("numbers.kq", "".join(
+            f'trace tracepoint:syscalls:sys_enter_{name} where comm == "kqnrcheck" select probe\n' for name in here))
+        worker = subprocess.Popen([sys.executable, "-c", f"""
+import ctypes, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+time.sleep(2.5)
+for nr in {sorted(here.values())}:
+    pid = os.fork()
+    if pid == 0:
+        libc.prctl(15, b"kqnrcheck")  # PR_SET_NAME
+        libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(-1)] * 2, *[ctypes.c_long(0)] * 4)
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""])
+        try:
+            # Every process (the calls are the worker's children), for longer than the worker.
+            proc = subprocess.run([harness.KQ, "-f", "json", "-d", "6s", script], capture_output=True,
+                                  timeout=60, env=dict(os.environ, KQ_TEST_FAIL_ATTACH="tp_btf"))
+        finally:
+            worker.wait()
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        seen = {json.loads(l)["probe"] for l in proc.stdout.decode().splitlines() if l.startswith('{"time"')}
+        self.assertEqual(seen, {f"tracepoint:syscalls:sys_enter_{name}" for name in here}, proc.stdout.decode())
+
     def test_a_syscalls_tracepoint_reads_raw_syscalls_under_its_own_names(self):
         # tracepoint:syscalls:sys_enter_X / sys_exit_X attach raw_syscalls filtered to the
         # call's number, their record's fields read from its registers (`ret` from sys_exit);
