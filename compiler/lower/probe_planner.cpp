@@ -256,6 +256,7 @@ void ProbePlanner::lowerKprobeMulti(const ProbeUnit& p, uint32_t group) {
 
 void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {
   const sema::ResolvedTarget& t = p.target;
+  if (t.syscall_names) return lowerSyscallGlob(p);  // `tracepoint:syscalls:sys_enter_*`
   if (!t.events.empty()) return lowerEventGlob(p);
   if (t.category == "syscalls" && t.format && lowerSyscallTracepoint(p)) return;
   uint32_t group = object_.newGroup(t.description);
@@ -411,9 +412,13 @@ void ProbePlanner::lowerSyscallGlob(const ProbeUnit& p) {
                                    "task_struct.thread_info.status to tell a 32-bit call, and this "
                                    "kernel's BTF lacks it)");
   }
+  // Each call's own tracepoint as the fallback: its name is the event's (`syscall:openat`,
+  // `tracepoint:syscalls:sys_enter_openat`).
   for (const auto& [nr, name] : t.syscall_names->names) {
-    lowerClassicSyscall(p, name.substr(std::string("syscall:").size()), group, method,
-                        static_cast<uint32_t>(nr));
+    size_t entry = name.find("sys_enter_");
+    std::string call = entry == std::string::npos ? name.substr(name.find(':') + 1)
+                                                  : name.substr(entry + std::string("sys_enter_").size());
+    lowerClassicSyscall(p, call, group, method, static_cast<uint32_t>(nr));
   }
 }
 

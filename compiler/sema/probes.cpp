@@ -198,6 +198,24 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
   return out;
 }
 
+/// A glob's matches (`category:event`) when every one is a syscall's entry that kq has a
+/// number for: each entry's name (`tracepoint:syscalls:sys_enter_openat`, with `prefix`), by
+/// number, so that one raw_syscalls program serves them all (`probe` looks the number up).
+std::shared_ptr<const LookupTable> syscallEntryNames(const std::vector<std::string>& events,
+                                                     bool as_syscalls, const std::string& origin) {
+  auto names = std::make_shared<LookupTable>();
+  for (const std::string& e : events) {
+    constexpr std::string_view kEntry = "syscalls:sys_enter_";
+    if (e.rfind(kEntry, 0) != 0) return nullptr;
+    std::optional<uint32_t> nr = host::syscallNumber(std::string_view(e).substr(kEntry.size()));
+    // A call without a number (or two with one): a tracepoint each.
+    std::string name = as_syscalls ? "syscall:" + e.substr(kEntry.size()) : "tracepoint:" + e;
+    if (!nr || !names->names.emplace(*nr, std::move(name)).second) return nullptr;
+  }
+  names->origin = origin;
+  return names;
+}
+
 std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::TracepointTarget& t) {
   ResolvedTarget out;
   out.category = t.category.text;
@@ -261,6 +279,7 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
       out.description += fmt::format(" ({} tracepoints)", events.size());
       out.category.clear();
       out.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
+      out.syscall_names = syscallEntryNames(out.events, false, out.description);
       return out;  // a glob over events: only builtins are in scope
     }
     out.event = events.front();
@@ -359,15 +378,8 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
   }
   if (matched.size() > 1) {
     out.description += fmt::format(" ({} syscalls)", matched.size());
-    auto names = std::make_shared<LookupTable>();
-    for (const std::string& m : matched) {
-      out.events.push_back("syscalls:sys_enter_" + m);
-      std::optional<uint32_t> nr = host::syscallNumber(m);
-      if (names && nr && names->names.emplace(*nr, "syscall:" + m).second) continue;
-      names.reset();  // a call without a number (or two with one): one program each
-    }
-    if (names) names->origin = out.description;
-    out.syscall_names = std::move(names);
+    for (const std::string& m : matched) out.events.push_back("syscalls:sys_enter_" + m);
+    out.syscall_names = syscallEntryNames(out.events, true, out.description);
     return out;
   }
   out.event = "sys_enter_" + matched.front();

@@ -1118,6 +1118,12 @@ os.waitpid(pid, 0)
         self.assertRegex(out, r"(?m)^TIME +PID COMM +PROBE +return$")
         self.assertRegex(out, r"(?m) syscall:openat +-2 ENOENT$")
         self.assertRegex(out, r"(?m) syscall:getppid +\d+$")
+        # A glob of the syscalls tracepoints' entries is served the same way, named as written.
+        status, out, err = kq("-v", "-f", "json", "trace tracepoint:syscalls:sys_enter_getp* select probe", "-c", work)
+        self.assertEqual(status, 0, err)
+        self.assertRegex(err, r"kq: tracepoint:syscalls:sys_enter_getp\* \(\d+ tracepoints\): tp_btf")
+        probes = [json.loads(l)["probe"] for l in out.splitlines() if l.startswith('{"time"')]
+        self.assertGreaterEqual(probes.count("tracepoint:syscalls:sys_enter_getppid"), 300, err)
         # Where tp_btf fails, a tracepoint each for the glob's calls and exits, seeing the same.
         seen = []
         for fail, method in (("", "tp_btf"), ("tp_btf", "tracepoint")):
