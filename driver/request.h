@@ -19,8 +19,8 @@ struct Request {
   std::string output_path;      // -o FILE: events there, not on standard output
   std::string prefix;           // --prefix time,pid,...|none; "": chosen for the query
   std::string packet_view = "both";  // --packet-view live|end|both
-  bool stack_offsets = false;
-  std::string structs = "compact";    // --structs compact|full   // --stack-offsets: a stack key's frames keep their offsets
+  bool stack_offsets = false;        // --stack-offsets: a stack key's frames keep their offsets
+  std::string structs = "compact";   // --structs compact|full
   uint32_t pid = 0;             // -p
   std::string command;          // -c
   std::string duration;         // -d, as written (`10s`)
