@@ -471,7 +471,7 @@ void ExprChecker::warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg
   const auto& builtins = builtinVariables();
   bool shadows = std::any_of(builtins.begin(), builtins.end(),
                              [&](const BuiltinVariable& b) { return b.name == arg.name; });
-  if (!shadows) return;
+  if (!shadows || !shadowing_said_.emplace(scope_.target, arg.name).second) return;
   bool field = scope_.target->functions.empty() && scope_.target->format;
   const char* what = field ? "field" : "argument";
   report(DiagKind::ShadowedBuiltin, id.range,

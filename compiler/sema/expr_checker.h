@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -167,6 +168,8 @@ class ExprChecker {
 
   Context& ctx_;
   Scope scope_;
+  /// The arguments already said to shadow a builtin, by probe: said once, at the first use.
+  std::set<std::pair<const ResolvedTarget*, std::string>> shadowing_said_;
   ExprTable& out_;
   /// Set by checkTable for the expression it checks (not for those inside it).
   bool table_allowed_ = false;
