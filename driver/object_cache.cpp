@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/c/c_plugin.h"
 #include "kq_commit.h"
 #include "kq_version.h"
 #include "plan/portable_plan.h"
@@ -199,9 +200,8 @@ void keepObject(const fs::path& directory, const std::string& key, const lower::
 
 fs::path objectCacheDirectory() {
   if (const char* off = std::getenv("KQ_NO_OBJECT_CACHE"); off && *off) return {};
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kq" / "objects";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "kq" / "objects";
-  return {};
+  fs::path kq = c::cacheDirectory();  // where the C plugin keeps its answers too
+  return kq.empty() ? kq : kq / "objects";
 }
 
 }  // namespace kq::driver
