@@ -10,7 +10,9 @@
 #include "driver/request.h"
 #include "engine/cancellation.h"
 #include "engine/engine.h"
+#include "engine/event_lines.h"
 #include "engine/host.h"
+#include "plan/portable_plan.h"
 
 namespace kq::driver {
 
@@ -30,11 +32,16 @@ class RunEnvironment {
   engine::Cancellation* stop_;
 };
 
+/// The text sink's options the command line asked for.
+engine::TextOptions textOptions(const Request& request);
+
 /// Runs `object` until its session ends, its events and tables on io.out as `request.format`
-/// says, its summary on io.err.
+/// says, its summary on io.err; with `request.record_path` (`kq record`), also into that
+/// recording (`sources`: each query's text, for it to say).
 engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& object,
                                  const plan::ProgramPlan& plan, runtime::KernelTypes* types,
                                  const Request& request, engine::SessionOptions options,
-                                 engine::Cancellation& stop, Io& io);
+                                 engine::Cancellation& stop, Io& io,
+                                 const std::vector<plan::QuerySource>& sources = {});
 
 }  // namespace kq::driver

@@ -10,19 +10,35 @@
 
 namespace kq::driver {
 
-std::optional<uint32_t> ringBufferBytes(const std::string& size) {
+namespace {
+
+/// `8M`, `1G`, `256k` (`8m` is 8 MiB here: in a query, `m` is minutes), or a bare number of KiB.
+std::optional<uint64_t> sizeInBytes(const std::string& size) {
   std::string text = size;
-  // `8m` is 8 MiB here (in a query, `m` is minutes).
   if (!text.empty() && (text.back() == 'm' || text.back() == 'g')) text.back() = static_cast<char>(std::toupper(text.back()));
   auto decoded = parse::decodeNumber(text);
   auto* n = std::get_if<parse::DecodedNumber>(&decoded);
   if (!n) return std::nullopt;
-  uint64_t bytes = n->value;
   if (n->unit == ast::NumberUnit::None) {
-    bytes = n->value > (1ull << 20) ? 0 : n->value << 10;  // a bare number is KiB
-  } else if (n->unit != ast::NumberUnit::Bytes) {
-    return std::nullopt;
+    if (n->value > (1ull << 40)) return std::nullopt;
+    return n->value << 10;  // a bare number is KiB
   }
+  if (n->unit != ast::NumberUnit::Bytes) return std::nullopt;
+  return n->value;
+}
+
+}  // namespace
+
+std::optional<uint64_t> byteSize(const std::string& size) {
+  std::optional<uint64_t> bytes = sizeInBytes(size);
+  if (!bytes || *bytes < 4096) return std::nullopt;
+  return bytes;
+}
+
+std::optional<uint32_t> ringBufferBytes(const std::string& size) {
+  std::optional<uint64_t> parsed = sizeInBytes(size);
+  if (!parsed) return std::nullopt;
+  uint64_t bytes = *parsed;
   if (bytes < 4096 || bytes > (1ull << 30) || (bytes & (bytes - 1)) != 0) return std::nullopt;
   return static_cast<uint32_t>(bytes);
 }

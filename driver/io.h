@@ -45,5 +45,8 @@ std::optional<std::string> readFileFromDisk(const std::string& path, std::string
 /// The bytes of a `--buffer-size` (`256k`, `8M`, or a bare number of KiB): a power of two
 /// from 4 KiB to 1 GiB, else nullopt.
 std::optional<uint32_t> ringBufferBytes(const std::string& size);
+/// The bytes of a size like `--max-size`'s (`1G`, `512M`, or a bare number of KiB): at
+/// least 4 KiB, else nullopt.
+std::optional<uint64_t> byteSize(const std::string& size);
 
 }  // namespace kq::driver

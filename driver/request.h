@@ -28,6 +28,11 @@ struct Request {
   std::string buffer;           // --buffer-size, as written (`256k`, `8M`, or KiB); "": from the query
   std::string attach;           // --attach fentry|kprobe
   bool repl = false;            // --repl
+  // Recording (`kq record`)
+  std::string record_path;   // -o FILE
+  std::string max_size;      // --max-size, as written (`1G`); "": no limit
+  bool quiet = false;        // -q: record without printing
+  uint32_t packet_bytes = 0; // --packet-bytes N: each skb probe keeps N bytes of its packet
   // Building (`kq build`)
   bool build = false;
   std::string object_path;  // -o FILE

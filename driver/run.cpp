@@ -317,8 +317,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
                                     running_kernel && env.btf ? env.btf->vmlinux().btf : nullptr,
                                     running_kernel);
   phases.reset();  // the session obeys its stop signals itself
-  engine::SessionResult result = runSession(engine, *loaded.object, compiled->plan, &kernel_types,
-                                            request, std::move(session), run.stop(), io);
+  engine::SessionResult result =
+      runSession(engine, *loaded.object, compiled->plan, &kernel_types, request, std::move(session), run.stop(), io,
+                 request.record_path.empty() ? std::vector<plan::QuerySource>{} : querySources(checked, sources));
   {
     // Detached before the command is stopped: its ending is not traced. A perf event's
     // detach waits for an RCU grace period: many take seconds, said, and a second Ctrl-C

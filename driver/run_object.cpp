@@ -228,7 +228,7 @@ int runObject(const Request& request, Io& io) {
   // The object's BTF ids are another kernel's (or may be): dumps find types by name.
   runtime::KernelTypes kernel_types("/sys/kernel/btf", nullptr);
   engine::SessionResult result = runSession(engine, *loaded.object, plan, &kernel_types, request,
-                                            std::move(session), run.stop(), io);
+                                            std::move(session), run.stop(), io, portable->query_sources);
   return result.output_failure.empty() || result.reader_gone ? 0 : 1;
 }
 

@@ -403,8 +403,8 @@ SessionResult Session::run() {
   object_.detachAll();
   if (!sinkFailed()) {
     reader.final_read = true;
-    reader.records_left = kFinalRecords;
-    readRing(ring, reader, nowNs() + kFinalReadNs);
+    reader.records_left = options_.drain_at_end ? UINT64_MAX : kFinalRecords;
+    readRing(ring, reader, options_.drain_at_end ? INT64_MAX : nowNs() + kFinalReadNs);
     for (size_t q = 0; q < states_.size(); ++q) states_[q].events.store(query_events[q]);
   }
   std::vector<uint64_t> not_shown(states_.size(), 0);

@@ -35,6 +35,10 @@ struct SessionOptions {
   /// Counts the events printed so far, for another process to read (the REPL's `jobs`).
   std::atomic<uint64_t>* events_printed = nullptr;
   bool key_stack_offsets = false;  // PrintContext::key_stack_offsets
+  /// Everything left in the ring buffer when the programs are detached is handed to the
+  /// sink, however much (`kq record`: recorded + lost is all the kernel made); otherwise
+  /// at most kFinalRecords are, for at most kFinalReadNs, and the rest are counted.
+  bool drain_at_end = false;
 };
 
 class Session;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -18,6 +19,8 @@
 namespace kq::engine {
 
 enum class OutputFormat { Text, Json };
+/// `-f`'s word for a format, or nullopt.
+std::optional<OutputFormat> outputFormat(const std::string& word);
 
 std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& context,
                                    std::ostream& out, std::ostream& err, const TextOptions& options = {});

@@ -49,6 +49,8 @@ namespace {
 struct Row {
   std::vector<uint8_t> key;
   std::vector<uint8_t> value;
+  /// A group counted in user space: its keys, already values (then `key` is empty).
+  std::vector<Value>* keys = nullptr;
 };
 
 /// The value of a scalar aggregate, or nothing (min/max of no event).
@@ -269,20 +271,14 @@ std::optional<uint64_t> eventsOf(const AggregateLayout& layout, const uint8_t* v
 
 bool hasTop(const AggregateLayout& layout) { return topSlot(layout) != nullptr; }
 
-Table readTable(TableSource& source, const AggregateLayout& layout, TableRead read,
-                RecordDecoder& decoder, int64_t now_ns, int64_t wall_ns, uint64_t max_rows) {
+namespace {
+
+/// `rows` sorted, cut to what `top` and `limit` show, and their values read: a table.
+Table tableOfRows(const AggregateLayout& layout, std::vector<Row>& rows, RecordDecoder* decoder, int64_t wall_ns,
+                  uint64_t max_rows) {
   Table table;
   table.layout = &layout;
   table.wall_ns = wall_ns;
-  // A drain takes the intervals that have ended; a snapshot (or the end), everything.
-  std::optional<uint64_t> before;
-  bool drain = read == TableRead::Drain;
-  if (drain && layout.interval_bytes && layout.every_ns) {
-    before = static_cast<uint64_t>(now_ns) / layout.every_ns;
-  }
-  std::vector<std::vector<uint8_t>> keys;
-  std::vector<Row> rows = readRows(source, layout, before, keys);
-  mergeSamePrintedKeys(layout, rows, decoder);
   sortRows(layout, rows);
   for (const Row& row : rows) {
     std::optional<uint64_t> n = eventsOf(layout, row.value.data());
@@ -300,7 +296,11 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
     row.keys.resize(layout.keys.size());
     bool cut = false;
     for (size_t k = 0; k < layout.keys.size(); ++k) {
-      decoder.keyValue(layout.keys[k], layout.keys, rows[r].key.data(), row.keys[k]);
+      if (rows[r].keys) {
+        row.keys[k] = (*rows[r].keys)[k];
+      } else {
+        decoder->keyValue(layout.keys[k], layout.keys, rows[r].key.data(), row.keys[k]);
+      }
       if (row.keys[k].cut) {
         cut = true;
         uint32_t size = layout.keys[k].size;
@@ -324,6 +324,23 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
       }
     }
   }
+  return table;
+}
+
+}  // namespace
+
+Table readTable(TableSource& source, const AggregateLayout& layout, TableRead read,
+                RecordDecoder& decoder, int64_t now_ns, int64_t wall_ns, uint64_t max_rows) {
+  // A drain takes the intervals that have ended; a snapshot (or the end), everything.
+  std::optional<uint64_t> before;
+  bool drain = read == TableRead::Drain;
+  if (drain && layout.interval_bytes && layout.every_ns) {
+    before = static_cast<uint64_t>(now_ns) / layout.every_ns;
+  }
+  std::vector<std::vector<uint8_t>> keys;
+  std::vector<Row> rows = readRows(source, layout, before, keys);
+  mergeSamePrintedKeys(layout, rows, decoder);
+  Table table = tableOfRows(layout, rows, &decoder, wall_ns, max_rows);
   if (drain) {
     // An array's entry cannot go: it is zeroed (every CPU's copy, for a per-CPU one).
     std::vector<uint8_t> zeros((layout.value_size + 7) / 8 * 8 *
@@ -337,6 +354,54 @@ Table readTable(TableSource& source, const AggregateLayout& layout, TableRead re
     }
   }
   return table;
+}
+
+void countInto(const AggregateSlot& s, uint8_t* value, int64_t x) {
+  uint8_t* p = value + s.offset;
+  auto add = [](uint8_t* at, uint64_t n) { writeU64(at, readU64(at) + n); };
+  switch (s.kind) {
+    case AggregateKind::Count:
+    case AggregateKind::Top: add(p, 1); break;
+    case AggregateKind::Sum: add(p, static_cast<uint64_t>(x)); break;
+    case AggregateKind::Avg:
+      add(p, static_cast<uint64_t>(x));
+      add(p + 8, 1);
+      break;
+    case AggregateKind::Min:
+    case AggregateKind::Max: {
+      uint64_t encoded = plan::encodeExtreme(s.kind, s.is_signed, static_cast<uint64_t>(x));
+      if (!readU64(p) || encoded > readU64(p + 8)) writeU64(p + 8, encoded);
+      writeU64(p, 1);
+      break;
+    }
+    case AggregateKind::Hist:
+    case AggregateKind::Lhist: {
+      add(p, static_cast<uint64_t>(x));
+      uint32_t bucket = 0;
+      if (s.kind == AggregateKind::Hist) {
+        bool below_one = s.is_signed ? x < 1 : static_cast<uint64_t>(x) < 1;
+        bucket = below_one ? 0 : 64 - static_cast<uint32_t>(__builtin_clzll(static_cast<uint64_t>(x)));
+      } else if (x < s.lo) {
+        bucket = 0;
+      } else if (x >= s.hi) {
+        bucket = s.buckets - 1;
+      } else {
+        bucket = 1 + static_cast<uint32_t>((x - s.lo) / s.step);
+      }
+      bucket = std::min(bucket, s.buckets - 1);
+      add(value + plan::bucketsOffset(s) + 8 * bucket, 1);
+      break;
+    }
+  }
+}
+
+Table tableOfGroups(const AggregateLayout& layout, std::vector<CountedGroup>& groups, int64_t wall_ns,
+                    uint64_t max_rows) {
+  std::vector<Row> rows;
+  rows.reserve(groups.size());
+  // Each group is one an event counted in.
+  for (CountedGroup& g : groups) rows.push_back(Row{{}, g.value, &g.keys});
+  return tableOfRows(layout, rows, nullptr, wall_ns, max_rows);
 }
 
 }  // namespace kq::engine

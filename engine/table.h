@@ -83,6 +83,18 @@ struct Table {
 Table readTable(TableSource& source, const plan::AggregateLayout& layout, TableRead read,
                 RecordDecoder& decoder, int64_t now_ns, int64_t wall_ns, uint64_t max_rows = 0);
 
+/// A group counted in user space (a replay's query): its keys, and its value laid out as
+/// the kernel's map value (AggregateLayout::slots' offsets, value_size bytes).
+struct CountedGroup {
+  std::vector<Value> keys;
+  std::vector<uint8_t> value;
+};
+/// Counts `x` into a group's `value` for `slot`, as the kernel's program does.
+void countInto(const plan::AggregateSlot& slot, uint8_t* value, int64_t x);
+/// The table of `groups`, sorted, cut and summed as readTable does a map's.
+Table tableOfGroups(const plan::AggregateLayout& layout, std::vector<CountedGroup>& groups, int64_t wall_ns,
+                    uint64_t max_rows = 0);
+
 /// A histogram's bucket bounds: [lo, hi); nullopt for an open end.
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucketBounds(const plan::AggregateSlot& s,
                                                                        uint32_t i);

@@ -380,6 +380,12 @@ std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& 
   return std::make_unique<TextSink>(plan, context, out, err, options);
 }
 
+std::optional<OutputFormat> outputFormat(const std::string& word) {
+  if (word == "text") return OutputFormat::Text;
+  if (word == "json") return OutputFormat::Json;
+  return std::nullopt;
+}
+
 std::unique_ptr<Sink> makeSink(OutputFormat format, const plan::ProgramPlan& plan,
                                PrintContext& context, std::ostream& out, std::ostream& err,
                                const TextOptions& options) {

@@ -73,6 +73,12 @@ query
   : TRACE probe (',' probe)* (AS name)? clause*
   ;
 
+// `kq replay FILE 'group by comm select count()'`: a query over a recording's events, its
+// probes (which of the recorded ones it reads) optional.
+replayQuery
+  : (TRACE probe (',' probe)*)? clause* EOF
+  ;
+
 // Clauses may come in any order (`group by reason select count()` reads well, and so does
 // `select count() group by reason`); the AST builder reports a repeated one (but `join`s
 // chain). A join's own `where` comes before its `on`, so a `where` after `on` is the query's.

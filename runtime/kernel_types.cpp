@@ -108,6 +108,13 @@ KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against, bool id
       ids_trusted_(compiled_against != nullptr || ids_are_this_kernels),
       vmlinux_loaded_(compiled_against != nullptr) {}
 
+KernelTypes::KernelTypes(::btf* recorded, std::unordered_map<std::string, uint32_t> by_spelling,
+                         std::unordered_map<uint32_t, uint32_t> by_id)
+    : vmlinux_(recorded), owned_vmlinux_(recorded), vmlinux_loaded_(true), modules_loaded_(true),
+      recorded_(true), recorded_ids_(std::move(by_id)) {
+  for (auto& [spelling, id] : by_spelling) found_[spelling] = {recorded, id};
+}
+
 KernelTypes::~KernelTypes() {
   // Modules first: each is split on top of vmlinux.
   for (::btf* module : modules_) btf__free(module);
@@ -159,6 +166,10 @@ KernelType KernelTypes::find(const std::string& spelling) {
 }
 
 KernelType KernelTypes::byVmlinuxId(uint32_t id) {
+  if (recorded_) {
+    auto it = recorded_ids_.find(id);
+    return it == recorded_ids_.end() || !vmlinux_ ? KernelType{} : KernelType{vmlinux_, it->second};
+  }
   if (!ids_trusted_ || !id || !vmlinux() || id >= btf__type_cnt(vmlinux_)) return {};
   return {vmlinux_, id};
 }

@@ -34,6 +34,11 @@ class KernelTypes {
   /// file is loaded when a type is first wanted and the ids are trusted.
   explicit KernelTypes(std::string dir = "/sys/kernel/btf",
                        const ::btf* compiled_against = nullptr, bool ids_are_this_kernels = false);
+  /// The types recorded with a session (record/): `recorded` (owned), and the type each
+  /// spelling and each vmlinux id of the recorded layouts stood for. Nothing is read from
+  /// the machine, and a name not recorded is looked up in `recorded` only.
+  KernelTypes(::btf* recorded, std::unordered_map<std::string, uint32_t> by_spelling,
+              std::unordered_map<uint32_t, uint32_t> by_id);
   ~KernelTypes();
   KernelTypes(const KernelTypes&) = delete;
   KernelTypes& operator=(const KernelTypes&) = delete;
@@ -55,6 +60,8 @@ class KernelTypes {
   bool modules_loaded_ = false;
   std::vector<::btf*> modules_;
   std::unordered_map<std::string, KernelType> found_;
+  bool recorded_ = false;
+  std::unordered_map<uint32_t, uint32_t> recorded_ids_;
 };
 
 /// Within one BTF object (a split BTF sees its base's types too), the type spelled

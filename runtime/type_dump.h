@@ -35,6 +35,10 @@ class TypeDumper {
   /// out (null without BTF).
   nlohmann::ordered_json recordJson(const plan::FieldLayout& f, const uint8_t* bytes);
 
+  /// The kernel's type for `f` (an Enum or Record field): by its name, else (when the ids
+  /// are this kernel's) its id; empty when there is none.
+  KernelType typeOf(const plan::FieldLayout& f);
+
   /// The casts of a text dump (`struct sk_buff *`), made once per type.
   class Casts {
    public:
@@ -45,9 +49,6 @@ class TypeDumper {
   };
 
  private:
-  /// The kernel's type for `f`: by its name, else (when the ids are this kernel's) its id.
-  KernelType typeOf(const plan::FieldLayout& f);
-
   KernelTypes* types_;
   std::unordered_map<const plan::FieldLayout*, KernelType> fields_;
   Casts casts_;

@@ -117,6 +117,17 @@ class Builder {
     return q;
   }
 
+  // replayQuery : (TRACE probe (',' probe)*)? clause* EOF
+ public:
+  Query replayQuery(P::ReplayQueryContext* ctx) {
+    Query q;
+    q.range = range(ctx);
+    for (P::ProbeContext* probe : ctx->probe()) q.probes.push_back(this->probe(probe));
+    q.clauses = clauses(ctx->clause());
+    return q;
+  }
+
+ private:
   // clause : JOIN probe AS name (WHERE expr)? ON expr (WITHIN NUMBER)? | WHERE expr
   //        | SELECT selectItem (',' selectItem)* | GROUP BY expr (',' expr)*
   //        | EVERY NUMBER | FOR NUMBER | LIMIT NUMBER | TRACK
@@ -492,6 +503,10 @@ class Builder {
 
 Script buildScript(P::ScriptContext* tree, const TokenSource& source, Diagnostics& diags) {
   return Builder(source, diags).script(tree);
+}
+
+Query buildReplayQuery(P::ReplayQueryContext* tree, const TokenSource& source, Diagnostics& diags) {
+  return Builder(source, diags).replayQuery(tree);
 }
 
 }  // namespace kq::parse

@@ -15,5 +15,7 @@ constexpr size_t kMaxNesting = 1000;
 
 ast::Script buildScript(kqgrammar::KqParser::ScriptContext* tree, const TokenSource& source,
                         Diagnostics& diags);
+ast::Query buildReplayQuery(kqgrammar::KqParser::ReplayQueryContext* tree, const TokenSource& source,
+                            Diagnostics& diags);
 
 }  // namespace kq::parse

@@ -69,8 +69,13 @@ class FallbackListener : public antlr4::BaseErrorListener {
 
 }  // namespace
 
-std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file,
-                                       Diagnostics& diags) {
+namespace {
+
+/// Lexes and parses `file` with the grammar's rule `entry`, reporting every error; then
+/// `build` makes the AST of the tree. Nothing when any error was reported.
+template <class Entry, class Build>
+auto parseWith(const SourceManager& sources, FileId file, Diagnostics& diags, Entry entry, Build build)
+    -> std::optional<decltype(build(entry(std::declval<kqgrammar::KqParser&>()), std::declval<TokenSource&>()))> {
   const SourceFile& text = sources.file(file);
   size_t errors_before = diags.errorCount();
   if (!checkInputText(text, file, diags)) return std::nullopt;
@@ -105,9 +110,9 @@ std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file
   parser.addErrorListener(&fallback);
   parser.setErrorHandler(std::make_shared<SyntaxErrorStrategy>(source, diags));
 
-  kqgrammar::KqParser::ScriptContext* tree = nullptr;
+  decltype(entry(parser)) tree = nullptr;
   try {
-    tree = parser.script();
+    tree = entry(parser);
   } catch (const NestingLimitReached& limit) {
     diags.report(DiagKind::NestingTooDeep, source.range(limit.token),
                  fmt::format("expression nests more than {} levels deep", kMaxNesting))
@@ -115,16 +120,35 @@ std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file
     return std::nullopt;
   }
   if (diags.errorCount() > errors_before) return std::nullopt;
-
-  if (tree->item().empty()) {
-    diags.report(DiagKind::EmptyInput, {file, 0, 0}, "the input has no query")
-        .note("a query starts with `trace`, for example: trace syscall:openat");
-    return std::nullopt;
-  }
-
-  ast::Script script = buildScript(tree, source, diags);
+  auto built = build(tree, source);
   if (diags.errorCount() > errors_before) return std::nullopt;
-  return script;
+  return built;
+}
+
+}  // namespace
+
+std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file,
+                                       Diagnostics& diags) {
+  std::optional<std::optional<ast::Script>> script = parseWith(
+      sources, file, diags, [](kqgrammar::KqParser& p) { return p.script(); },
+      [&](kqgrammar::KqParser::ScriptContext* tree, TokenSource& source) -> std::optional<ast::Script> {
+        if (tree->item().empty()) {
+          diags.report(DiagKind::EmptyInput, {file, 0, 0}, "the input has no query")
+              .note("a query starts with `trace`, for example: trace syscall:openat");
+          return std::nullopt;
+        }
+        return buildScript(tree, source, diags);
+      });
+  if (!script || !*script) return std::nullopt;
+  return std::move(**script);
+}
+
+std::optional<ast::Query> parseReplayQuery(const SourceManager& sources, FileId file, Diagnostics& diags) {
+  return parseWith(
+      sources, file, diags, [](kqgrammar::KqParser& p) { return p.replayQuery(); },
+      [&](kqgrammar::KqParser::ReplayQueryContext* tree, TokenSource& source) {
+        return buildReplayQuery(tree, source, diags);
+      });
 }
 
 }  // namespace kq::parse

@@ -16,4 +16,8 @@ constexpr size_t kMaxInputBytes = 256 * 1024;
 std::optional<ast::Script> parseScript(const SourceManager& sources, FileId file,
                                        Diagnostics& diags);
 
+/// Parses a query over a recording's events (`kq replay FILE QUERY`): clauses, with
+/// `trace PROBE, ...` first if it names which recorded probes it reads.
+std::optional<ast::Query> parseReplayQuery(const SourceManager& sources, FileId file, Diagnostics& diags);
+
 }  // namespace kq::parse

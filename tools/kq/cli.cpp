@@ -25,6 +25,7 @@
 #include "engine/event_lines.h"
 #include "runtime/fd_output.h"
 #include "driver/commands.h"
+#include "record/replay.h"
 #include "serve/serve.h"
 #include "repl/repl.h"
 #include "driver/compile.h"
@@ -160,8 +161,11 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                  "(the verifier's log)")
       ->check(CLI::IsMember({"ast", "types", "plan", "ir", "bpf", "verifier"}))
       ->type_name("FORM");
-  app.add_option("-f,--format", request.format, "how events are printed: text (for people) or json")
-      ->check(CLI::IsMember({"text", "json"}))
+  app.add_option("-f,--format", request.format,
+                 "how events are printed: text (for people), json (for machines), pcapng (their packets, "
+                 "for Wireshark: with --packet-bytes), folded (stack tables, for flame graphs) or perfetto "
+                 "(calls as slices on a timeline)")
+      ->check(CLI::IsMember({"text", "json", "pcapng", "folded", "perfetto"}))
       ->type_name("FORMAT");
   app.add_option("-o,--output", request.output_path,
                  "write events and tables to FILE (replacing it) instead of standard output")
@@ -261,6 +265,42 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
       "  kq list 'syscall:open*'      system calls\n"
       "  kq list packet               the functions packet mode traces");
 
+  CLI::App* record = app.add_subcommand(
+      "record", "run a query or script, printing it as kq does, and keep its events in FILE for `kq replay`");
+  addInputOptions(*record, request);
+  record->add_option("-o,--output", request.record_path, "the recording to write (replaced)")
+      ->required()
+      ->type_name("FILE");
+  record->add_option("--max-size", request.max_size,
+                     "stop once the recording holds this much (`1G`, `512M`)")
+      ->type_name("SIZE");
+  record->add_flag("-q,--quiet", request.quiet, "record without printing the events");
+  record->add_option("--packet-bytes", request.packet_bytes,
+                     "keep the first N bytes of each event's packet, from its network header, in "
+                     "every probe with an skb (for `-f pcapng`)")
+      ->check(CLI::Range(1, 1500))
+      ->type_name("N");
+  record->footer(
+      "-d, -c, -p, -f and the other options of a run work as they do there.\n"
+      "Examples:\n"
+      "  kq record -o opens.kqr -d 10s 'trace syscall:openat select comm, str(filename)'\n"
+      "  kq replay opens.kqr                              prints what the run printed\n"
+      "  kq replay opens.kqr 'group by comm select comm, count()'\n"
+      "See docs/record.md.");
+
+  std::string replay_path;
+  std::string replay_query;
+  bool replay_info = false;
+  CLI::App* replay = app.add_subcommand(
+      "replay", "print a recording of `kq record` again, or ask it a new query; no root, BTF or kernel needed");
+  replay->add_option("recording", replay_path, "the file `kq record -o` wrote")->required()->type_name("FILE");
+  replay->add_option("query", replay_query,
+                     "a new query over the recorded events: `where ...`, `group by ...`, `select ...` "
+                     "(`trace PROBE ...` picks the recorded probes it reads)")
+      ->type_name("QUERY");
+  replay->add_flag("--info", replay_info, "say where and when it was recorded, what it holds and lost, and stop");
+  replay->footer("-f, -o, --prefix, --structs and --packet-view work as for a run (default: as the run printed).");
+
   serve::ServeOptions serve_options;
   CLI::App* serve = app.add_subcommand(
       "serve", "run scripts until stopped, their tables as Prometheus metrics on /metrics");
@@ -294,7 +334,7 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   // `kq lsit tcp_*`: a word that is no command, file or query, but is near a command.
   if (!args.empty() && args[0].find_first_of(" \t\n:/.") == std::string::npos && args[0][0] != '-') {
     struct stat st {};
-    std::vector<std::string_view> commands = {"check", "build", "run", "info", "list", "serve"};
+    std::vector<std::string_view> commands = {"check", "build", "run", "info", "list", "serve", "record", "replay"};
     std::optional<std::string> close = sema::closestName(args[0], commands);
     if (close && *close != args[0] && ::stat(args[0].c_str(), &st) != 0) {
       io.err << "kq: error: `" << args[0] << "` is not a command of kq's; did you mean `kq " << *close << "`?\n";
@@ -322,6 +362,29 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
     return serve::runServe(serve_options, io);
   }
   if (list->parsed()) return driver::runList(request.what, request.btf, io);
+  if (replay->parsed()) {
+    record::ReplayRequest r;
+    r.path = replay_path;
+    r.query = replay_query;
+    r.info = replay_info;
+    r.output_path = request.output_path;
+    if (app.get_option("-f")->count() > 0) r.format = request.format;
+    if (app.get_option("--prefix")->count() > 0) r.prefix = request.prefix;
+    if (app.get_option("--structs")->count() > 0) r.structs = request.structs;
+    if (app.get_option("--packet-view")->count() > 0) r.packet_view = request.packet_view;
+    if (app.get_option("--stack-offsets")->count() > 0) r.stack_offsets = true;
+    r.color = request.color;
+    return record::runReplay(r, io.out, io.err);
+  }
+  if (record->parsed() && app.get_option("-o")->count() > 0) {
+    io.err << "kq record: error: -o names the recording; give it once, after `record`\n";
+    return 2;
+  }
+  if (record->parsed() && !request.max_size.empty() && !driver::byteSize(request.max_size)) {
+    io.err << "kq record: error: --max-size takes a size of 4k or more (`1G`, `512M`), not `" << request.max_size
+           << "`\n";
+    return 2;
+  }
   std::optional<std::pair<std::string, std::string>> piped;
   if (!request.expression && request.input.empty()) {
     // No query: at a terminal (or with --repl), an interactive session; otherwise a script
