@@ -8,6 +8,7 @@
 #include "compiler/parse/parse.h"
 #include "compiler/sema/sema.h"
 #include "driver/build.h"
+#include "driver/packet_bytes.h"
 #include "driver/run.h"
 
 namespace kq::driver {
@@ -50,6 +51,20 @@ int checkAndRun(const Request& request, const std::string& name, std::string tex
   if (run_after && request.btf.empty()) (void)host::mountTracefs();
   std::optional<sema::CheckedProgram> checked =
       sema::analyze(*script, sources, *env->btf, *env->kernel, diags);
+  if (checked && request.packet_bytes && run_after && !request.build) {
+    // Checked again with the packet's columns where the first check found packets.
+    if (addPacketColumns(*script, *checked, request.packet_bytes, sources) > 0) {
+      Diagnostics again;
+      checked = sema::analyze(*script, sources, *env->btf, *env->kernel, again);
+      if (!checked) {
+        renderDiagnostics(again, sources, io.err, render);
+        return 1;
+      }
+    } else {
+      io.err << "kq: note: --packet-bytes keeps nothing: no query prints events of a probe with one "
+                "`struct sk_buff *`\n";
+    }
+  }
   if (!checked || !run_after || request.dump == "types") {
     renderDiagnostics(diags, sources, io.err, render);
   }

@@ -222,7 +222,10 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   std::optional<std::string> cache_key;
   std::filesystem::path cache = running_kernel && !dump_only ? objectCacheDirectory() : std::filesystem::path();
   if (!cache.empty()) {
-    cache_key = objectCacheKey(sources.file(file).name(), sources.file(file).text(), options, request.attach);
+    // --packet-bytes adds columns the text does not show.
+    std::string text = sources.file(file).text();
+    if (request.packet_bytes) text += fmt::format("\n# --packet-bytes {}", request.packet_bytes);
+    cache_key = objectCacheKey(sources.file(file).name(), text, options, request.attach);
   }
   std::optional<lower::CompiledProgram> compiled;
   if (cache_key) compiled = cachedObject(cache, *cache_key);

@@ -9,10 +9,19 @@
 #include <fmt/format.h>
 #include <fmt/printf.h>
 
+#include "engine/sinks.h"
 #include "runtime/printed.h"
 #include "runtime/type_dump.h"
 
 namespace kq::engine {
+namespace {
+
+bool isPacketColumn(const plan::FieldLayout& f) {
+  return f.name == kPacketBytesColumn || f.name == kPacketLengthColumn || f.name == kPacketLinearColumn ||
+         f.name == kPacketNetnsColumn;
+}
+
+}  // namespace
 
 using plan::FieldKind;
 using plan::FieldLayout;
@@ -332,7 +341,8 @@ const DecodedEvent* RecordDecoder::decode(const uint8_t* data, size_t size) {
   e.values.resize(probe.fields.size());
   for (size_t i = 0; i < probe.fields.size(); ++i) {
     const FieldLayout& f = probe.fields[i];
-    if (f.hidden || f.offset + f.size > size) {
+    // Hidden fields are read by others, not decoded; but a packet's capture is for a sink.
+    if ((f.hidden && !isPacketColumn(f)) || f.offset + f.size > size) {
       e.values[i].kind = ValueKind::Missing;
       continue;
     }

@@ -48,7 +48,7 @@ class JsonSink : public Sink {
     }
     if (layout_.queries > 1 || options_.always_query) nameQuery(j, probe.query);
     for (size_t i = 0; i < probe.fields.size(); ++i) {
-      if (e.values[i].kind == ValueKind::Missing) continue;
+      if (e.values[i].kind == ValueKind::Missing || probe.fields[i].hidden) continue;
       put(j, probe.fields[i].name, value(probe.fields[i], e.values[i]));
     }
     out_ << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";

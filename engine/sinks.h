@@ -18,7 +18,7 @@
 
 namespace kq::engine {
 
-enum class OutputFormat { Text, Json };
+enum class OutputFormat { Text, Json, Pcapng, Folded, Perfetto };
 /// `-f`'s word for a format, or nullopt.
 std::optional<OutputFormat> outputFormat(const std::string& word);
 
@@ -34,6 +34,23 @@ struct JsonOptions {
 
 std::unique_ptr<Sink> makeJsonSink(const plan::ProgramPlan& plan, PrintContext& context,
                                    std::ostream& out, std::ostream& err, JsonOptions options = {});
+/// The hidden columns `--packet-bytes` adds to a query of packets (driver/packet_bytes.h),
+/// which the pcap-ng sink writes: the bytes from the network header, the packet's length
+/// from there, how much of it was readable, the task's network namespace.
+inline constexpr const char* kPacketBytesColumn = "packet_bytes";
+inline constexpr const char* kPacketLengthColumn = "packet_len";
+inline constexpr const char* kPacketLinearColumn = "packet_linear";
+inline constexpr const char* kPacketNetnsColumn = "packet_netns";
+
+/// Files for other tools (engine/data_sink.h): packets as pcap-ng, stacks folded for flame
+/// graphs, events as a Perfetto timeline.
+std::unique_ptr<Sink> makePcapngSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out,
+                                     std::ostream& err);
+std::unique_ptr<Sink> makeFoldedSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out,
+                                     std::ostream& err);
+std::unique_ptr<Sink> makePerfettoSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out,
+                                       std::ostream& err);
+
 /// How the session ended, before either sink's summary: the -p process exited, the output
 /// could not be written.
 void sayEnding(const SessionResult& result, std::ostream& err);

@@ -98,6 +98,7 @@ class TextSink : public Sink {
     for (size_t i = 0; i < probe.fields.size(); ++i) {
       const FieldLayout& f = probe.fields[i];
       const Value& v = e.values[i];
+      if (f.hidden) continue;  // kept for another sink (`--packet-bytes`), never shown
       if (v.kind == ValueKind::Record) {
         std::string dump = full_structs_ ? context_.types.recordText(f, v.bytes.data())
                                          : context_.types.recordLine(f, v.bytes.data());
@@ -256,7 +257,7 @@ class TextSink : public Sink {
     p.reason = e.packet->reason;
     for (size_t i = 0; i < probe.fields.size(); ++i) {
       const Value& v = e.values[i];
-      if (v.kind == ValueKind::Missing || probe.fields[i].is_capture) continue;
+      if (v.kind == ValueKind::Missing || probe.fields[i].is_capture || probe.fields[i].hidden) continue;
       // A field as one cell: a struct as its address, a stack folded.
       p.values.push_back(v.kind == ValueKind::Record ? fmt::format("0x{:x}", v.u) : v.text);
     }
@@ -383,13 +384,22 @@ std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& 
 std::optional<OutputFormat> outputFormat(const std::string& word) {
   if (word == "text") return OutputFormat::Text;
   if (word == "json") return OutputFormat::Json;
+  if (word == "pcapng") return OutputFormat::Pcapng;
+  if (word == "folded") return OutputFormat::Folded;
+  if (word == "perfetto") return OutputFormat::Perfetto;
   return std::nullopt;
 }
 
 std::unique_ptr<Sink> makeSink(OutputFormat format, const plan::ProgramPlan& plan,
                                PrintContext& context, std::ostream& out, std::ostream& err,
                                const TextOptions& options) {
-  if (format == OutputFormat::Json) return makeJsonSink(plan, context, out, err);
+  switch (format) {
+    case OutputFormat::Text: break;
+    case OutputFormat::Json: return makeJsonSink(plan, context, out, err);
+    case OutputFormat::Pcapng: return makePcapngSink(plan, context, out, err);
+    case OutputFormat::Folded: return makeFoldedSink(plan, context, out, err);
+    case OutputFormat::Perfetto: return makePerfettoSink(plan, context, out, err);
+  }
   return makeTextSink(plan, context, out, err, options);
 }
 

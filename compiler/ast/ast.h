@@ -308,6 +308,9 @@ struct SelectItem {
   ExprPtr expr;
   std::optional<std::string> alias;
   SourceRange range;
+  /// Kept in each record for a sink, never shown (`--packet-bytes`: the packet's bytes for
+  /// `-f pcapng`); a query whose items are all hidden shows what it would without them.
+  bool hidden = false;
 };
 
 /// A clause that takes one number: `every 1s`, `for 10s`, `limit 20`.

@@ -316,13 +316,16 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
   const sema::ResolvedTarget& target = probe.chain.back();
   const std::optional<ast::CaptureList>* captures = target.target->captures();
   bool has_list = captures && *captures;
-  bool all = !has_list && query.shape.columns.empty();
+  // Hidden columns (`--packet-bytes`) change nothing of what is shown.
+  bool shows_columns = std::any_of(query.shape.columns.begin(), query.shape.columns.end(),
+                                   [](const sema::Column& c) { return !c.hidden; });
+  bool all = !has_list && !shows_columns;
   bool packet = std::holds_alternative<ast::PacketTarget>(target.target->kind);
   // A packet's function and address are shown by the per-packet view (hidden fields).
   if (packet) all = false;
   // With `select`, a capture list only names the arguments (`trace tcp_sendmsg(sk, size)
   // select comm, size`): the columns are what `select` says.
-  if (query.shape.columns.empty()) addCaptures(fields, probe, all, options);
+  if (!shows_columns) addCaptures(fields, probe, all, options);
   for (const sema::Column& column : query.shape.columns) {
     const ast::Expr& e = *column.expr;
     if (auto use = probe.formats.find(&e); use != probe.formats.end()) {
@@ -340,6 +343,7 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
     const sema::Type* type = probe.exprs.at(&e).type;
     FieldLayout f = fieldFor(probe.exprs, &e, type, column.name, options);
     markSyscallReturn(f, probe, &e, nullptr);
+    f.hidden = f.hidden || column.hidden;
     addField(fields, Field{std::move(f), &e, 0, type});
   }
   if (packet) addPacketFields(fields, target, options);

@@ -186,6 +186,7 @@ struct Column {
   std::string name;
   /// Aggregate queries: the `group by` key it shows, or -1 for an aggregate.
   int32_t key = -1;
+  bool hidden = false;  // ast::SelectItem::hidden
 };
 
 /// What a query prints, decided once for all its probes (query_shape.cpp).

@@ -177,7 +177,7 @@ void checkEventQuery(Context& ctx, ResolvedQuery& query) {
   }
   for (const ast::SelectItem& item : clauses.select) {
     query.shape.columns.push_back(
-        {item.expr.get(), item.alias ? *item.alias : sourceText(ctx.sources, *item.expr), -1});
+        {item.expr.get(), item.alias ? *item.alias : sourceText(ctx.sources, *item.expr), -1, item.hidden});
   }
 }
 

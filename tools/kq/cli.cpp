@@ -184,6 +184,11 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                  "members, nested ones as {…}; the default) or full (every member, a line each)")
       ->check(CLI::IsMember({"compact", "full"}))
       ->type_name("compact|full");
+  app.add_option("--packet-bytes", request.packet_bytes,
+                 "keep the first N bytes (1 to 1024) of each event's packet, from its network header, in "
+                 "every query of events at a probe with one skb: what -f pcapng writes (default with it: 256)")
+      ->check(CLI::Range(1, 1024))
+      ->type_name("N");
   app.add_flag("--stack-offsets", request.stack_offsets,
                "a stack that is a table's key keeps each frame's +0x offset (by default its frames "
                "are functions, and stacks alike in them are one group)");
@@ -275,11 +280,6 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                      "stop once the recording holds this much (`1G`, `512M`)")
       ->type_name("SIZE");
   record->add_flag("-q,--quiet", request.quiet, "record without printing the events");
-  record->add_option("--packet-bytes", request.packet_bytes,
-                     "keep the first N bytes of each event's packet, from its network header, in "
-                     "every probe with an skb (for `-f pcapng`)")
-      ->check(CLI::Range(1, 1500))
-      ->type_name("N");
   record->footer(
       "-d, -c, -p, -f and the other options of a run work as they do there.\n"
       "Examples:\n"
@@ -433,6 +433,8 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
     request.format = request.output_path;
     request.output_path.clear();
   }
+  // pcap-ng is made of packets: keep some of each unless told how much.
+  if (request.format == "pcapng" && request.packet_bytes == 0) request.packet_bytes = 256;
   std::optional<OutputFile> output_file;
   if (!request.output_path.empty()) {
     output_file.emplace(request.output_path);

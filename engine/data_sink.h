@@ -1,0 +1,47 @@
+// What the sinks of files for other tools (pcap-ng, folded stacks, a Perfetto timeline)
+// share: their data goes to `out`, and everything said to people (errors, losses, the
+// summary) is said on `err` exactly as the text sink says it, by a text sink whose own
+// output goes nowhere.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <streambuf>
+
+#include "engine/print_context.h"
+#include "engine/sink.h"
+#include "engine/sinks.h"
+#include "plan/program_plan.h"
+#include "runtime/fd_output.h"
+
+namespace kq::engine {
+
+class DataSink : public Sink {
+ public:
+  DataSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
+      : out_(out), nowhere_(&discard_), words_(makeTextSink(plan, context, nowhere_, err)) {}
+
+  void onTable(const Table& table) override { words_->onTable(table); }
+  void onQueryEnd(uint32_t query, const QueryStats& stats) override { words_->onQueryEnd(query, stats); }
+  void onLoss(uint32_t query, const QueryStats& stats) override { words_->onLoss(query, stats); }
+  void onSummary(const SessionResult& result) override { words_->onSummary(result); }
+  void onError(const std::string& message) override { words_->onError(message); }
+  void flush() override { out_.flush(); }
+  bool failed() const override { return out_.bad(); }
+  std::string failure() const override { return runtime::outputFailure(out_); }
+  bool readerGone() const override { return runtime::readerGone(out_); }
+
+ protected:
+  std::ostream& out_;
+
+ private:
+  class Discard : public std::streambuf {
+    int overflow(int c) override { return c; }
+    std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+  };
+  Discard discard_;
+  std::ostream nowhere_;
+  std::unique_ptr<Sink> words_;
+};
+
+}  // namespace kq::engine
