@@ -87,7 +87,7 @@ class PerfettoSink : public DataSink {
            {"args", {{"name", e.comm}}}});
   }
   void write(const Json& j) {
-    out_ << (first_ ? "" : ",\n") << j.dump();
+    out_ << (first_ ? "" : ",\n") << j.dump(-1, ' ', false, Json::error_handler_t::replace);
     first_ = false;
   }
 

@@ -49,7 +49,7 @@ std::string encodeMeta(const RecordingMeta& m) {
       {"structs", m.structs},             {"stack_offsets", m.stack_offsets},
       {"packet_bytes", m.packet_bytes},
   };
-  return j.dump();
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::optional<RecordingMeta> decodeMeta(const std::string& text, std::string* error) {
