@@ -105,8 +105,9 @@ engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& 
           return engine::makeSink(format, portable.plan, context, io.out, io.err, text);
         }
         recorder = made->get();
-        if (request.quiet) return made.take();
-        return std::make_unique<engine::TeeSink>(engine::makeSink(format, portable.plan, context, io.out, io.err, text),
+        // -q: nothing printed but what is said on standard error (the summary, losses).
+        std::ostream& printed = request.quiet ? engine::discardedOutput() : io.out;
+        return std::make_unique<engine::TeeSink>(engine::makeSink(format, portable.plan, context, printed, io.err, text),
                                                  made.take());
       },
       stop, std::move(options), [&](engine::Session& session) {

@@ -6,7 +6,6 @@
 
 #include <memory>
 #include <ostream>
-#include <streambuf>
 
 #include "engine/print_context.h"
 #include "engine/sink.h"
@@ -19,7 +18,7 @@ namespace kq::engine {
 class DataSink : public Sink {
  public:
   DataSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
-      : out_(out), nowhere_(&discard_), words_(makeTextSink(plan, context, nowhere_, err)) {}
+      : out_(out), words_(makeTextSink(plan, context, discardedOutput(), err)) {}
 
   void onTable(const Table& table) override { words_->onTable(table); }
   void onQueryEnd(uint32_t query, const QueryStats& stats) override { words_->onQueryEnd(query, stats); }
@@ -35,12 +34,6 @@ class DataSink : public Sink {
   std::ostream& out_;
 
  private:
-  class Discard : public std::streambuf {
-    int overflow(int c) override { return c; }
-    std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-  };
-  Discard discard_;
-  std::ostream nowhere_;
   std::unique_ptr<Sink> words_;
 };
 

@@ -51,6 +51,9 @@ std::unique_ptr<Sink> makeFoldedSink(const plan::ProgramPlan& plan, PrintContext
 std::unique_ptr<Sink> makePerfettoSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out,
                                        std::ostream& err);
 
+/// An output that keeps nothing: a sink's events go nowhere, what it says to people to `err`.
+std::ostream& discardedOutput();
+
 /// How the session ended, before either sink's summary: the -p process exited, the output
 /// could not be written.
 void sayEnding(const SessionResult& result, std::ostream& err);

@@ -381,6 +381,16 @@ std::unique_ptr<Sink> makeTextSink(const plan::ProgramPlan& plan, PrintContext& 
   return std::make_unique<TextSink>(plan, context, out, err, options);
 }
 
+std::ostream& discardedOutput() {
+  struct Discard : std::streambuf {
+    int overflow(int c) override { return c; }
+    std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+  };
+  static Discard discard;
+  static std::ostream nowhere(&discard);
+  return nowhere;
+}
+
 std::optional<OutputFormat> outputFormat(const std::string& word) {
   if (word == "text") return OutputFormat::Text;
   if (word == "json") return OutputFormat::Json;
