@@ -91,7 +91,7 @@ class FoldedSink : public DataSink {
       const std::vector<std::string>& frames = (*s)->frames;
       for (auto f = frames.rbegin(); f != frames.rend(); ++f) line += (line.empty() ? "" : ";") + frameText(*f);
     }
-    if (line.empty()) line = "[no stack]";
+    if (line.empty()) line = "[no_stack]";  // a kernel stack sampled in user mode is empty
     lines_[line] += n;
   }
 

@@ -22,7 +22,7 @@ Result<std::unique_ptr<Recording>> Recording::open(const std::string& path) {
       return Error{fmt::format("`{}` is cut short at byte {}, before its {} block", path, at, blockKindName(want))};
     }
     if (block.kind != want) {
-      return Error{fmt::format("`{}` is corrupted at byte {}: a {} block where its {} block should be", path,
+      return Error{fmt::format("`{}` is corrupted at byte {}: the block there is of kind {}, where its {} block should be", path,
                                block.offset, blockKindName(block.kind), blockKindName(want))};
     }
     std::string error;
@@ -55,7 +55,7 @@ bool Recording::play(engine::Sink& sink) {
   bool ended = false;
   while (reader_->next(block)) {
     if (ended) {
-      error_ = fmt::format("`{}` is corrupted at byte {}: a {} block after its end block", reader_->path(),
+      error_ = fmt::format("`{}` is corrupted at byte {}: a block (of kind {}) after its end block", reader_->path(),
                            block.offset, blockKindName(block.kind));
       return false;
     }

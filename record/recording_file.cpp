@@ -100,12 +100,16 @@ Result<std::unique_ptr<RecordingReader>> RecordingReader::open(const std::string
   if (n < sizeof header) {
     return Error{fmt::format("`{}` is cut short at byte {}, in its 16-byte header", path, n)};
   }
-  uint32_t version;
+  uint32_t version, reserved;
   std::memcpy(&version, header + 8, sizeof version);
+  std::memcpy(&reserved, header + 12, sizeof reserved);
   if (version != kRecordingFormat) {
     return Error{fmt::format("`{}` is a recording of format {}; this kq reads format {} (record it again "
                              "with this kq, or replay it with the kq that recorded it)",
                              path, version, kRecordingFormat)};
+  }
+  if (reserved != 0) {
+    return Error{fmt::format("`{}` is corrupted at byte 12: its header's last 4 bytes are not 0", path)};
   }
   return reader;
 }
@@ -138,7 +142,7 @@ bool RecordingReader::next(Block& block) {
   }
   uint64_t payload_at = at + sizeof header;
   if (size_ - payload_at < header.stored) {
-    return fail(fmt::format("is cut short at byte {}, in a {} block of {} bytes that begins at byte {}", size_,
+    return fail(fmt::format("is cut short at byte {}, in the {} block of {} bytes that begins at byte {}", size_,
                             blockKindName(static_cast<BlockKind>(header.kind)), header.stored, at));
   }
   std::string stored(header.stored, '\0');

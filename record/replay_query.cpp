@@ -784,6 +784,8 @@ int replayQuery(Recording& recording, const std::string& query, engine::OutputFo
     table.every_ns = clauses.every ? clauses.every->value : 0;
     table.map = "replay";
     shown.layout.aggregates.push_back(table);
+    // Its events are counted, not printed: the output is its table, as a live one's is.
+    for (plan::ProbeLayout& p : shown.layout.probes) p.writes_records = false;
   }
   if (diags.hasErrors()) return fail();
 

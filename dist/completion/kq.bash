@@ -20,12 +20,12 @@ _kq_complete() {
     cword=$COMP_CWORD
   fi
 
-  local commands="check build run info list serve"
+  local commands="check build run info list serve record replay"
   local options="-e --expr -f --format -o --output --prefix --packet-view --structs --stack-offsets -p --pid -c --command -d --duration
-                 -v --verbose --attach --dump --buffer-size --btf --color --repl --version -h --help"
+                 -v --verbose --attach --dump --buffer-size --btf --color --repl --packet-bytes --version -h --help"
 
   case $prev in
-    -f | --format) COMPREPLY=($(compgen -W "text json" -- "$cur")); return ;;
+    -f | --format) COMPREPLY=($(compgen -W "text json pcapng folded perfetto" -- "$cur")); return ;;
     --attach) COMPREPLY=($(compgen -W "fentry kprobe kprobe.multi tracepoint" -- "$cur")); return ;;
     --dump) COMPREPLY=($(compgen -W "ast types plan ir bpf verifier" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
@@ -42,14 +42,14 @@ _kq_complete() {
       return ;;
     -p | --pid) COMPREPLY=($(compgen -W "$(ls /proc 2>/dev/null | grep -E '^[0-9]+$')" -- "$cur")); return ;;
     -o | --output | --btf) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    -c | --command | -d | --duration | --buffer-size | --buffer | -e | --expr) return ;;
+    -c | --command | -d | --duration | --buffer-size | --buffer | -e | --expr | --max-size | --packet-bytes) return ;;
   esac
 
   # The command, if one was given before the word being completed.
   local command="" i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
-      check | build | run | info | list | serve) command=${words[i]}; break ;;
+      check | build | run | info | list | serve | record | replay) command=${words[i]}; break ;;
     esac
   done
 
@@ -66,6 +66,15 @@ _kq_complete() {
       COMPREPLY=($(compgen -W "--listen --check --events --events-max-bytes --remote-write
                                  --remote-write-interval --instance -h --help" -- "$cur"))
       [[ $cur != -* ]] && COMPREPLY+=($(compgen -d -- "$cur") $(compgen -f -X '!*.@(kq|o)' -- "$cur"))
+      return ;;
+    record)
+      [[ $cur == -* ]] && { COMPREPLY=($(compgen -W "-o --output -q --quiet --max-size $options" -- "$cur")); return; }
+      COMPREPLY=($(compgen -f -X '!*.kq' -- "$cur") $(compgen -d -- "$cur"))
+      return ;;
+    replay)
+      [[ $cur == -* ]] && { COMPREPLY=($(compgen -W "--info -f --format -o --output --prefix --structs --packet-view
+                                                     --stack-offsets -h --help" -- "$cur")); return; }
+      COMPREPLY=($(compgen -f -- "$cur") $(compgen -d -- "$cur"))
       return ;;
     build)
       [[ $cur == -* ]] && { COMPREPLY=($(compgen -W "-e -o --output --ipft --btf -h --help" -- "$cur")); return; }
