@@ -153,7 +153,8 @@ int runReplay(const ReplayRequest& request, std::ostream& stdout_stream, std::os
   context.key_stack_offsets = request.stack_offsets.value_or(meta.stack_offsets);
 
   if (!request.query.empty()) {
-    return replayQuery(recording, request.query, *format, text, context, *out, err, request.color);
+    return replayQuery(recording, request.query_name, request.query, *format, text, context, *out, err,
+                       request.color);
   }
   std::unique_ptr<engine::Sink> sink = engine::makeSink(*format, recording.plan().plan, context, *out, err, text);
   bool read_all = recording.play(*sink);

@@ -13,6 +13,7 @@ namespace kq::record {
 struct ReplayRequest {
   std::string path;
   std::string query;  // empty: print it as recorded
+  std::string query_name = "<query>";  // what diagnostics call it (a .kq file's path)
   bool info = false;  // --info: describe the recording
   std::string output_path;  // -o FILE
   // As the live run printed, unless given.

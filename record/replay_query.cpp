@@ -666,11 +666,11 @@ std::vector<std::string> replayFieldNames(const plan::ProbeLayout& p) {
   return names;
 }
 
-int replayQuery(Recording& recording, const std::string& query, engine::OutputFormat format,
+int replayQuery(Recording& recording, const std::string& name, const std::string& query, engine::OutputFormat format,
                 const engine::TextOptions& text, engine::PrintContext& context, std::ostream& out,
                 std::ostream& err, const std::string& color) {
   SourceManager sources;
-  FileId file = sources.add("<query>", query);
+  FileId file = sources.add(name, query);
   Diagnostics diags;
   RenderOptions render;
   render.color = color == "always";

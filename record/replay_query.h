@@ -24,9 +24,9 @@ class Recording;
 /// The names a new query can read in probe `p`'s events: the events' own, then its fields.
 std::vector<std::string> replayFieldNames(const plan::ProbeLayout& p);
 
-/// Runs `query` over `recording`'s events, printing to `out` (`err`: diagnostics, the
+/// Runs `query` (diagnostics call it `name`) over `recording`'s events, printing to `out` (`err`: diagnostics, the
 /// summary). 0, or 1 when the query is wrong (diagnostics said why) or the file unreadable.
-int replayQuery(Recording& recording, const std::string& query, engine::OutputFormat format,
+int replayQuery(Recording& recording, const std::string& name, const std::string& query, engine::OutputFormat format,
                 const engine::TextOptions& text, engine::PrintContext& context, std::ostream& out,
                 std::ostream& err, const std::string& color);
 

@@ -90,6 +90,8 @@ TestFile loadTestFile(const fs::path& path, const std::string& display_path) {
   for (std::string& arg : file.args) {
     if (arg == "%s") arg = display_path;
     if (arg == "%fakebtf") arg = g_fake_btf_path;
+    // `%tests/...`: a file beside the tests (a recording for `replay`).
+    if (startsWith(arg, "%tests/")) arg = std::string(KQ_TESTS_DIR) + arg.substr(6);
   }
   // `info` and `list` take names, not files; other commands read the test file.
   bool reads_file = file.args[0] != "info" && file.args[0] != "list";
@@ -191,12 +193,13 @@ class CheckedCompiles : public testing::Test {
   }
 
   /// Whether `path` is a test this applies to: a script that `kq check` is expected to
-  /// accept (not `info` or `list`, nor a parse-only `--dump ast`).
+  /// accept (not `info`, `list` or `replay`, whose files are no scripts, nor a parse-only
+  /// `--dump ast`).
   static bool appliesTo(const fs::path& path, const std::string& display_path) {
     if (startsWith(path.filename().string(), "fail_") || startsWith(display_path, "host/")) return false;
     TestFile file = loadTestFile(path, display_path);
     bool parse_only = std::find(file.args.begin(), file.args.end(), "ast") != file.args.end();
-    return file.args[0] != "info" && file.args[0] != "list" && !parse_only;
+    return file.args[0] != "info" && file.args[0] != "list" && file.args[0] != "replay" && !parse_only;
   }
 
  private:

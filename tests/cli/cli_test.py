@@ -521,6 +521,7 @@ def without_tracefs(command):
     """Runs `command` (a shell line) in a private mount namespace with tracefs unmounted, so
     the machine's own mount is never touched; then says whether tracefs came back."""
     script = ("umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; "
+              "umount /sys/kernel/debug 2>/dev/null; "
               f"{command}; echo status=$?; test -e /sys/kernel/tracing/events && echo mounted")
     proc = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
                           capture_output=True, timeout=60)

@@ -366,6 +366,17 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
     record::ReplayRequest r;
     r.path = replay_path;
     r.query = replay_query;
+    // A query in a file (`kq replay F.kqr drops.kq`), named by its path in diagnostics.
+    if (replay_query.size() > 3 && replay_query.compare(replay_query.size() - 3, 3, ".kq") == 0) {
+      std::string error;
+      std::optional<std::string> text = io.read_file(replay_query, error);
+      if (!text) {
+        io.err << "kq replay: error: cannot read `" << replay_query << "`: " << error << "\n";
+        return 1;
+      }
+      r.query = std::move(*text);
+      r.query_name = replay_query;
+    }
     r.info = replay_info;
     r.output_path = request.output_path;
     if (app.get_option("-f")->count() > 0) r.format = request.format;
