@@ -5,6 +5,8 @@
 
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 

@@ -541,7 +541,6 @@ class QuerySink : public engine::Sink {
   void onEvent(const DecodedEvent& e) override {
     if (!checker_.reads(e)) return;
     if (where_ && !where_->eval(e).truthy()) return;
-    ++matched_;
     last_wall_ns_ = e.wall_ns;
     if (table_) return count(e);
     if (limit_ && shown_ >= limit_) return;
@@ -558,10 +557,7 @@ class QuerySink : public engine::Sink {
   void onTable(const engine::Table&) override {}  // the recorded tables answer the recorded query
   void onQueryEnd(uint32_t, const engine::QueryStats&) override {}
   void onEnd() override { sink_->onEnd(); }
-  void onLoss(uint32_t query, const engine::QueryStats& stats) override {
-    for (uint64_t n : stats.lost) lost_any_ = lost_any_ || n;
-    (void)query;
-  }
+  void onLoss(uint32_t, const engine::QueryStats&) override {}  // the summary says the recording's
   void onSummary(const engine::SessionResult& recorded) override {
     summarized_ = true;
     finish(recorded);
@@ -647,9 +643,8 @@ class QuerySink : public engine::Sink {
   const plan::ProgramLayout& out_layout_;
   engine::Sink* sink_ = nullptr;
   DecodedEvent out_;
-  uint64_t matched_ = 0, shown_ = 0;
+  uint64_t shown_ = 0;
   int64_t last_wall_ns_ = 0;
-  bool lost_any_ = false;
   bool summarized_ = false;
   std::optional<uint64_t> interval_;
   std::vector<engine::CountedGroup> groups_;

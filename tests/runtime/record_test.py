@@ -433,10 +433,12 @@ class Formats(harness.KqTestCase):
         self.check_pcapng(live_pcap, sites)
 
     def test_folded_stacks(self):
-        # A process spinning in user mode meanwhile: its samples have no kernel stack, and
-        # must still be a line of the format.
+        # A process busy meanwhile, in user mode (its samples there have no kernel stack, and
+        # must still be a line of the format) and in system calls (stacks from the syscall
+        # entry on, whatever else the machine is doing).
         spinner = subprocess.Popen([sys.executable, "-c",
-                                    "import time\nend = time.time() + 3\nwhile time.time() < end: pass"])
+                                    "import os, time\nend = time.time() + 3\n"
+                                    "while time.time() < end:\n    os.stat('/')\n    sum(range(500))"])
         try:
             status, out, err = kq("-f", "folded", "trace profile 99hz group by kstack select count()", "-d", "2s")
         finally:
