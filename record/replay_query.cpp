@@ -115,10 +115,23 @@ using Eval = std::function<Datum(const DecodedEvent&)>;
 struct Compiled {
   Eval eval;
   Sort sort = Sort::Number;
-  /// A recorded field as it is: its layout in each probe (by probe index; null where the
-  /// probe is not read) and its index there.
-  std::optional<std::vector<int32_t>> field;
-  const FieldLayout* layout = nullptr;  // the field's layout in the first probe read
+  /// A recorded field (of the event, or of a joined one) as it is, and its layout (in the
+  /// first probe read): a column of it prints as the recorded one did.
+  std::function<Value(const DecodedEvent&)> value;
+  const FieldLayout* layout = nullptr;
+  uint32_t text_bytes = 0;  // a computed text's field size, when known (a comm's 16)
+};
+
+/// `join PROBE as NAME on ...` over recorded events: events of the source wait, by their
+/// side of `on`, for an event of the query with the same key, as a live join's do.
+struct ReplayJoin {
+  std::string name;
+  std::vector<bool> source;  // by probe index: whose events are kept
+  std::optional<Compiled> where;  // the source's own `where`
+  std::vector<std::pair<Eval, Eval>> keys;  // (the source's side, the query's)
+  uint64_t within_ns = 0;
+  std::unordered_map<std::string, DecodedEvent> waiting;
+  engine::JoinResult counts;
 };
 
 struct AggregateCall {
@@ -134,21 +147,30 @@ class Checker {
 
   /// Which probes the query reads: those `probes` match (all that wrote events without any).
   bool chooseProbes(const ast::Query& q) {
+    std::vector<const ast::Probe*> probes;
+    for (const ast::Probe& p : q.probes) probes.push_back(&p);
+    return chooseProbes(probes);
+  }
+
+  bool chooseProbes(const std::vector<const ast::Probe*>& probes) {
+    name_patterns_.clear();
+    SourceRange whole = probes.empty() ? SourceRange{} : probes.front()->range;
     read_.assign(layout_.probes.size(), false);
     std::vector<std::string> recorded;
     for (const plan::ProbeLayout& p : layout_.probes) {
       if (p.writes_records) recorded.push_back(p.name);
     }
     if (recorded.empty()) {
-      diags_.report(DiagKind::NotRecorded, q.range, "this recording holds tables, not events: there is nothing to query")
+      diags_.report(DiagKind::NotRecorded, whole, "this recording holds tables, not events: there is nothing to query")
           .note("record a query that selects events (no aggregates), then ask it new questions");
       return false;
     }
-    if (q.probes.empty()) {
+    if (probes.empty()) {
       for (size_t i = 0; i < layout_.probes.size(); ++i) read_[i] = layout_.probes[i].writes_records;
       return true;
     }
-    for (const ast::Probe& probe : q.probes) {
+    for (const ast::Probe* probe_ptr : probes) {
+      const ast::Probe& probe = *probe_ptr;
       std::string pattern = withoutSpaces(source(probe.range));
       bool matched = false;
       for (size_t i = 0; i < layout_.probes.size(); ++i) {
@@ -183,6 +205,15 @@ class Checker {
   const std::vector<bool>& probesRead() const { return read_; }
 
   std::optional<Compiled> compile(const ast::Expr& e) {
+    if (e.kind == ast::ExprKind::Member) {
+      const auto& m = ast::as<ast::Member>(e);
+      if (m.base->kind == ast::ExprKind::Identifier && !m.arrow) {
+        const std::string& base = ast::as<ast::Identifier>(*m.base).name;
+        for (size_t j = 0; j < joins_.size(); ++j) {
+          if (joins_[j].name == base) return joinedName(j, m);
+        }
+      }
+    }
     if (std::optional<Compiled> f = recordedField(e)) return f;
     switch (e.kind) {
       case ast::ExprKind::Integer: {
@@ -287,7 +318,142 @@ class Checker {
 
   std::string source(SourceRange r) const { return text_.substr(r.begin, r.end - r.begin); }
 
+  /// The query's joins, checked: each source's probes, its `where`, its keys.
+  bool checkJoins(const std::vector<ast::Join>& joins) {
+    joined_.assign(joins.size(), nullptr);
+    for (const ast::Join& join : joins) {
+      ReplayJoin j;
+      j.name = join.name;
+      std::vector<bool> query_probes = read_;
+      std::vector<std::string> patterns = name_patterns_;
+      if (!chooseProbes(std::vector<const ast::Probe*>{&join.source})) return false;
+      j.source = read_;
+      if (join.where) j.where = compile(*join.where);
+      if (join.within) j.within_ns = join.within->value;
+      // `on rq`: the same expression read on each side; `on a.x == y and ...`: pairs.
+      std::vector<const ast::Expr*> equalities;
+      std::function<void(const ast::Expr&)> split = [&](const ast::Expr& e) {
+        if (e.kind == ast::ExprKind::Binary && ast::as<ast::Binary>(e).op == ast::BinaryOp::And) {
+          split(*ast::as<ast::Binary>(e).lhs);
+          split(*ast::as<ast::Binary>(e).rhs);
+        } else {
+          equalities.push_back(&e);
+        }
+      };
+      split(*join.on);
+      std::vector<std::pair<const ast::Expr*, const ast::Expr*>> pairs;  // (source side, query side)
+      for (const ast::Expr* e : equalities) {
+        if (e->kind == ast::ExprKind::Binary && ast::as<ast::Binary>(*e).op == ast::BinaryOp::Eq) {
+          const auto& b = ast::as<ast::Binary>(*e);
+          bool left_joined = readsJoin(*b.lhs, join.name), right_joined = readsJoin(*b.rhs, join.name);
+          if (left_joined == right_joined) {
+            diags_.report(DiagKind::JoinMisuse, e->range,
+                          fmt::format("one side of `==` in `on` reads `{}.`, the other the query's event", join.name));
+            continue;
+          }
+          pairs.emplace_back(left_joined ? b.lhs.get() : b.rhs.get(), left_joined ? b.rhs.get() : b.lhs.get());
+        } else {
+          pairs.emplace_back(nullptr, e);  // `on tid`: the source's tid, the query's tid
+        }
+      }
+      read_ = query_probes;
+      name_patterns_ = patterns;
+      joins_.push_back(std::move(j));
+      size_t index = joins_.size() - 1;
+      for (auto [source_side, query_side] : pairs) {
+        std::optional<Compiled> q = compile(*query_side);
+        std::optional<Compiled> src;
+        if (source_side) {
+          src = compile(*source_side);
+        } else {
+          // The same expression, read on the source's event: as `NAME.expr`.
+          std::swap(read_, joins_[index].source);
+          src = compile(*query_side);
+          std::swap(read_, joins_[index].source);
+        }
+        if (q && src) joins_[index].keys.emplace_back(src->eval, q->eval);
+      }
+    }
+    return !diags_.hasErrors();
+  }
+
+  /// The joined event `NAME.` reads while a row is made (or a source event is kept).
+  void setJoined(size_t j, const DecodedEvent* e) { joined_[j] = e; }
+  std::vector<ReplayJoin>& joins() { return joins_; }
+
  private:
+  /// Whether `e` reads `NAME.` somewhere.
+  static bool readsJoin(const ast::Expr& e, const std::string& name) {
+    switch (e.kind) {
+      case ast::ExprKind::Member: {
+        const auto& m = ast::as<ast::Member>(e);
+        if (m.base->kind == ast::ExprKind::Identifier && ast::as<ast::Identifier>(*m.base).name == name) return true;
+        return readsJoin(*m.base, name);
+      }
+      case ast::ExprKind::Unary: return readsJoin(*ast::as<ast::Unary>(e).operand, name);
+      case ast::ExprKind::Binary:
+        return readsJoin(*ast::as<ast::Binary>(e).lhs, name) || readsJoin(*ast::as<ast::Binary>(e).rhs, name);
+      case ast::ExprKind::Call:
+        for (const ast::ExprPtr& a : ast::as<ast::Call>(e).args) {
+          if (readsJoin(*a, name)) return true;
+        }
+        return false;
+      default: return false;
+    }
+  }
+
+  /// `NAME.x`: `x` of the joined event (an event name, or one of its source's columns).
+  std::optional<Compiled> joinedName(size_t j, const ast::Member& m) {
+    const DecodedEvent* const* at = &joined_[j];
+    auto of = [at](auto read) {
+      return [at, read](const DecodedEvent&) { return *at ? read(**at) : Datum{}; };
+    };
+    const std::string& n = m.member;
+    if (n == "time") return Compiled{of([](const DecodedEvent& e) { return Datum::number(static_cast<int64_t>(e.header.time_ns), true); }), Sort::Unsigned};
+    if (n == "cpu") return Compiled{of([](const DecodedEvent& e) { return Datum::number(e.header.cpu, true); }), Sort::Unsigned};
+    if (n == "pid") return Compiled{of([](const DecodedEvent& e) { return Datum::number(e.header.pid, true); }), Sort::Unsigned};
+    if (n == "tid") return Compiled{of([](const DecodedEvent& e) { return Datum::number(e.header.tid, true); }), Sort::Unsigned};
+    if (n == "comm") {
+      Compiled c{of([](const DecodedEvent& e) { return Datum::text(e.comm); }), Sort::Text};
+      c.text_bytes = 16;
+      return c;
+    }
+    if (n == "probe") return Compiled{of([](const DecodedEvent& e) { return Datum::text(e.probe_name); }), Sort::Text};
+    // One of the source's columns, by the name it was recorded with.
+    std::vector<int32_t> index(layout_.probes.size(), -1);
+    const FieldLayout* first = nullptr;
+    for (size_t i = 0; i < layout_.probes.size(); ++i) {
+      if (!joins_[j].source[i]) continue;
+      const plan::ProbeLayout& p = layout_.probes[i];
+      for (size_t f = 0; f < p.fields.size(); ++f) {
+        if (!p.fields[f].hidden && withoutSpaces(p.fields[f].name) == withoutSpaces(n)) {
+          index[i] = static_cast<int32_t>(f);
+          if (!first) first = &p.fields[f];
+        }
+      }
+    }
+    if (!first) {
+      std::vector<std::string> names;
+      for (size_t i = 0; i < layout_.probes.size(); ++i) {
+        if (joins_[j].source[i]) names = replayFieldNames(layout_.probes[i]);
+      }
+      diags_.report(DiagKind::NotRecorded, m.member_range,
+                    fmt::format("`{}.{}` was not recorded", joins_[j].name, n))
+          .note(fmt::format("the joined events hold {}", fmt::join(names, ", ")));
+      return std::nullopt;
+    }
+    Compiled c;
+    c.value = [at, index](const DecodedEvent&) {
+      if (!*at) return Value{};
+      int32_t f = index[(*at)->header.probe_id];
+      return f >= 0 && static_cast<size_t>(f) < (*at)->values.size() ? (*at)->values[f] : Value{};
+    };
+    c.eval = [value = c.value](const DecodedEvent& e) { return datumOf(value(e)); };
+    c.sort = sortOf(*first);
+    c.layout = first;
+    return c;
+  }
+
   /// An expression written as a recorded column was (`str(filename)`, `skb->len`) is it.
   std::optional<Compiled> recordedField(const ast::Expr& e) {
     std::string name = withoutSpaces(source(e.range));
@@ -313,12 +479,12 @@ class Checker {
       return Compiled{[](const DecodedEvent&) { return Datum{}; }, Sort::Number};
     }
     Compiled c;
-    c.eval = [index](const DecodedEvent& ev) {
+    c.value = [index](const DecodedEvent& ev) {
       int32_t f = index[ev.header.probe_id];
-      return f >= 0 && static_cast<size_t>(f) < ev.values.size() ? datumOf(ev.values[f]) : Datum{};
+      return f >= 0 && static_cast<size_t>(f) < ev.values.size() ? ev.values[f] : Value{};
     };
+    c.eval = [value = c.value](const DecodedEvent& ev) { return datumOf(value(ev)); };
     c.sort = sortOf(*first);
-    c.field = std::move(index);
     c.layout = first;
     return c;
   }
@@ -329,7 +495,11 @@ class Checker {
     if (n == "cpu") return Compiled{[](const DecodedEvent& e) { return Datum::number(e.header.cpu, true); }, Sort::Unsigned};
     if (n == "pid") return Compiled{[](const DecodedEvent& e) { return Datum::number(e.header.pid, true); }, Sort::Unsigned};
     if (n == "tid") return Compiled{[](const DecodedEvent& e) { return Datum::number(e.header.tid, true); }, Sort::Unsigned};
-    if (n == "comm") return Compiled{[](const DecodedEvent& e) { return Datum::text(e.comm); }, Sort::Text};
+    if (n == "comm") {
+      Compiled c{[](const DecodedEvent& e) { return Datum::text(e.comm); }, Sort::Text};
+      c.text_bytes = 16;
+      return c;
+    }
     if (n == "probe") return Compiled{[](const DecodedEvent& e) { return Datum::text(e.probe_name); }, Sort::Text};
     return notRecorded(id);
   }
@@ -443,6 +613,8 @@ class Checker {
   const plan::ProgramLayout& layout_;
   std::vector<bool> read_;
   std::vector<std::string> name_patterns_;
+  std::vector<ReplayJoin> joins_;
+  std::vector<const DecodedEvent*> joined_;  // by join: the event `NAME.` reads now
 };
 
 /// A column the query makes: copied from a recorded field, or computed.
@@ -508,8 +680,10 @@ Column columnOf(Compiled c, std::string name) {
     col.layout.name = std::move(name);
     col.layout.args.clear();  // a format's text is made already
     col.layout.address_field = -1;
+    col.layout.is_capture = false;  // a selected column, not a capture beneath the line
   } else {
     col.layout = fieldFor(std::move(name), c.sort);
+    if (c.text_bytes) col.layout.size = c.text_bytes;
   }
   col.value = std::move(c);
   return col;
@@ -517,18 +691,14 @@ Column columnOf(Compiled c, std::string name) {
 
 /// The value of column `c` for event `e`: the recorded value itself where it is one.
 Value columnValue(const Column& c, const DecodedEvent& e) {
-  if (c.value.field) {
-    int32_t f = (*c.value.field)[e.header.probe_id];
-    if (f >= 0 && static_cast<size_t>(f) < e.values.size()) return e.values[f];
-    return Value{};
-  }
+  if (c.value.value) return c.value.value(e);
   return valueOf(c.value.eval(e), c.value.sort);
 }
 
 /// Receives the recording's calls and hands the query's results to the real sink.
 class QuerySink : public engine::Sink {
  public:
-  QuerySink(const Checker& checker, std::optional<Compiled> where, std::vector<Column> columns, bool select,
+  QuerySink(Checker& checker, std::optional<Compiled> where, std::vector<Column> columns, bool select,
             std::vector<Column> keys, std::vector<AggregateCall> aggregates, const plan::AggregateLayout* table,
             uint64_t limit, uint64_t every_ns, int64_t boot_offset_ns, const plan::ProgramLayout& out_layout)
       : checker_(checker), where_(std::move(where)), columns_(std::move(columns)), select_(select),
@@ -539,8 +709,70 @@ class QuerySink : public engine::Sink {
 
   void onBegin() override { sink_->onBegin(); }
   void onEvent(const DecodedEvent& e) override {
-    if (!checker_.reads(e)) return;
-    if (where_ && !where_->eval(e).truthy()) return;
+    if (checker_.reads(e)) queryEvent(e);
+    keep(e);
+  }
+
+ private:
+  /// An event of the query: a row, when each join finds its event and `where` passes.
+  void queryEvent(const DecodedEvent& e) {
+    std::vector<ReplayJoin>& joins = checker_.joins();
+    std::vector<std::string> keys(joins.size());
+    for (size_t j = 0; j < joins.size(); ++j) {
+      ReplayJoin& join = joins[j];
+      keys[j] = keyOf(join, e, /*source=*/false);
+      auto it = join.waiting.find(keys[j]);
+      if (it == join.waiting.end()) {
+        ++join.counts.unmatched;
+        return;
+      }
+      if (join.within_ns && e.header.time_ns - it->second.header.time_ns > join.within_ns) {
+        ++join.counts.expired;
+        join.waiting.erase(it);
+        return;
+      }
+      checker_.setJoined(j, &it->second);
+    }
+    bool passes = !where_ || where_->eval(e).truthy();
+    if (passes) row(e);
+    // A joined event is used up by the row it made; one the `where` turned down waits on.
+    for (size_t j = 0; j < joins.size(); ++j) {
+      checker_.setJoined(j, nullptr);
+      if (passes) {
+        ++joins[j].counts.matched;
+        joins[j].waiting.erase(keys[j]);
+      }
+    }
+  }
+
+  /// An event of a join's source (that passes its `where`) waits under its key.
+  void keep(const DecodedEvent& e) {
+    std::vector<ReplayJoin>& joins = checker_.joins();
+    for (size_t j = 0; j < joins.size(); ++j) {
+      ReplayJoin& join = joins[j];
+      if (!join.source[e.header.probe_id]) continue;
+      if (join.where && !join.where->eval(e).truthy()) continue;
+      checker_.setJoined(j, &e);
+      std::string key = keyOf(join, e, /*source=*/true);
+      checker_.setJoined(j, nullptr);
+      auto [it, added] = join.waiting.insert_or_assign(key, e);
+      ++join.counts.kept;
+      if (!added) ++join.counts.replaced;
+    }
+  }
+
+  static std::string keyOf(const ReplayJoin& join, const DecodedEvent& e, bool source) {
+    ByteWriter key;
+    for (const auto& [source_side, query_side] : join.keys) {
+      Datum d = (source ? source_side : query_side)(e);
+      key.u8(d.has_number);
+      key.svarint(d.n);
+      key.string(d.has_number ? "" : d.s);
+    }
+    return key.data();
+  }
+
+  void row(const DecodedEvent& e) {
     last_wall_ns_ = e.wall_ns;
     if (table_) return count(e);
     if (limit_ && shown_ >= limit_) return;
@@ -554,6 +786,8 @@ class QuerySink : public engine::Sink {
     for (const Column& c : columns_) values.push_back(columnValue(c, e));
     forward(e, std::move(values));
   }
+
+ public:
   void onTable(const engine::Table&) override {}  // the recorded tables answer the recorded query
   void onQueryEnd(uint32_t, const engine::QueryStats&) override {}
   void onEnd() override { sink_->onEnd(); }
@@ -625,12 +859,18 @@ class QuerySink : public engine::Sink {
     stats.lost = recorded.lost;
     stats.ended = true;
     result.queries.push_back(stats);
+    for (ReplayJoin& join : checker_.joins()) {
+      engine::JoinResult r = join.counts;
+      r.name = join.name;
+      r.waiting = join.waiting.size();
+      result.joins.push_back(r);
+    }
     result.output_failure = sink_->failure();
     result.reader_gone = sink_->readerGone();
     sink_->onSummary(result);
   }
 
-  const Checker& checker_;
+  Checker& checker_;
   std::optional<Compiled> where_;
   std::vector<Column> columns_;
   bool select_;
@@ -679,10 +919,7 @@ int replayQuery(Recording& recording, const std::string& name, const std::string
   const plan::ProgramPlan& recorded = recording.plan().plan;
   Checker checker(sources, file, diags, recorded.layout);
   if (!checker.chooseProbes(*q)) return fail();
-  if (!clauses.joins.empty()) {
-    diags.report(DiagKind::Unsupported, clauses.joins.front().range, "a replay cannot join yet")
-        .note("join when recording; a replay's query reads one recorded event at a time");
-  }
+  if (!checker.checkJoins(clauses.joins)) return fail();
   if (clauses.track) {
     diags.report(DiagKind::Unsupported, *clauses.track, "`track` follows packets as the kernel sees them: record with it");
   }
@@ -708,7 +945,11 @@ int replayQuery(Recording& recording, const std::string& name, const std::string
   shown.layout.aggregates.clear();
   shown.layout.queries = 1;
   shown.layout.query_names = {""};
-  for (plan::ProbeLayout& p : shown.layout.probes) p.query = 0;
+  for (size_t i = 0; i < shown.layout.probes.size(); ++i) {
+    shown.layout.probes[i].query = 0;
+    // Only the probes the query reads print: the columns are theirs alone.
+    if (!checker.probesRead()[i]) shown.layout.probes[i].writes_records = false;
+  }
   std::vector<Column> columns, keys;
   std::vector<AggregateCall> aggregates;
   plan::AggregateLayout table;

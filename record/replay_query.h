@@ -1,7 +1,7 @@
 // A new query over a recording's events, run in user space (`kq replay FILE 'where ...
 // group by ... select ...'`): which recorded probes it reads (`trace PROBE, ...`, or all),
-// a filter, new columns, new aggregates (count, sum, avg, min, max, hist, lhist, top), each
-// interval of `every` by the events' own times, and `limit`. Its names are the recorded
+// joins between recorded sources, a filter, new columns, new aggregates (count, sum, avg,
+// min, max, hist, lhist, top), each interval of `every` by the events' own times, `limit`. Its names are the recorded
 // fields (an expression written as a recorded column was, `str(filename)`, is that column)
 // and the events' own: time, cpu, pid, tid, comm, probe. A name the recording does not hold
 // is an error at its place that says what it does hold. Tables print as the live ones do,

@@ -28,6 +28,13 @@ void decodeLost(ByteReader& in, std::array<uint64_t, plan::kLostReasons>& lost) 
   for (uint64_t& n : lost) n = in.varint();
 }
 
+/// What sinks take for granted of a value of field `f`: a dump holds the field's bytes.
+void checkValue(ByteReader& in, const plan::FieldLayout& f, const Value& v) {
+  if (v.kind == ValueKind::Record && v.bytes.size() != f.size) {
+    in.fail(fmt::format("a dump of `{}` of {} bytes where its field has {}", f.name, v.bytes.size(), f.size));
+  }
+}
+
 }  // namespace
 
 void encodeValue(ByteWriter& out, const Value& v) {
@@ -107,7 +114,10 @@ void decodeEvent(ByteReader& in, const plan::ProgramLayout& layout, engine::Deco
                                event.probe->name, values, event.probe->fields.size()));
   }
   event.values.resize(values);
-  for (Value& v : event.values) decodeValue(in, v);
+  for (size_t i = 0; i < values && in.ok(); ++i) {
+    decodeValue(in, event.values[i]);
+    checkValue(in, event.probe->fields[i], event.values[i]);
+  }
   event.packet.reset();
   if (in.u8()) {
     engine::PacketFacts facts;
@@ -115,6 +125,11 @@ void decodeEvent(ByteReader& in, const plan::ProgramLayout& layout, engine::Deco
     facts.site = static_cast<uint32_t>(in.varint());
     facts.is_return = in.u8() != 0;
     facts.reason = in.string();
+    // Where a packet was seen is one of its probe's packet sites.
+    if (in.ok() && (!event.probe->packet || facts.site >= event.probe->packet->sites.size())) {
+      return in.fail(fmt::format("a packet event of `{}` at site {}, which its layout does not have",
+                                 event.probe->name, facts.site));
+    }
     event.packet = std::move(facts);
   }
 }
@@ -155,7 +170,10 @@ void decodeTable(ByteReader& in, const plan::ProgramLayout& layout, engine::Tabl
   table.rows.resize(in.count(2));
   for (engine::TableRow& row : table.rows) {
     row.keys.resize(in.count(2));
-    for (Value& k : row.keys) decodeValue(in, k);
+    for (size_t k = 0; k < row.keys.size() && in.ok(); ++k) {
+      decodeValue(in, row.keys[k]);
+      if (k < a.keys.size()) checkValue(in, a.keys[k], row.keys[k]);
+    }
     row.slots.resize(in.count(3));
     if (in.ok() && (row.keys.size() != a.keys.size() || row.slots.size() != a.slots.size())) {
       return in.fail(fmt::format("a row of {} keys and {} aggregates where its table has {} and {}",

@@ -88,7 +88,7 @@ void replay(const std::string& bytes) {
     std::ostringstream out, err;
     if (format == engine::OutputFormat::Folded) {
       // A new query over the events, and its table folded.
-      (void)record::replayQuery(recording, "<query>", "where pid > 1 group by comm select comm, count(), hist(pid)", format,
+      (void)record::replayQuery(recording, "<query>", "trace * join * as j on tid where pid > 1 and j.time > 0 group by comm select comm, count(), hist(pid)", format,
                                 {}, context, out, err, "never");
       continue;
     }

@@ -63,6 +63,10 @@ plan::ProgramLayout layoutFor(size_t fields) {
   plan::ProbeLayout probe;
   probe.name = "syscall:openat";
   probe.fields.resize(fields);
+  if (fields > 3) {
+    probe.fields[3].kind = plan::FieldKind::Record;  // everyKind()'s dump, of 5 bytes
+    probe.fields[3].size = 5;
+  }
   layout.probes.push_back(probe);
   plan::AggregateLayout table;
   table.keys.resize(1);
@@ -82,6 +86,8 @@ TEST(SessionCodec, EveryValueEventTableAndResultComesBackAsItWent) {
   event.probe_name = "syscall:open";  // a glob's record names itself
   event.values = everyKind();
   event.packet = engine::PacketFacts{0xffff0000, 3, true, "NO_SOCKET"};
+  layout.probes[0].packet = plan::PacketLayout{};
+  layout.probes[0].packet->sites = {"ip_rcv", "ip_output", "dev_queue_xmit", "skb:kfree_skb"};
   ByteWriter out;
   encodeEvent(out, event);
 
@@ -137,6 +143,30 @@ TEST(SessionCodec, EveryValueEventTableAndResultComesBackAsItWent) {
   ASSERT_EQ(r2.joins.size(), 1u);
   EXPECT_EQ(r2.joins[0].waiting, 24u);
   EXPECT_EQ(r2.output_failure, "Broken pipe");
+}
+
+TEST(SessionCodec, WhatSinksTakeForGrantedIsChecked) {
+  plan::ProgramLayout layout = layoutFor(7);
+  engine::DecodedEvent event;
+  event.probe = &layout.probes[0];
+  event.values = everyKind();
+  event.values[3].bytes.resize(2);  // a dump shorter than its field: a sink would read past it
+  ByteWriter out;
+  encodeEvent(out, event);
+  ByteReader in(reinterpret_cast<const uint8_t*>(out.data().data()), out.size());
+  engine::DecodedEvent e2;
+  decodeEvent(in, layout, e2);
+  EXPECT_FALSE(in.ok());
+  EXPECT_NE(in.error().find("2 bytes where its field has 5"), std::string::npos) << in.error();
+
+  event.values = everyKind();
+  event.packet = engine::PacketFacts{1, 0, false, ""};  // a packet of a probe that has none
+  ByteWriter again;
+  encodeEvent(again, event);
+  ByteReader in2(reinterpret_cast<const uint8_t*>(again.data().data()), again.size());
+  decodeEvent(in2, layout, e2);
+  EXPECT_FALSE(in2.ok());
+  EXPECT_NE(in2.error().find("packet event"), std::string::npos) << in2.error();
 }
 
 TEST(SessionCodec, WhatThePlanDoesNotHaveIsRefusedNotIndexed) {
