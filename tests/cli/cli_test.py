@@ -56,6 +56,28 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertIn("kq: note: `-o json` is `-f json` now", err)
 
+    def test_record_and_replay_say_what_is_wrong_before_anything_runs(self):
+        # A recording that cannot be written is said before anything compiles or loads.
+        status, _, err = kq("record", "-o", "/nonexistent/dir/r.kqr", "trace syscall:getppid")
+        self.assertEqual(status, 1)
+        self.assertIn("kq record: error: cannot write `/nonexistent/dir/r.kqr`: No such file or directory", err)
+        status, _, err = kq("record", "trace syscall:getppid")
+        self.assertEqual(status, 2)
+        self.assertIn("--output is required", err)
+        status, _, err = kq("record", "-o", "/tmp/kq-never-written.kqr", "--max-size", "1", "trace syscall:getppid")
+        self.assertEqual(status, 2)
+        self.assertIn("--max-size takes a size of 4k or more", err)
+        self.assertFalse(os.path.exists("/tmp/kq-never-written.kqr"))
+        status, _, err = kq("replay", "/nonexistent.kqr")
+        self.assertEqual(status, 1)
+        self.assertIn("kq replay: error: cannot read `/nonexistent.kqr`", err)
+        text = write_temp(b"trace syscall:getppid\n")
+        status, _, err = kq("replay", text)
+        self.assertEqual(status, 1)
+        self.assertIn("is not a recording of kq's", err)
+        status, _, err = kq("replay")
+        self.assertEqual(status, 2)
+
     def test_each_commands_help_says_what_it_takes(self):
         for args, wanted in [(["check", "--help"], ["--btf FILE", "kq check -e"]),
                              (["info", "--help"], ["kq info 'struct sk_buff'"]),

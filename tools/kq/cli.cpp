@@ -396,6 +396,15 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
            << "`\n";
     return 2;
   }
+  if (record->parsed()) {
+    // Said before anything compiles or loads: a recording that cannot be written.
+    int fd = ::open(request.record_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      io.err << "kq record: error: cannot write `" << request.record_path << "`: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    ::close(fd);
+  }
   std::optional<std::pair<std::string, std::string>> piped;
   if (!request.expression && request.input.empty()) {
     // No query: at a terminal (or with --repl), an interactive session; otherwise a script
