@@ -106,9 +106,10 @@ engine::SessionResult runSession(engine::Engine& engine, runtime::LoadedObject& 
         }
         recorder = made->get();
         // -q: nothing printed but what is said on standard error (the summary, losses).
-        std::ostream& printed = request.quiet ? engine::discardedOutput() : io.out;
-        return std::make_unique<engine::TeeSink>(engine::makeSink(format, portable.plan, context, printed, io.err, text),
-                                                 made.take());
+        std::unique_ptr<engine::Sink> printed =
+            request.quiet ? engine::makeSummarySink(portable.plan, context, io.err)
+                          : engine::makeSink(format, portable.plan, context, io.out, io.err, text);
+        return std::make_unique<engine::TeeSink>(std::move(printed), made.take());
       },
       stop, std::move(options), [&](engine::Session& session) {
         if (recorder) recorder->watch(session);

@@ -51,6 +51,10 @@ std::unique_ptr<Sink> makeFoldedSink(const plan::ProgramPlan& plan, PrintContext
 std::unique_ptr<Sink> makePerfettoSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out,
                                        std::ostream& err);
 
+/// What a sink that prints nothing says on `err` (the summary, losses, errors), as the
+/// text sink says it: for `kq record -q`, whose events go only into the recording.
+std::unique_ptr<Sink> makeSummarySink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& err);
+
 /// An output that keeps nothing: a sink's events go nowhere, what it says to people to `err`.
 std::ostream& discardedOutput();
 
