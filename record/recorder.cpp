@@ -47,10 +47,30 @@ Recorder::~Recorder() = default;
 void Recorder::onBegin() { call(Call::Begin); }
 
 void Recorder::onEvent(const engine::DecodedEvent& event) {
+  // Past --max-size nothing more is kept (the session is stopping; what the ring buffer
+  // still holds is counted, and said).
+  if (stopped_at_max_) {
+    ++past_max_;
+    return;
+  }
   call(Call::Event);
   encodeEvent(calls_, event);
   ++events_;
   if (calls_.size() >= kCallsBlockBytes) writeCalls(true);
+  checkMax();
+}
+
+void Recorder::checkMax() {
+  if (!options_.max_bytes || stopped_at_max_) return;
+  // Room kept for what follows the stop (each query's end, the summary, the end block).
+  uint64_t end_bytes = std::min<uint64_t>(4096, options_.max_bytes / 4) + kBlockHeaderBytes;
+  // What is buffered fits even if it did not compress at all: go on.
+  if (writer_->bytes() + calls_.size() + kBlockHeaderBytes + end_bytes < options_.max_bytes) return;
+  // Compressed now, it may still fit.
+  writeCalls(true);
+  if (writer_->bytes() + kBlockHeaderBytes + end_bytes < options_.max_bytes) return;
+  stopped_at_max_ = true;
+  if (options_.stop) options_.stop();
 }
 
 void Recorder::onTable(const engine::Table& table) {
@@ -85,8 +105,9 @@ void Recorder::onSummary(const engine::SessionResult& result) {
   writer_->write(BlockKind::End, end.data(), false);
   showProgress(true);
   if (stopped_at_max_ && options_.err) {
-    *options_.err << fmt::format("kq record: the recording reached --max-size ({}): stopped\n",
-                                 sizeText(options_.max_bytes));
+    *options_.err << fmt::format("kq record: the recording reached --max-size ({}): stopped", sizeText(options_.max_bytes));
+    if (past_max_) *options_.err << fmt::format("; {} events after it were not recorded", past_max_);
+    *options_.err << "\n";
   }
 }
 
@@ -106,10 +127,7 @@ void Recorder::flush() {
     progress_ns_ = now;
     showProgress(false);
   }
-  if (options_.max_bytes && bytes() >= options_.max_bytes && !stopped_at_max_) {
-    stopped_at_max_ = true;
-    if (options_.stop) options_.stop();
-  }
+  checkMax();
 }
 
 void Recorder::writeCalls(bool force) {

@@ -69,7 +69,10 @@ class Recorder : public engine::Sink {
   bool failed() const override { return !writer_->error().empty(); }
 
   uint64_t events() const { return events_; }
-  uint64_t bytes() const { return writer_->bytes() + calls_.size(); }
+  /// The file's size, what is buffered counted as it will compress (as the blocks before did).
+  uint64_t bytes() const {
+    return writer_->bytes() + static_cast<uint64_t>(static_cast<double>(calls_.size()) * writer_->compression());
+  }
 
  private:
   Recorder(std::unique_ptr<RecordingWriter> writer, const plan::ProgramLayout& layout, RecorderOptions options)
@@ -78,6 +81,9 @@ class Recorder : public engine::Sink {
   /// Writes what is buffered as a Calls block (when `force`, or when it is large or old).
   void writeCalls(bool force);
   void sampleLosses();
+  /// Whether the file would hold --max-size with what is buffered; if so the session is
+  /// stopped, and no more events are kept.
+  void checkMax();
   void showProgress(bool last);
 
   std::unique_ptr<RecordingWriter> writer_;
@@ -93,6 +99,7 @@ class Recorder : public engine::Sink {
   uint64_t tables_ = 0;
   uint64_t lost_total_ = 0;
   bool stopped_at_max_ = false;
+  uint64_t past_max_ = 0;  // events after --max-size was reached
 };
 
 }  // namespace kq::record

@@ -83,6 +83,10 @@ bool RecordingWriter::write(BlockKind kind, const std::string& payload, bool com
     return false;
   }
   bytes_ += sizeof header + stored->size();
+  if (compress) {
+    given_ += payload.size();
+    stored_ += stored->size();
+  }
   return true;
 }
 

@@ -50,6 +50,8 @@ class RecordingWriter {
   bool write(BlockKind kind, const std::string& payload, bool compress);
   /// Bytes written so far, headers included.
   uint64_t bytes() const { return bytes_; }
+  /// What the payloads asked to be compressed came to, stored over given (1 before any).
+  double compression() const { return given_ ? static_cast<double>(stored_) / static_cast<double>(given_) : 1.0; }
   const std::string& error() const { return error_; }
 
  private:
@@ -57,6 +59,7 @@ class RecordingWriter {
   FILE* file_;
   std::string path_;
   uint64_t bytes_ = 0;
+  uint64_t given_ = 0, stored_ = 0;  // of the payloads asked to be compressed
   std::string error_;
   std::string scratch_;
 };

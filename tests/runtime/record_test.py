@@ -286,6 +286,21 @@ cat /etc/hostname >/dev/null
         self.assertEqual(status, 0, err)
         self.assertRegex(info, rf"(?m)^lost:\s+{lost}\b")
 
+    def test_max_size_stops_the_session_and_keeps_a_whole_recording(self):
+        recording = os.path.join(WORKDIR, "capped.kqr")
+        status, _, err = kq("record", "-q", "--max-size", "64k", "-o", recording,
+                            'trace syscall:getppid where comm == "kqflood"', "-c", f"{sys.executable} {FLOODER}")
+        self.assertEqual(status, 0, err)
+        self.assertRegex(err, r"kq record: the recording reached --max-size \(64 KiB\): stopped(; \d+ events after it "
+                              r"were not recorded)?\n")
+        self.assertLessEqual(os.path.getsize(recording), 64 * 1024)
+        # Stopped early, and still a whole recording: its end block is there.
+        status, out, err = kq("replay", recording, "-f", "json")
+        self.assertEqual(status, 0, err)
+        events = [line for line in out.splitlines() if not line.startswith('{"summary"')]
+        self.assertGreater(len(events), 0)
+        self.assertLess(len(events), FLOOD_CALLS)
+
     def test_a_replay_query_naming_what_was_not_recorded(self):
         recording = os.path.join(WORKDIR, "names.kqr")
         status, _, err = kq("record", "-q", "-o", recording, "trace syscall:openat select comm, str(filename)",
