@@ -37,4 +37,12 @@ class DataSink : public Sink {
   std::unique_ptr<Sink> words_;
 };
 
+/// A sink that prints no event, only what is said to people (`kq record -q`).
+class SummarySink : public DataSink {
+ public:
+  SummarySink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& err)
+      : DataSink(plan, context, discardedOutput(), err) {}
+  void onEvent(const DecodedEvent&) override {}
+};
+
 }  // namespace kq::engine

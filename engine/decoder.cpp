@@ -321,6 +321,14 @@ void RecordDecoder::value(const FieldLayout& f, const std::vector<FieldLayout>& 
   }
 }
 
+RecordDecoder::RecordDecoder(const plan::ProgramLayout& layout, PrintContext& context)
+    : layout_(layout), context_(context) {
+  for (const plan::ProbeLayout& probe : layout.probes) {
+    std::vector<bool>& decoded = decoded_.emplace_back();
+    for (const FieldLayout& f : probe.fields) decoded.push_back(!f.hidden || isPacketColumn(f));
+  }
+}
+
 const DecodedEvent* RecordDecoder::decode(const uint8_t* data, size_t size) {
   if (size < sizeof(plan::EventHeader)) return nullptr;
   DecodedEvent& e = event_;
@@ -341,8 +349,7 @@ const DecodedEvent* RecordDecoder::decode(const uint8_t* data, size_t size) {
   e.values.resize(probe.fields.size());
   for (size_t i = 0; i < probe.fields.size(); ++i) {
     const FieldLayout& f = probe.fields[i];
-    // Hidden fields are read by others, not decoded; but a packet's capture is for a sink.
-    if ((f.hidden && !isPacketColumn(f)) || f.offset + f.size > size) {
+    if (!decoded_[e.header.probe_id][i] || f.offset + f.size > size) {
       e.values[i].kind = ValueKind::Missing;
       continue;
     }

@@ -22,8 +22,7 @@ using runtime::stringText;
 
 class RecordDecoder {
  public:
-  RecordDecoder(const plan::ProgramLayout& layout, PrintContext& context)
-      : layout_(layout), context_(context) {}
+  RecordDecoder(const plan::ProgramLayout& layout, PrintContext& context);
 
   /// The event in `data`, or null when it is none of the layout's (too short, an unknown
   /// probe). The event is the decoder's own, valid until the next call.
@@ -52,6 +51,9 @@ class RecordDecoder {
   const plan::ProgramLayout& layout_;
   PrintContext& context_;
   DecodedEvent event_;
+  /// By probe, by field: whether it is decoded. Hidden fields are read by others only,
+  /// but a packet's capture (`--packet-bytes`) is for the pcap-ng sink; decided once here.
+  std::vector<std::vector<bool>> decoded_;
 };
 
 }  // namespace kq::engine

@@ -95,20 +95,6 @@ class PcapngSink : public DataSink {
 
 }  // namespace
 
-namespace {
-
-class SummarySink : public DataSink {
- public:
-  using DataSink::DataSink;
-  void onEvent(const DecodedEvent&) override {}
-};
-
-}  // namespace
-
-std::unique_ptr<Sink> makeSummarySink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& err) {
-  return std::make_unique<SummarySink>(plan, context, discardedOutput(), err);
-}
-
 std::unique_ptr<Sink> makePcapngSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out,
                                      std::ostream& err) {
   return std::make_unique<PcapngSink>(plan, context, out, err);

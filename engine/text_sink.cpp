@@ -7,6 +7,7 @@
 
 #include "engine/decoder.h"
 #include "engine/event_lines.h"
+#include "engine/data_sink.h"
 #include "engine/sinks.h"
 #include "runtime/fd_output.h"
 #include "runtime/packet_view.h"
@@ -389,6 +390,10 @@ std::ostream& discardedOutput() {
   static Discard discard;
   static std::ostream nowhere(&discard);
   return nowhere;
+}
+
+std::unique_ptr<Sink> makeSummarySink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& err) {
+  return std::make_unique<SummarySink>(plan, context, err);
 }
 
 std::optional<OutputFormat> outputFormat(const std::string& word) {

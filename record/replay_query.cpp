@@ -1,7 +1,5 @@
 #include "record/replay_query.h"
 
-#include <fnmatch.h>
-
 #include <functional>
 #include <map>
 #include <optional>
