@@ -128,11 +128,11 @@ std::optional<std::string> objectCacheKey(const std::string& source_name, const 
   std::string kernel = kernelIdentity();
   if (binary.empty() || kernel.empty()) return std::nullopt;
   return fmt::format(
-      "{}\n{}\nattach {} pid {} follow {} ring {} strings {} keys {} dumps {} packet_tracepoints {}\n"
+      "{}\n{}\nattach {} pid {} follow {} ring {} strings {} keys {} dumps {} packet_tracepoints {} live {}\n"
       "source {}\n{}",
       binary, kernel, attach, options.pid, options.follow_children, options.ringbuf_bytes,
       options.string_bytes, options.key_string_bytes, options.dump_bytes, options.packet_tracepoints,
-      source_name, text);
+      options.live_sites, source_name, text);
 }
 
 std::optional<lower::CompiledProgram> cachedObject(const fs::path& directory, const std::string& key) {

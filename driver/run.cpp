@@ -204,6 +204,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   options.follow_children = child != nullptr;
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
+  options.live_sites = hooks.sites != nullptr && !dump_only;
   // A run on this kernel compiles only the methods it may load. A dump shows the whole
   // plan and object, the same on every kernel; --btf FILE is another kernel's.
   bool running_kernel = request.btf.empty();
@@ -211,6 +212,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   load_options.verifier_log = request.dump == "verifier";
   load_options.method = request.attach;
   load_options.features = &run.host().features();
+  load_options.sites = options.live_sites ? hooks.sites : nullptr;
   if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
   if (running_kernel && !dump_only) {
     options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "runtime/live_sites.h"
+
 namespace kq::engine {
 
 struct RunHooks {
@@ -12,6 +14,9 @@ struct RunHooks {
   std::function<void()> attached;
   /// Counts the events printed so far.
   std::atomic<uint64_t>* events = nullptr;
+  /// The front end's live sites (the REPL's): the query is compiled as slots of them, and
+  /// takes a slot where another job already attached to its place.
+  runtime::LiveSites* sites = nullptr;
 };
 
 }  // namespace kq::engine

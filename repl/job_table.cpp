@@ -1,8 +1,11 @@
 #include "repl/job_table.h"
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -43,9 +46,27 @@ void StreamOutput::write(const std::vector<OutputChunk>& chunks) {
 
 Result<int> JobTable::start(const std::string& query, const engine::ForkedRun::Body& body, bool background,
                             bool aggregates) {
-  auto job = engine::ForkedRun::start(body);
-  if (!job) return job.error();
+  // The job's channel to the keeper of sites, and the sites as they are now.
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    return Error{fmt::format("cannot start the query: {}", std::strerror(errno))};
+  }
+  std::vector<SiteKeeper::View> view = sites_.view();
+  auto job = engine::ForkedRun::start([&](const engine::RunHooks& hooks) {
+    close(channel[0]);
+    JobSites sites(view, channel[1]);
+    engine::RunHooks with_sites = hooks;
+    with_sites.sites = &sites;
+    return body(with_sites);
+  });
+  close(channel[1]);
+  if (!job) {
+    close(channel[0]);
+    return job.error();
+  }
   Entry entry;
+  entry.id = next_id_++;
+  entry.channel = channel[0];
   entry.number = background ? next_number_++ : 0;
   entry.query = query;
   entry.aggregates = aggregates;
@@ -57,7 +78,7 @@ Result<int> JobTable::start(const std::string& query, const engine::ForkedRun::B
 std::vector<pollfd> JobTable::pollFds() const {
   std::vector<pollfd> fds;
   for (const Entry& e : entries_) {
-    for (int fd : {e.job->outFd(), e.job->errFd(), e.job->attachFd()}) {
+    for (int fd : {e.job->outFd(), e.job->errFd(), e.job->attachFd(), e.channel}) {
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     }
   }
@@ -86,6 +107,7 @@ std::optional<int> JobTable::collect(JobOutput& output) {
   for (Entry& e : entries_) {
     std::string out, err;
     bool ended = e.job->collect(out, err);
+    sites_.read(e.channel, e.id);
     if (e.number != 0 && !e.announced && e.job->attached()) {
       // What it said while loading (on standard error: -v's notes), then its announcement;
       // its standard output (the header) comes after.
@@ -108,9 +130,15 @@ std::optional<int> JobTable::collect(JobOutput& output) {
       chunks.push_back({false, fmt::format("[{}] {}  {}\n", e.number, how, e.query)});
     }
   }
-  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                [](const Entry& e) { return e.job->finished(); }),
-                 entries_.end());
+  auto gone = std::stable_partition(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.job->finished(); });
+  for (auto it = gone; it != entries_.end(); ++it) {
+    sites_.ended(it->id);
+    close(it->channel);
+  }
+  entries_.erase(gone, entries_.end());
+  // A job still starting may be about to take a slot of a site no one else holds.
+  bool starting = std::any_of(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.job->attached(); });
+  if (!starting) sites_.closeUnheld();
   if (!chunks.empty()) output.write(chunks);
   return status;
 }

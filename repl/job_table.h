@@ -1,7 +1,8 @@
 // The interactive session's running queries: at most one in the foreground (the prompt waits
 // for it; Ctrl-C stops it), any number in the background (`QUERY &`, numbered from 1, their
 // output lines prefixed with `[N] `). Each runs in a process of its own, with the engine's
-// fork isolation (engine/forked_run.h).
+// fork isolation (engine/forked_run.h). A job on a place another job attached to takes a
+// slot of that job's site instead of attaching (site_keeper.h).
 #pragma once
 
 #include <poll.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "engine/forked_run.h"
+#include "repl/site_keeper.h"
 
 namespace kq::repl {
 
@@ -70,6 +72,8 @@ class JobTable {
   bool empty() const { return entries_.empty(); }
   /// `jobs`: each background job with its events so far and its query.
   void list(std::ostream& out) const;
+  /// The places jobs share now (a site each).
+  size_t sites() const { return sites_.sites(); }
 
  private:
   struct Entry {
@@ -77,6 +81,8 @@ class JobTable {
     std::string query;
     bool aggregates = false;
     std::unique_ptr<engine::ForkedRun> job;
+    uint64_t id = 0;       // the job, to the keeper of sites
+    int channel = -1;      // the keeper's end of the job's channel
     bool announced = false;  // `[N] query` printed once attached
     bool stopped = false;    // by `stop N` or quit, not by its own `for` or `limit`
     std::string out_line, err_line;  // a background job's unfinished lines
@@ -84,8 +90,10 @@ class JobTable {
   void passOn(Entry& entry, std::string& out, std::string& err, bool flush,
               std::vector<OutputChunk>& chunks);
 
+  SiteKeeper sites_;  // before entries_: a job's slots are said to it until the job goes
   std::vector<Entry> entries_;
   int next_number_ = 1;
+  uint64_t next_id_ = 1;
 };
 
 }  // namespace kq::repl

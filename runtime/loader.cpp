@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "host/elf_file.h"
+#include "plan/live_site.h"
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/verifier_log.h"
@@ -53,10 +55,41 @@ std::vector<uint32_t> linkQueries(const plan::PlannedProgram& p) {
 
 }  // namespace
 
+/// Waits until every BPF program that started before now has returned (an RCU grace
+/// period: the kernel runs them in RCU read-side sections), so that one taken out of its
+/// slot writes nothing more.
+static void waitForRunningPrograms() {
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) usleep(50 * 1000);
+}
+
+std::string livePlace(const plan::PlannedProgram& p) {
+  return fmt::format("{} {} {}", plan::attachName(p.attach), p.target, p.binary);
+}
+
+void LoadedObject::release(std::vector<Link> links) {
+  bool emptied = false;
+  std::vector<bpf_link*> detach;
+  for (Link& l : links) {
+    if (l.slots_fd >= 0) {
+      bpf_map_delete_elem(l.slots_fd, &l.slot);
+      emptied = true;
+      if (l.link) {
+        // A site this job attached: its keeper holds the attachment for the other jobs'
+        // slots. Only this process's descriptor goes (libbpf would disable a perf event).
+        bpf_link__disconnect(l.link);
+        close(bpf_link__fd(l.link));
+        bpf_link__destroy(l.link);
+      }
+    } else {
+      detach.push_back(l.link);
+    }
+  }
+  if (emptied) waitForRunningPrograms();
+  destroyLinks(std::move(detach));
+}
+
 LoadedObject::~LoadedObject() {
-  std::vector<bpf_link*> links;
-  for (const Link& link : links_) links.push_back(link.link);
-  destroyLinks(std::move(links));
+  release(std::move(links_));
   if (object_) bpf_object__close(object_);
 }
 
@@ -76,16 +109,13 @@ void LoadedObject::detach(uint32_t query) {
     return l.queries.empty() || !std::all_of(l.queries.begin(), l.queries.end(),
                                              [&](uint32_t q) { return ended_.count(q) > 0; });
   });
-  std::vector<bpf_link*> links;
-  for (auto it = ends; it != links_.end(); ++it) links.push_back(it->link);
-  destroyLinks(std::move(links));
+  std::vector<Link> ended(std::make_move_iterator(ends), std::make_move_iterator(links_.end()));
   links_.erase(ends, links_.end());
+  release(std::move(ended));
 }
 
 void LoadedObject::detachAll() {
-  std::vector<bpf_link*> links;
-  for (const Link& l : links_) links.push_back(l.link);
-  destroyLinks(std::move(links));
+  release(std::move(links_));
   links_.clear();
 }
 
@@ -249,9 +279,34 @@ class Loader {
                                      std::strerror(errno))};
     }
     configure(loaded);
+    configureLive(loaded);
     if (auto failure = load(loaded, refusal)) return failure;
     loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
     return attachAll(loaded, refusal);
+  }
+
+  /// A chosen program compiled as a slot of a live site, with a keeper of sites to ask:
+  /// the slot it takes in a site already attached (`free`), else it attaches one.
+  struct LiveSlot {
+    std::string place;
+    bpf_program* dispatcher = nullptr;
+    std::optional<LiveSites::FreeSlot> free;
+  };
+
+  /// Live slots: which site each takes, or that it makes one (its dispatcher loads then).
+  void configureLive(LoadedObject& loaded) {
+    live_.clear();
+    if (!options_.sites) return;
+    for (const plan::PlannedProgram& p : plan_.programs) {
+      if (!isChosen(p)) continue;
+      bpf_program* dispatcher = bpf_object__find_program_by_name(loaded.object_, plan::liveDispatcher(p.function).c_str());
+      bpf_map* slots = bpf_object__find_map_by_name(loaded.object_, plan::liveSlotsMap(p.function).c_str());
+      if (!dispatcher || !slots) continue;
+      LiveSlot live{livePlace(p), dispatcher, options_.sites->find(livePlace(p))};
+      if (live.free && bpf_map__reuse_fd(slots, live.free->slots_fd) != 0) live.free.reset();
+      bpf_program__set_autoload(dispatcher, !live.free);
+      live_.emplace(p.function, std::move(live));
+    }
   }
 
   /// Autoload only the chosen method's programs; verifier logs only when asked for.
@@ -308,7 +363,9 @@ class Loader {
       if (!p) continue;
       std::optional<LoadFailure> failure;
       size_t links_before = loaded.links_.size();
-      if (p->attach == plan::Attach::PerfEvent) {
+      if (auto live = live_.find(p->function); live != live_.end()) {
+        attachLive(loaded, prog, *p, live->second, refusal, failure);
+      } else if (p->attach == plan::Attach::PerfEvent) {
         attachPerfEvents(loaded, prog, *p, failure);
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {
         attachKprobes(loaded, prog, *p, refusal, failure);
@@ -325,6 +382,41 @@ class Loader {
       countPlaces(loaded, *p, links_before);
     }
     return std::nullopt;
+  }
+
+  /// A slot of a live site: in a free slot of the site already at its place (nothing is
+  /// attached), or in slot 0 of a site it attaches and hands to the keeper of sites.
+  void attachLive(LoadedObject& loaded, bpf_program* prog, const plan::PlannedProgram& p, const LiveSlot& live,
+                  Refusal& refusal, std::optional<LoadFailure>& failure) {
+    uint32_t slot = live.free ? live.free->slot : 0;
+    uint32_t zero = 0;
+    int held = bpf_map__fd(bpf_object__find_map_by_name(loaded.object_, plan::liveSlotMap(p.function).c_str()));
+    int slots = bpf_map__fd(bpf_object__find_map_by_name(loaded.object_, plan::liveSlotsMap(p.function).c_str()));
+    int fd = bpf_program__fd(prog);
+    if (held < 0 || slots < 0 || bpf_map_update_elem(held, &zero, &slot, BPF_ANY) != 0) {
+      failure = LoadFailure{fmt::format("cannot set up the live site of {}: {}", p.target, std::strerror(errno))};
+      return;
+    }
+    if (live.free) options_.sites->joining(live.place, slot);
+    if (bpf_map_update_elem(slots, &slot, &fd, BPF_ANY) != 0) {
+      failure = LoadFailure{fmt::format("cannot put the program of {} in its site: {}", p.target, std::strerror(errno))};
+      return;
+    }
+    if (live.free) {
+      loaded.links_.push_back({nullptr, linkQueries(p), slots, slot});
+      return;
+    }
+    bpf_link* link = attach(live.dispatcher, p);
+    if (!link) {
+      int err = errno;
+      refusal = Refusal{p.group, err == E2BIG ? tooManyPrograms(p) : explain(p.attach, err, false)};
+      failure = LoadFailure{fmt::format("cannot attach {} {}: {}", plan::attachName(p.attach), p.target,
+                                        std::strerror(err))};
+      bpf_map_delete_elem(slots, &slot);
+      return;
+    }
+    loaded.links_.push_back({link, linkQueries(p), slots, slot});
+    options_.sites->made(live.place, bpf_link__fd(link), slots);
   }
 
   /// What a program attached to, for LoadedObject::attachedText.
@@ -491,6 +583,7 @@ class Loader {
   const LoadOptions& options_;
   std::unique_ptr<VmlinuxLoan> loan_;  // before methods_: the probes choosing them read it
   AttachMethods methods_;
+  std::map<std::string, LiveSlot> live_;  // by program name
 };
 
 namespace {

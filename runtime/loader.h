@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/kernel_features.h"
+#include "runtime/live_sites.h"
 #include "plan/program_plan.h"
 #include "runtime/verifier_log.h"
 
@@ -66,10 +67,18 @@ class LoadedObject {
   LoadedObject() = default;
   bpf_object* object_ = nullptr;
   struct Link {
-    bpf_link* link;
+    bpf_link* link;                 // null for a slot of a site another job attached
     std::vector<uint32_t> queries;  // empty: serves the whole session
+    /// A slot of a live site (plan/live_site.h): the site's slots and the one held. Its
+    /// program stops when taken out of the slot; a site this job made stays attached
+    /// while its keeper holds it.
+    int slots_fd = -1;
+    uint32_t slot = 0;
     bool serves(uint32_t query) const;
   };
+  /// Ends `links`: empties their slots (then waits until no program can still be running
+  /// from one), then detaches the rest.
+  static void release(std::vector<Link> links);
   std::vector<Link> links_;
   std::set<uint32_t> ended_;
   int stops_fd_ = -1;
@@ -104,6 +113,10 @@ struct LoadOptions {
   /// libbpf loads the object and parses vmlinux BTF itself for its relocations: a caller
   /// that needs `vmlinux` no more frees it here, so the two copies never take memory at once.
   std::function<void()> vmlinux_done;
+  /// The front end's live sites, for an object compiled with LowerOptions::live_sites: a
+  /// program whose place has a site with a free slot takes it, and attaches nothing; one
+  /// whose place has none attaches a site and hands it to `sites`.
+  LiveSites* sites = nullptr;
 };
 
 /// Which of `plan`'s programs a load with `options` could ever use, by index: each group's

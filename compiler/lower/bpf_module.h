@@ -25,6 +25,7 @@ enum class Helper : int {
   MapDeleteElem = 3,
   KtimeGetNs = 5,
   GetSmpProcessorId = 8,
+  TailCall = 12,
   GetCurrentPidTgid = 14,
   GetCurrentUidGid = 15,
   GetCurrentComm = 16,
@@ -45,7 +46,7 @@ enum class Helper : int {
 
 /// BPF map types (the subset kq uses).
 enum class MapType : int {
-  Hash = 1, Array = 2, PercpuHash = 5, PercpuArray = 6, LruHash = 9, Ringbuf = 27,
+  Hash = 1, Array = 2, ProgArray = 3, PercpuHash = 5, PercpuArray = 6, LruHash = 9, Ringbuf = 27,
 };
 
 /// BPF_F_NO_PREALLOC: a hash map's entries are allocated when added, not when it is made.

@@ -39,6 +39,10 @@ struct LowerOptions {
   /// kernel can never load (runtime::programsThisKernelMayLoad): for a glob, most of the
   /// compile. Unset: every program (`kq build`, whose object runs on other kernels).
   std::function<std::vector<bool>(const plan::ProgramPlan&)> programs_to_compile;
+  /// Each program at one place is also a slot of a live site, with its dispatcher
+  /// (plan/live_site.h): the REPL's jobs, so that a job on a place another uses attaches
+  /// nothing new.
+  bool live_sites = false;
 };
 
 /// The ring buffer a query gets unless told otherwise: room for a burst of 2048 of its

@@ -7,6 +7,7 @@
 
 #include "compiler/lower/probe_planner.h"
 #include "compiler/lower/site_programs.h"
+#include "plan/live_site.h"
 
 namespace kq::lower {
 namespace {
@@ -95,6 +96,7 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     for (size_t i = 0; i < plan.programs.size() && i < wanted.size(); ++i) {
       if (wanted[i]) continue;
       object.module().dropProgram(plan.programs[i].function);
+      if (options.live_sites) object.module().dropProgram(plan::liveDispatcher(plan.programs[i].function));
       left_out[i] = true;
     }
   }

@@ -13,6 +13,7 @@ const char* mapTypeName(MapType type) {
   switch (type) {
     case MapType::Hash: return "hash";
     case MapType::Array: return "array";
+    case MapType::ProgArray: return "prog_array";
     case MapType::PercpuHash: return "percpu_hash";
     case MapType::PercpuArray: return "percpu_array";
     case MapType::LruHash: return "lru_hash";
@@ -35,7 +36,8 @@ MapCost mapCost(const MapSpec& spec) {
     case MapType::Hash:
     case MapType::LruHash: return {entries * (kHashElem + round8(spec.key_size) + value), 0};
     case MapType::PercpuHash: return {entries * (kHashElem + round8(spec.key_size) + 8), entries * value};
-    case MapType::Array: return {entries * value, 0};
+    case MapType::Array:
+    case MapType::ProgArray: return {entries * value, 0};
     case MapType::PercpuArray: return {0, entries * value};
     case MapType::Ringbuf: return {entries, 0};
   }

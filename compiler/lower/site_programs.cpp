@@ -10,6 +10,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "compiler/lower/frame.h"
+#include "compiler/lower/live_sites.h"
 #include "compiler/lower/object_builder.h"
 
 namespace kq::lower {
@@ -124,8 +125,10 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   for (const ProgramPart* part : parts) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
   planned.queries.assign(queries.begin(), queries.end());
   bool guarded = queries.size() > 1;
+  // A slot of a live site ends with its tail calls: one way out, so never a part adopted.
+  bool live = object.options().live_sites && mayBeLiveSlot(planned);
 
-  if (!guarded && parts.size() == 1 &&
+  if (!guarded && !live && parts.size() == 1 &&
       module.adoptPart(first.fn, first.planned.function, first.section, first.offset)) {
     // A site of one part is that part: no call to inline, no second function to optimize.
     planned.helpers = module.helpersOf(first.fn);
@@ -161,7 +164,9 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     b.SetInsertPoint(next);
     part_stack = std::max(part_stack, part->planned.stack_bytes);
   }
+  uint32_t chain_stack = live ? emitLiveChain(object, b, fn, first.planned.function) : 0;
   b.CreateRet(b.getInt32(0));
+  if (live) emitLiveDispatcher(object, first.planned.function, first.section, first.offset);
   if (inline_parts) {
     // Inlined here, before the optimizer runs: it then sees each part once, as the
     // program, not once alone and again inlined (a glob's 800 programs compiled 35% slower).
@@ -174,7 +179,7 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
 
   // Inlined parts are the program's frame; a called part has a frame of its own, beside
   // the program's (the key).
-  planned.stack_bytes = inline_parts ? stacks : (guarded ? 8 : 0) + part_stack;
+  planned.stack_bytes = (inline_parts ? stacks : (guarded ? 8 : 0) + part_stack) + chain_stack;
   planned.helpers = module.helpersOf(fn);
   for (const ProgramPart* part : parts) {
     for (int helper : part->planned.helpers) {

@@ -4,6 +4,7 @@ typed, keys pressed, and the screen checked. Queries run in the real kernel (as 
 
 Usage: repl_test.py PATH_TO_KQ
 """
+import json
 import os
 import shutil
 import subprocess
@@ -371,6 +372,99 @@ class BackgroundJobs(ReplTestCase):
         while session_processes(self.state) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertEqual(session_processes(self.state), [])
+
+
+def kq_links():
+    """How many of the kernel's BPF links attach kq's programs; None without the leak check."""
+    if harness.loaded_kq_programs() is None:
+        return None
+    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True).stdout or b"[]")
+    ids = {p["id"] for p in progs if p.get("name", "").startswith("kq_")}
+    links = json.loads(subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True).stdout or b"[]")
+    return sum(1 for l in links if l.get("prog_id") in ids)
+
+
+class SharedPlaces(ReplTestCase):
+    """A job on a place another job attached to takes a slot of that job's site: nothing new is
+    attached, each job counts exactly its own events, and stopping one (the site's maker
+    included) leaves the others' counts whole."""
+
+    def start_job(self, s, number):
+        s.enter(exec_query(PROGRAM, "&"))
+        s.wait_for(rf"^\[{number}\] trace tracepoint:sched:sched_process_exec")
+        s.wait_prompt()
+
+    def events_of(self, s, number, count):
+        s.wait_prompt()
+        mark = s.mark()
+        s.enter("jobs")
+        s.wait_for(rf"^\[{number}\] {count} events? ", since=mark)
+
+    def links_are(self, count):
+        if kq_links() is None:
+            return
+        deadline = time.monotonic() + 5  # a link goes a moment after its last descriptor
+        while kq_links() != count and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(kq_links(), count)
+
+    def test_a_second_job_attaches_nothing_and_stopping_either_leaves_the_other_exact(self):
+        s = self.session()
+        self.start_job(s, 1)
+        self.links_are(1)
+        self.start_job(s, 2)
+        self.links_are(1)  # the second job is a slot of the first one's site
+        for _ in range(3):
+            run_program()
+        self.events_of(s, 1, 3)
+        self.events_of(s, 2, 3)
+        # The site's maker stops: the other job keeps the site, and every event.
+        mark = s.mark()
+        s.enter("stop 1")
+        s.wait_for(r"^\[1\] kq: 3 events, 0 lost", since=mark)
+        s.wait_for(r"^\[1\] stopped  trace", since=mark)
+        self.links_are(1)
+        for _ in range(2):
+            run_program()
+        self.events_of(s, 2, 5)
+        # A third job takes the slot the first one left.
+        self.start_job(s, 3)
+        self.links_are(1)
+        run_program()
+        self.events_of(s, 2, 6)
+        self.events_of(s, 3, 1)
+        mark = s.mark()
+        s.enter("stop 2")
+        s.wait_for(r"^\[2\] kq: 6 events, 0 lost", since=mark)
+        run_program()
+        self.events_of(s, 3, 2)
+        mark = s.mark()
+        s.enter("stop 3")
+        s.wait_for(r"^\[3\] kq: 2 events, 0 lost", since=mark)
+        # No job holds a slot: the site is detached.
+        self.links_are(0)
+        self.quit(s)
+        if harness.loaded_kq_programs() is not None:
+            deadline = time.monotonic() + 5
+            while harness.loaded_kq_programs() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(harness.loaded_kq_programs(), [], "kq left BPF programs loaded")
+
+    def test_a_job_that_ends_itself_empties_its_slot(self):
+        s = self.session()
+        self.start_job(s, 1)
+        s.enter(exec_query(PROGRAM, "limit 2 &"))
+        s.wait_for(r"^\[2\] trace tracepoint:sched:sched_process_exec")
+        s.wait_prompt()
+        self.links_are(1)
+        for _ in range(3):
+            run_program()
+        s.wait_for(r"^\[2\] done  trace")
+        self.events_of(s, 1, 3)
+        run_program()
+        self.events_of(s, 1, 4)
+        self.quit(s)
+        self.links_are(0)
 
 
 class ScriptOnStandardInput(harness.KqTestCase):
