@@ -4,7 +4,10 @@ interactive session, against the same query run as `kq QUERY` from the shell (ex
 header), measured in the same run. The session keeps the kernel's BTF, the attach features
 it found and LLVM set up; each query is forked from it. Then what a pasted line of 16,000
 characters costs the session in CPU until its echo is drawn (it grew with the square of
-the line's length before kq read the line editor's wide line).
+the line's length before kq read the line editor's wide line). Then background jobs on
+one place: the first (which attaches the place's site), a second (which takes a slot of it
+and attaches nothing), and how long `stop N` takes for each, the slot's and the last one
+(which detaches the site).
 
     bench/repl_latency.py [build/kq] [RUNS]      (as root)
 """
@@ -66,6 +69,47 @@ def paste(s, length):
     return took
 
 
+def start_job(s, number, query):
+    """Milliseconds from Return to the job's `[N] query` line."""
+    mark = s.mark()
+    start = time.monotonic()
+    os.write(s.fd, (query + " &\r").encode())
+    while not any(line.startswith(f"[{number}] trace") for line in s.screen.lines()[mark:]):
+        s.pump(0.001)
+    took = (time.monotonic() - start) * 1000
+    s.wait_prompt()
+    return took
+
+
+def stop_job(s, number):
+    """Milliseconds from `stop N` to the job's `[N] stopped` line."""
+    mark = s.mark()
+    start = time.monotonic()
+    os.write(s.fd, f"stop {number}\r".encode())
+    while not any(line.startswith(f"[{number}] stopped") for line in s.screen.lines()[mark:]):
+        s.pump(0.001)
+    took = (time.monotonic() - start) * 1000
+    s.wait_prompt()
+    return took
+
+
+def shared_place(s, runs):
+    first, second, stop_slot, stop_last = [], [], [], []
+    number = 0
+    nonce = os.getpid()  # texts never seen before: both jobs compile, neither is cached
+    for i in range(runs):
+        query = f'trace tracepoint:sched:sched_process_exec where comm == "kq{nonce}_{i}%s" select comm'
+        first.append(start_job(s, number + 1, query % "a"))
+        second.append(start_job(s, number + 2, query % "b"))
+        stop_slot.append(stop_job(s, number + 2))
+        stop_last.append(stop_job(s, number + 1))
+        number += 2
+    m = statistics.median
+    print(f"background jobs on one place (median of {runs}, each compiled): the first {m(first):.1f} ms, "
+          f"a second one {m(second):.1f} ms ({m(second) / m(first):.2f}x); stop of the second "
+          f"{m(stop_slot):.1f} ms, of the last (detaching the site) {m(stop_last):.1f} ms")
+
+
 def main():
     state = tempfile.mkdtemp(prefix="kqbench")
     s = Session(KQ, env={"XDG_STATE_HOME": state})
@@ -75,6 +119,7 @@ def main():
         shell.append(from_shell())
         session.append(in_session(s))
     paste_cpu = paste(s, 16000)
+    shared_place(s, RUNS)
     s.enter("quit")
     s.wait_exit()
     s.close()

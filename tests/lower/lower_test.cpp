@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "compiler/lower/disassemble.h"
 #include "compiler/parse/parse.h"
+#include "plan/live_site.h"
 #include "tests/support/fake_kernel.h"
 
 namespace kq::lower {
@@ -154,6 +157,42 @@ TEST_F(LowerTest, ProgramsLeftOutAreStillPlannedButNotInTheObject) {
   EXPECT_EQ(c.program->left_out, (std::vector<bool>{true, false}));
   EXPECT_EQ(program(c.bpf, "fentry/ip_send_skb"), "");
   EXPECT_NE(program(c.bpf, "kprobe/ip_send_skb"), "");
+}
+
+TEST_F(LowerTest, LiveSitesGiveEachProgramItsSlotsAndADispatcher) {
+  LowerOptions options;
+  options.live_sites = true;
+  options.programs_to_compile = [](const plan::ProgramPlan& plan) {
+    std::vector<bool> out;
+    for (const plan::PlannedProgram& p : plan.programs) out.push_back(p.attach != plan::Attach::Fentry);
+    return out;
+  };
+  Compiled c = compile("trace tracepoint:net:net_dev_xmit() where skb->len > 100 select skb->len\n"
+                       "trace ip_send_skb(skb) select skb->len",
+                       options);
+  ASSERT_TRUE(c.program);
+  std::set<std::string> maps;
+  for (const plan::PlannedMap& m : c.program->plan.maps) maps.insert(m.name + " " + m.type);
+  const std::string tp = c.program->plan.programs[0].function;
+  EXPECT_TRUE(maps.count(tp + "_slots prog_array")) << c.bpf;
+  EXPECT_TRUE(maps.count(tp + "_slot array")) << c.bpf;
+  // The program tail-calls the slots after its own; the dispatcher, every slot from the first.
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  size_t program_at = c.bpf.find(tp + ":  # section tp_btf/net_dev_xmit");
+  size_t site_at = c.bpf.find(tp + "_site:  # section tp_btf/net_dev_xmit");
+  ASSERT_NE(program_at, std::string::npos) << c.bpf;
+  ASSERT_NE(site_at, std::string::npos) << c.bpf;
+  std::string site = c.bpf.substr(site_at, c.bpf.find("\n\n", site_at) - site_at);
+  std::string prog = c.bpf.substr(program_at, c.bpf.find("\n\n", program_at) - program_at);
+  EXPECT_EQ(count(site, "call 12\n"), plan::kLiveSlots) << site;
+  EXPECT_EQ(count(prog, "call 12\n"), plan::kLiveSlots - 1) << prog;
+  // A program left out takes its dispatcher with it.
+  EXPECT_EQ(c.bpf.find("section fentry/ip_send_skb"), std::string::npos) << c.bpf;
+  EXPECT_NE(c.bpf.find("_site:  # section kprobe/ip_send_skb"), std::string::npos) << c.bpf;
 }
 
 TEST_F(LowerTest, InstructionsMapBackToKqSource) {
