@@ -93,21 +93,24 @@ def stop_job(s, number):
     return took
 
 
-def shared_place(s, runs):
+def shared_place(s, runs, label, query, number=0):
+    """`query` % (a job's own tag): two jobs on one place, then each stopped. `number`: the
+    jobs the session has numbered so far; returns it after these."""
     first, second, stop_slot, stop_last = [], [], [], []
-    number = 0
     nonce = os.getpid()  # texts never seen before: both jobs compile, neither is cached
     for i in range(runs):
-        query = f'trace tracepoint:sched:sched_process_exec where comm == "kq{nonce}_{i}%s" select comm'
-        first.append(start_job(s, number + 1, query % "a"))
-        second.append(start_job(s, number + 2, query % "b"))
+        first.append(start_job(s, number + 1, query % f"{nonce}{i}1"))
+        second.append(start_job(s, number + 2, query % f"{nonce}{i}2"))
+        s.pump(0.2)  # both sessions past their start
         stop_slot.append(stop_job(s, number + 2))
+        s.pump(0.2)
         stop_last.append(stop_job(s, number + 1))
         number += 2
     m = statistics.median
-    print(f"background jobs on one place (median of {runs}, each compiled): the first {m(first):.1f} ms, "
-          f"a second one {m(second):.1f} ms ({m(second) / m(first):.2f}x); stop of the second "
-          f"{m(stop_slot):.1f} ms, of the last (detaching the site) {m(stop_last):.1f} ms")
+    print(f"two background jobs on {label} (median of {runs}, each compiled): the first starts in "
+          f"{m(first):.1f} ms, the second {m(second):.1f} ms ({m(second) / m(first):.2f}x); "
+          f"the second stops in {m(stop_slot):.1f} ms, the last (detaching) in {m(stop_last):.1f} ms")
+    return number
 
 
 def main():
@@ -119,7 +122,10 @@ def main():
         shell.append(from_shell())
         session.append(in_session(s))
     paste_cpu = paste(s, 16000)
-    shared_place(s, RUNS)
+    jobs = shared_place(s, RUNS, "one tracepoint",
+                        'trace tracepoint:sched:sched_process_exec where comm == "kq%s" select comm')
+    shared_place(s, RUNS, "one uprobe",
+                 'trace uprobe:/lib/x86_64-linux-gnu/libc.so.6:getpid where comm == "kq%s" select pid', jobs)
     s.enter("quit")
     s.wait_exit()
     s.close()

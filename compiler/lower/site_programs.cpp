@@ -125,8 +125,10 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   for (const ProgramPart* part : parts) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
   planned.queries.assign(queries.begin(), queries.end());
   bool guarded = queries.size() > 1;
-  // A slot of a live site ends with its tail calls: one way out, so never a part adopted.
-  bool live = object.options().live_sites && mayBeLiveSlot(planned);
+  // A slot of a live site ends with its tail calls: one way out, so never a part adopted;
+  // and only with its parts inlined (tail calls beside bpf-to-bpf calls take the stack of
+  // every frame on the way, a limit a program of called parts may pass).
+  bool live = object.options().live_sites && mayBeLiveSlot(planned) && (inline_parts || parts.size() == 1);
 
   if (!guarded && !live && parts.size() == 1 &&
       module.adoptPart(first.fn, first.planned.function, first.section, first.offset)) {
