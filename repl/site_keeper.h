@@ -67,6 +67,8 @@ class JobSites : public runtime::LiveSites {
   std::optional<FreeSlot> find(const std::string& place) override;
   void joining(const std::string& place, uint32_t slot) override;
   void made(const std::string& place, int link_fd, int slots_fd) override;
+  /// Nothing to say: the keeper empties a job's slots when the job ends.
+  void leaving(int, uint32_t) override {}
 
  private:
   std::vector<SiteKeeper::View> view_;

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plan/program_plan.h"
 
@@ -29,7 +31,40 @@ class LiveSites {
   /// slots `slots_fd`, its own program in slot 0: the keeper keeps both open, so the site
   /// outlives the job while other jobs hold slots.
   virtual void made(const std::string& place, int link_fd, int slots_fd) = 0;
+  /// This job emptied `slot` of the site whose slots are `slots_fd` (its program can no
+  /// longer run): the slot is free again.
+  virtual void leaving(int slots_fd, uint32_t slot) = 0;
 };
+
+/// Sites kept in the process that loads the objects (kq serve's scripts): each site is held
+/// while some object holds a slot of it, and detached when the last one leaves.
+class LocalSites : public LiveSites {
+ public:
+  LocalSites() = default;
+  ~LocalSites() override;
+  LocalSites(const LocalSites&) = delete;
+  LocalSites& operator=(const LocalSites&) = delete;
+
+  std::optional<FreeSlot> find(const std::string& place) override;
+  void joining(const std::string& place, uint32_t slot) override;
+  void made(const std::string& place, int link_fd, int slots_fd) override;
+  void leaving(int slots_fd, uint32_t slot) override;
+  size_t sites() const;
+
+ private:
+  struct Site {
+    std::string place;
+    int link_fd = -1;
+    int slots_fd = -1;
+    uint32_t map_id = 0;  // the slots map's, whatever descriptor a loader has of it
+    std::vector<bool> held;
+  };
+  mutable std::mutex mutex_;
+  std::vector<Site> sites_;
+};
+
+/// The kernel's id of the map `fd` (0 if it cannot say).
+uint32_t mapId(int fd);
 
 /// Where and how `program` attaches, as one string: two programs with the same place can be
 /// slots of one site.

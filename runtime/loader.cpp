@@ -62,11 +62,7 @@ static void waitForRunningPrograms() {
   if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) usleep(50 * 1000);
 }
 
-std::string livePlace(const plan::PlannedProgram& p) {
-  return fmt::format("{} {} {}", plan::attachName(p.attach), p.target, p.binary);
-}
-
-void LoadedObject::release(std::vector<Link> links) {
+void LoadedObject::release(std::vector<Link> links) const {
   bool emptied = false;
   std::vector<bpf_link*> detach;
   for (Link& l : links) {
@@ -86,6 +82,9 @@ void LoadedObject::release(std::vector<Link> links) {
   }
   if (emptied) waitForRunningPrograms();
   destroyLinks(std::move(detach));
+  for (const Link& l : links) {
+    if (l.slots_fd >= 0 && sites_) sites_->leaving(l.slots_fd, l.slot);
+  }
 }
 
 LoadedObject::~LoadedObject() {
@@ -402,6 +401,7 @@ class Loader {
       failure = LoadFailure{fmt::format("cannot put the program of {} in its site: {}", p.target, std::strerror(errno))};
       return;
     }
+    loaded.sites_ = options_.sites;
     if (live.free) {
       loaded.links_.push_back({nullptr, linkQueries(p), slots, slot});
       return;

@@ -78,8 +78,9 @@ class LoadedObject {
   };
   /// Ends `links`: empties their slots (then waits until no program can still be running
   /// from one), then detaches the rest.
-  static void release(std::vector<Link> links);
+  void release(std::vector<Link> links) const;
   std::vector<Link> links_;
+  LiveSites* sites_ = nullptr;  // the keeper of the sites its slots are in
   std::set<uint32_t> ended_;
   int stops_fd_ = -1;
   struct Places {

@@ -192,6 +192,8 @@ void Script::start(const ScriptContext& ctx) {
     Diagnostics diags;
     std::string error;
     lower::LowerOptions lower_options;
+    lower_options.live_sites = ctx.sites != nullptr;
+    load_options.sites = ctx.sites;
     load_options.vmlinux = ctx.env.btf->vmlinux().btf;
     lower_options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
       return runtime::programsThisKernelMayLoad(plan, load_options);

@@ -39,6 +39,9 @@ struct ScriptContext {
   std::ostream& log;
   EventLog& events;
   std::string hostname;
+  /// The places scripts share: a script on a place another script attached to takes a slot
+  /// of its site and attaches nothing (plan/live_site.h).
+  runtime::LiveSites* sites = nullptr;
 };
 
 /// kq's own families, each script adding its samples (Script::selfSamples, families).

@@ -71,7 +71,7 @@ class Server {
     char name[256] = "";
     gethostname(name, sizeof name - 1);
     hostname_ = name;
-    context_.emplace(ScriptContext{env_, host_, io_.err, events, hostname_});
+    context_.emplace(ScriptContext{env_, host_, io_.err, events, hostname_, &sites_});
   }
 
   /// Reads the directories again: starts new scripts, replaces changed ones, stops removed
@@ -243,6 +243,7 @@ class Server {
   driver::Io& io_;
   driver::KernelEnvironment& env_;
   std::string hostname_;
+  runtime::LocalSites sites_;  // before the scripts: each leaves its slots as it stops
   engine::Host host_;         // the loads' kernel features
   engine::Host scrape_host_;  // the scrape thread's symbols
   std::mutex scripts_mutex_;

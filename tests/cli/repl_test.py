@@ -4,7 +4,6 @@ typed, keys pressed, and the screen checked. Queries run in the real kernel (as 
 
 Usage: repl_test.py PATH_TO_KQ
 """
-import json
 import os
 import shutil
 import subprocess
@@ -374,16 +373,6 @@ class BackgroundJobs(ReplTestCase):
         self.assertEqual(session_processes(self.state), [])
 
 
-def kq_links():
-    """How many of the kernel's BPF links attach kq's programs; None without the leak check."""
-    if harness.loaded_kq_programs() is None:
-        return None
-    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True).stdout or b"[]")
-    ids = {p["id"] for p in progs if p.get("name", "").startswith("kq_")}
-    links = json.loads(subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True).stdout or b"[]")
-    return sum(1 for l in links if l.get("prog_id") in ids)
-
-
 class SharedPlaces(ReplTestCase):
     """A job on a place another job attached to takes a slot of that job's site: nothing new is
     attached, each job counts exactly its own events, and stopping one (the site's maker
@@ -401,12 +390,12 @@ class SharedPlaces(ReplTestCase):
         s.wait_for(rf"^\[{number}\] {count} events? ", since=mark)
 
     def links_are(self, count):
-        if kq_links() is None:
+        if harness.kq_links() is None:
             return
         deadline = time.monotonic() + 5  # a link goes a moment after its last descriptor
-        while kq_links() != count and time.monotonic() < deadline:
+        while harness.kq_links() != count and time.monotonic() < deadline:
             time.sleep(0.1)
-        self.assertEqual(kq_links(), count)
+        self.assertEqual(harness.kq_links(), count)
 
     def test_a_second_job_attaches_nothing_and_stopping_either_leaves_the_other_exact(self):
         s = self.session()

@@ -72,6 +72,17 @@ def loaded_kq_programs():
     return [p.get("name", "") for p in json.loads(out.stdout or b"[]") if p.get("name", "").startswith("kq_")]
 
 
+def kq_links():
+    """How many of the kernel's BPF links attach kq's programs (None without the leak check:
+    loaded_kq_programs)."""
+    if loaded_kq_programs() is None:
+        return None
+    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True).stdout or b"[]")
+    ids = {p["id"] for p in progs if p.get("name", "").startswith("kq_")}
+    links = json.loads(subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True).stdout or b"[]")
+    return sum(1 for link in links if link.get("prog_id") in ids)
+
+
 def write_file(directory, name, body):
     """Writes `body` to `directory/name` (a workload script); returns its path."""
     path = os.path.join(directory, name)

@@ -277,6 +277,33 @@ class Serve(harness.KqTestCase):
             status, _ = served.stop()
         self.assertEqual(status, 0, served.log())
 
+    def test_scripts_on_one_place_share_its_attachment(self):
+        # Two scripts on one system call attach it once (the second takes a slot of the
+        # first's site); each counts every call; removing the first (the site's maker)
+        # leaves the other's counter counting; removing both detaches it.
+        directory = self.scripts(calls=CALLS, again=CALLS.replace("as calls", "as again"))
+        served = Served(directory)
+        try:
+            served.wait_for('kq_script_up', lambda s: len(s) == 2 and all(v == 1 for v in s.values()))
+            self.assertEqual(harness.kq_links(), 1)
+            subprocess.run([LOAD, "40", "0"], check=True)
+            served.wait_for("kq_calls_calls_total", lambda s: one(s) == 40)
+            served.wait_for("kq_again_again_total", lambda s: one(s) == 40)
+            os.unlink(os.path.join(directory, "calls.kq"))
+            served.wait_for('kq_script_up{script="calls"}', lambda s: len(s) == 0)
+            self.assertEqual(harness.kq_links(), 1)
+            subprocess.run([LOAD, "2", "0"], check=True)
+            served.wait_for("kq_again_again_total", lambda s: one(s) == 42)
+            os.unlink(os.path.join(directory, "again.kq"))
+            served.wait_for('kq_script_up{script="again"}', lambda s: len(s) == 0)
+            deadline = time.monotonic() + 5 * SCALE
+            while harness.kq_links() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(harness.kq_links(), 0)
+        finally:
+            status, _ = served.stop()
+        self.assertEqual(status, 0, served.log())
+
     def test_events_are_json_lines_in_a_rotated_file(self):
         # Twice ten events of a query that selects them: the first ten are rotated to
         # FILE.1 when the next would pass the size, the second ten begin FILE; each line
