@@ -252,6 +252,11 @@ class Loader {
         }
         return LoadResult{std::move(loaded), std::nullopt};
       }
+      // Slots of live sites are an optimization: a load they fail is tried once more without.
+      if (!live_.empty() && !live_off_) {
+        live_off_ = true;
+        continue;
+      }
       if (!refusal.group) return LoadResult{nullptr, failure};
       if (!methods_.refuse(*refusal.group, refusal.why)) {
         return LoadResult{nullptr, LoadFailure{methods_.failure(*refusal.group), failure->verifier, *refusal.group,
@@ -295,7 +300,7 @@ class Loader {
   /// Live slots: which site each takes, or that it makes one (its dispatcher loads then).
   void configureLive(LoadedObject& loaded) {
     live_.clear();
-    if (!options_.sites) return;
+    if (!options_.sites || live_off_) return;
     for (const plan::PlannedProgram& p : plan_.programs) {
       if (!isChosen(p)) continue;
       bpf_program* dispatcher = bpf_object__find_program_by_name(loaded.object_, plan::liveDispatcher(p.function).c_str());
@@ -584,6 +589,7 @@ class Loader {
   std::unique_ptr<VmlinuxLoan> loan_;  // before methods_: the probes choosing them read it
   AttachMethods methods_;
   std::map<std::string, LiveSlot> live_;  // by program name
+  bool live_off_ = false;  // a load with live slots failed: they are not tried again
 };
 
 namespace {

@@ -8,11 +8,13 @@ Usage (inside the guest): vm_test.py PATH_TO_KQ
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.request
 
 KQ = None
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -270,6 +272,50 @@ class KernelFunctions(unittest.TestCase):
                 events = [line for line in lines if "size" in line]
                 self.assertEqual(tables, [[{"count()": 1, "sum(size)": 1000}]] * (3 * sets), out[-3000:])
                 self.assertEqual([e["size"] for e in events], [1000] * sets, out[-3000:])
+
+    def test_scripts_on_one_function_share_its_attachment(self):
+        # kq serve: two scripts on tcp_sendmsg are one attachment (the second takes a slot of
+        # the first's site: tail calls from fentry and kprobe programs), and each counts the
+        # one call.
+        for method, env in [("tracing", {}), ("perf_event", {"KQ_TEST_FAIL_ATTACH": "fentry"})]:
+            with self.subTest(method=method):
+                directory = tempfile.mkdtemp(prefix="kq-serve-")
+                for name in ("first", "second"):
+                    with open(os.path.join(directory, f"{name}.kq"), "w") as f:
+                        f.write(f'trace tcp_sendmsg(sk, size) where comm == "python3" select count() as {name}\n')
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", 0))
+                    port = sock.getsockname()[1]
+                proc = subprocess.Popen([KQ, "serve", "--listen", f"127.0.0.1:{port}", directory],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                        env=dict(os.environ, **env))
+                try:
+                    def metrics():
+                        try:
+                            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                                return r.read().decode()
+                        except OSError:
+                            return ""
+                    deadline = time.monotonic() + 240
+                    while time.monotonic() < deadline and not all(
+                            f'kq_script_up{{script="{n}"}} 1' in metrics() for n in ("first", "second")):
+                        time.sleep(0.5)
+                    ids = {p["id"] for p in bpftool_json("prog", "list") if p.get("name", "").startswith("kq_")}
+                    links = [l for l in bpftool_json("link", "list") if l.get("prog_id") in ids]
+                    self.assertEqual([l.get("type") for l in links], [method], links)
+                    subprocess.run(SEND_TCP, shell=True, check=True)
+                    deadline = time.monotonic() + 60
+                    text = metrics()
+                    while time.monotonic() < deadline and not (
+                            "kq_first_first_total 1" in text and "kq_second_second_total 1" in text):
+                        time.sleep(0.5)
+                        text = metrics()
+                    self.assertIn("kq_first_first_total 1", text)
+                    self.assertIn("kq_second_second_total 1", text)
+                finally:
+                    proc.terminate()
+                    _, err = proc.communicate(timeout=120)
+                self.assertEqual(proc.returncode, 0, err)
 
     def skip_without_kprobe_multi(self):
         if os.uname().release.startswith("6.1."):
