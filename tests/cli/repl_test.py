@@ -316,10 +316,7 @@ class BackgroundJobs(ReplTestCase):
         if harness.loaded_kq_programs() is not None:
             self.assertTrue(harness.loaded_kq_programs(), "nothing loaded while the job runs")
         s.wait_prompt()
-        mark = s.mark()
-        s.enter("stop 1")
-        s.wait_for(r"^\[1\] kq: 3 events, 0 lost", since=mark)
-        s.wait_for(r"^\[1\] stopped  trace", since=mark)
+        self.stop(s, 1, 3)
         s.wait_prompt()
         mark = s.mark()
         s.enter("jobs")
@@ -389,6 +386,13 @@ class SharedPlaces(ReplTestCase):
         s.enter("jobs")
         s.wait_for(rf"^\[{number}\] {count} events? ", since=mark)
 
+    def stop(self, s, number, events):
+        """`stop N`: the job says all the events it saw, and that it stopped."""
+        mark = s.mark()
+        s.enter(f"stop {number}")
+        s.wait_for(rf"^\[{number}\] kq: {events} events, 0 lost", since=mark)
+        s.wait_for(rf"^\[{number}\] stopped  trace", since=mark)
+
     def links_are(self, count):
         if harness.kq_links() is None:
             return
@@ -422,14 +426,10 @@ class SharedPlaces(ReplTestCase):
         run_program()
         self.events_of(s, 2, 6)
         self.events_of(s, 3, 1)
-        mark = s.mark()
-        s.enter("stop 2")
-        s.wait_for(r"^\[2\] kq: 6 events, 0 lost", since=mark)
+        self.stop(s, 2, 6)
         run_program()
         self.events_of(s, 3, 2)
-        mark = s.mark()
-        s.enter("stop 3")
-        s.wait_for(r"^\[3\] kq: 2 events, 0 lost", since=mark)
+        self.stop(s, 3, 2)
         # No job holds a slot: the site is detached.
         self.links_are(0)
         self.quit(s)
