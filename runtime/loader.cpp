@@ -301,8 +301,11 @@ class Loader {
   void configureLive(LoadedObject& loaded) {
     live_.clear();
     if (!options_.sites || live_off_) return;
+    std::set<std::string> places;
     for (const plan::PlannedProgram& p : plan_.programs) {
-      if (!isChosen(p)) continue;
+      // One slot a place an object: a second program there (another group's) attaches on
+      // its own, so two never take the same free slot.
+      if (!isChosen(p) || !places.insert(livePlace(p)).second) continue;
       bpf_program* dispatcher = bpf_object__find_program_by_name(loaded.object_, plan::liveDispatcher(p.function).c_str());
       bpf_map* slots = bpf_object__find_map_by_name(loaded.object_, plan::liveSlotsMap(p.function).c_str());
       if (!dispatcher || !slots) continue;
@@ -404,6 +407,7 @@ class Loader {
     if (live.free) options_.sites->joining(live.place, slot);
     if (bpf_map_update_elem(slots, &slot, &fd, BPF_ANY) != 0) {
       failure = LoadFailure{fmt::format("cannot put the program of {} in its site: {}", p.target, std::strerror(errno))};
+      if (live.free) options_.sites->leaving(slots, slot);
       return;
     }
     loaded.sites_ = options_.sites;
