@@ -55,6 +55,13 @@ class ReplTestCase(harness.KqTestCase):
         s.enter("quit")
         self.assertEqual(s.wait_exit(), 0, s.screen.text())
 
+    def stop(self, s, number, events):
+        """`stop N`: the job says all the events it saw, and that it stopped."""
+        mark = s.mark()
+        s.enter(f"stop {number}")
+        s.wait_for(rf"^\[{number}\] kq: {events} events, 0 lost", since=mark)
+        s.wait_for(rf"^\[{number}\] stopped  trace", since=mark)
+
 
 class NothingEndsTheSession(ReplTestCase):
     def test_an_error_then_a_working_query(self):
@@ -386,13 +393,6 @@ class SharedPlaces(ReplTestCase):
         s.enter("jobs")
         s.wait_for(rf"^\[{number}\] {count} events? ", since=mark)
 
-    def stop(self, s, number, events):
-        """`stop N`: the job says all the events it saw, and that it stopped."""
-        mark = s.mark()
-        s.enter(f"stop {number}")
-        s.wait_for(rf"^\[{number}\] kq: {events} events, 0 lost", since=mark)
-        s.wait_for(rf"^\[{number}\] stopped  trace", since=mark)
-
     def links_are(self, count):
         if harness.kq_links() is None:
             return
@@ -412,10 +412,7 @@ class SharedPlaces(ReplTestCase):
         self.events_of(s, 1, 3)
         self.events_of(s, 2, 3)
         # The site's maker stops: the other job keeps the site, and every event.
-        mark = s.mark()
-        s.enter("stop 1")
-        s.wait_for(r"^\[1\] kq: 3 events, 0 lost", since=mark)
-        s.wait_for(r"^\[1\] stopped  trace", since=mark)
+        self.stop(s, 1, 3)
         self.links_are(1)
         for _ in range(2):
             run_program()
