@@ -25,4 +25,17 @@ Result<KernelEnvironment> loadKernelEnvironment(const std::string& btf_path) {
   return env;
 }
 
+std::function<uint32_t(plan::Attach, const std::string&)> vmlinuxAttachIds(const btf::Btf& btf) {
+  return [&btf](plan::Attach attach, const std::string& target) -> uint32_t {
+    // As the kernel names them: a tracepoint by its `btf_trace_` typedef, a function by itself.
+    std::optional<btf::BtfType> found;
+    if (attach == plan::Attach::TpBtf) {
+      found = btf.findTypedef("btf_trace_" + target);
+    } else if (std::optional<btf::Function> fn = btf.findFunction(target)) {
+      found = fn->func;
+    }
+    return found && found->file == &btf.vmlinux() ? found->id : 0;
+  };
+}
+
 }  // namespace kq::driver

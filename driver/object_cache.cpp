@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <regex>
 #include <vector>
@@ -96,8 +97,11 @@ bool ownedAndPrivate(const fs::path& path) {
 }
 
 /// The cache stays under kMostBytes: the objects used longest ago go first (a hit
-/// renews its file's time).
+/// renews its file's time). Reading every file's size and time takes milliseconds once
+/// thousands are kept, so one write in kPruneEvery (by its key) prunes: the cache may pass
+/// its cap by a few objects in between.
 constexpr uintmax_t kMostBytes = 256ull << 20;
+constexpr size_t kPruneEvery = 16;
 
 void prune(const fs::path& directory) {
   std::error_code ec;
@@ -195,7 +199,7 @@ void keepObject(const fs::path& directory, const std::string& key, const lower::
   fs::permissions(partial, fs::perms::owner_read | fs::perms::owner_write, ec);
   fs::rename(partial, file, ec);
   if (ec) fs::remove(partial, ec);
-  prune(directory);
+  if (std::hash<std::string>{}(key) % kPruneEvery == 0) prune(directory);
 }
 
 fs::path objectCacheDirectory() {

@@ -28,6 +28,7 @@
 #include "driver/query_sources.h"
 #include "engine/engine.h"
 #include "runtime/libbpf_log.h"
+#include "runtime/live_sites.h"
 #include "runtime/loader.h"
 #include "runtime/privileges.h"
 
@@ -205,6 +206,14 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
   options.live_sites = hooks.sites != nullptr && !dump_only;
+  bool slots_only = false;  // some dispatcher left out: an object no other run may reuse
+  if (options.live_sites) {
+    options.site_attached = [sites = hooks.sites, &slots_only](const plan::PlannedProgram& p) {
+      bool attached = sites->find(runtime::livePlace(p)).has_value();
+      slots_only = slots_only || attached;
+      return attached;
+    };
+  }
   // A run on this kernel compiles only the methods it may load. A dump shows the whole
   // plan and object, the same on every kernel; --btf FILE is another kernel's.
   bool running_kernel = request.btf.empty();
@@ -213,7 +222,10 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   load_options.method = request.attach;
   load_options.features = &run.host().features();
   load_options.sites = options.live_sites ? hooks.sites : nullptr;
-  if (running_kernel) load_options.vmlinux = env.btf->vmlinux().btf;
+  if (running_kernel) {
+    load_options.vmlinux = env.btf->vmlinux().btf;
+    load_options.vmlinux_attach_id = vmlinuxAttachIds(*env.btf);
+  }
   if (running_kernel && !dump_only) {
     options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
       return runtime::programsThisKernelMayLoad(plan, load_options);
@@ -230,6 +242,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     cache_key = objectCacheKey(sources.file(file).name(), text, options, request.attach);
   }
   std::optional<lower::CompiledProgram> compiled;
+  bool compiled_now = false;  // kept in the cache once attached, off the way to the first event
   if (cache_key) compiled = cachedObject(cache, *cache_key);
   if (compiled) {
     renderDiagnostics(diags, sources, io.err, RenderOptions{color});  // sema's warnings, as compiling says them
@@ -237,7 +250,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   } else {
     compiled = lowerAndReport(checked, *env.btf, sources, file, options, diags, color, io);
     if (!compiled) return 1;
-    if (cache_key) keepObject(cache, *cache_key, *compiled, queryLimits(checked), querySources(checked, sources));
+    compiled_now = true;
   }
   if (request.dump == "ir") {
     io.out << compiled->object.ir;
@@ -308,6 +321,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   }
 
   if (hooks.attached) hooks.attached();
+  if (compiled_now && cache_key && !slots_only) {
+    keepObject(cache, *cache_key, *compiled, queryLimits(checked), querySources(checked, sources));
+  }
 
   engine::SessionOptions session;
   session.queries = queryLimits(checked);

@@ -24,6 +24,7 @@
 #include "plan/live_site.h"
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
+#include "runtime/own_btf_load.h"
 #include "runtime/verifier_log.h"
 
 namespace kq::runtime {
@@ -226,7 +227,7 @@ class Loader {
 
   Loader(const std::vector<char>& elf, const plan::ProgramPlan& plan, const LoadOptions& options,
          KernelFeatures& features)
-      : elf_(elf),
+      : elf_(options.vmlinux_attach_id ? withoutCoreRelocations(elf) : elf),
         plan_(plan),
         options_(options),
         loan_(options.vmlinux ? std::make_unique<VmlinuxLoan>(features, options.vmlinux) : nullptr),
@@ -238,6 +239,16 @@ class Loader {
   LoadResult run() {
     if (auto group = methods_.firstUnusable()) {
       return LoadResult{nullptr, LoadFailure{methods_.failure(*group), std::nullopt, *group, methods_.reasons(*group)}};
+    }
+    ownTracingSections();
+    if (options_.vmlinux_attach_id) {
+      for (const plan::PlannedProgram& p : plan_.programs) {
+        if (p.attach == plan::Attach::TpBtf || p.attach == plan::Attach::Fentry || p.attach == plan::Attach::Fexit) {
+          uint32_t id = options_.vmlinux_attach_id(p.attach, p.target);
+          attach_ids_[p.function] = id;
+          attach_ids_[plan::liveDispatcher(p.function)] = id;  // at the same place
+        }
+      }
     }
     // Probes after this (a group moving on) parse their own BTF.
     loan_.reset();
@@ -284,6 +295,8 @@ class Loader {
     }
     configure(loaded);
     configureLive(loaded);
+    AttachIds ids;
+    giveAttachIds(loaded, ids);
     if (auto failure = load(loaded, refusal)) return failure;
     loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
     return attachAll(loaded, refusal);
@@ -308,11 +321,31 @@ class Loader {
       if (!isChosen(p) || !places.insert(livePlace(p)).second) continue;
       bpf_program* dispatcher = bpf_object__find_program_by_name(loaded.object_, plan::liveDispatcher(p.function).c_str());
       bpf_map* slots = bpf_object__find_map_by_name(loaded.object_, plan::liveSlotsMap(p.function).c_str());
-      if (!dispatcher || !slots) continue;
+      if (!slots) continue;
       LiveSlot live{livePlace(p), dispatcher, options_.sites->find(livePlace(p))};
       if (live.free && bpf_map__reuse_fd(slots, live.free->slots_fd) != 0) live.free.reset();
-      bpf_program__set_autoload(dispatcher, !live.free);
+      // Compiled without its dispatcher (LowerOptions::site_attached), a program whose slot
+      // has gone since attaches on its own.
+      if (!live.free && !dispatcher) continue;
+      if (dispatcher) bpf_program__set_autoload(dispatcher, !live.free);
       live_.emplace(p.function, std::move(live));
+    }
+  }
+
+  /// Each tracing program to load, its attach id: the one kq knows, or what libbpf finds
+  /// (parsing vmlinux BTF) for one it does not.
+  void giveAttachIds(LoadedObject& loaded, AttachIds& ids) {
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, loaded.object_) {
+      if (!bpf_program__autoload(prog) || !ownedTracingProgram(prog)) continue;
+      auto known = attach_ids_.find(bpf_program__name(prog));
+      if (known != attach_ids_.end() && known->second != 0) {
+        ids.give(prog, known->second);
+      } else {
+        // Its load fails (saying so) if even libbpf cannot find it.
+        const char* target = std::strchr(bpf_program__section_name(prog), '/');
+        if (target) bpf_program__set_attach_target(prog, 0, target + 1);
+      }
     }
   }
 
@@ -587,12 +620,13 @@ class Loader {
     }
   }
 
-  const std::vector<char>& elf_;
+  const std::vector<char> elf_;  // without CO-RE relocations where they change nothing
   const plan::ProgramPlan& plan_;
   const LoadOptions& options_;
   std::unique_ptr<VmlinuxLoan> loan_;  // before methods_: the probes choosing them read it
   AttachMethods methods_;
   std::map<std::string, LiveSlot> live_;  // by program name
+  std::map<std::string, uint32_t> attach_ids_;  // by program name: vmlinux_attach_id's
   bool live_off_ = false;  // a load with live slots failed: they are not tried again
 };
 

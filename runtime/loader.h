@@ -111,9 +111,18 @@ struct LoadOptions {
   /// running kernel's feature probes read it rather than parsing their own copy.
   const ::btf* vmlinux = nullptr;
   /// Called once the attach methods are chosen (the probes are done with `vmlinux`), before
-  /// libbpf loads the object and parses vmlinux BTF itself for its relocations: a caller
-  /// that needs `vmlinux` no more frees it here, so the two copies never take memory at once.
+  /// libbpf loads the object (and, for an object without `vmlinux_attach_id`, parses vmlinux
+  /// BTF itself for its relocations): a caller that needs `vmlinux` no more frees it here,
+  /// so two copies never take memory at once.
   std::function<void()> vmlinux_done;
+  /// Given for an object compiled against the running kernel's BTF, by this process or by
+  /// this kq for this kernel (the object cache): the vmlinux BTF id a tp_btf, fentry or
+  /// fexit program attaches to (its tracepoint's `btf_trace_` typedef, its function), or 0
+  /// where vmlinux has none (a module's function: libbpf finds it). The object's CO-RE
+  /// relocations are then left out, since against that BTF they change nothing
+  /// (own_btf_load.h): with neither relocations nor attach ids to find, libbpf never
+  /// parses vmlinux BTF. Called before `vmlinux_done`.
+  std::function<uint32_t(plan::Attach attach, const std::string& target)> vmlinux_attach_id;
   /// The front end's live sites, for an object compiled with LowerOptions::live_sites: a
   /// program whose place has a site with a free slot takes it, and attaches nothing; one
   /// whose place has none attaches a site and hands it to `sites`.

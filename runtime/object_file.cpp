@@ -90,8 +90,8 @@ std::optional<std::vector<char>> addSection(const std::vector<char>& elf, const 
   return out;
 }
 
-std::optional<std::string> sectionContents(const std::vector<char>& elf, const std::string& name,
-                                           std::string* error) {
+std::optional<SectionSpan> findSection(const std::vector<char>& elf, const std::string& name,
+                                       std::string* error) {
   std::optional<Elf64_Ehdr> header = elfHeader(elf, error);
   if (!header) return std::nullopt;
   Elf64_Shdr names = sectionHeader(elf, *header, header->e_shstrndx);
@@ -110,10 +110,20 @@ std::optional<std::string> sectionContents(const std::vector<char>& elf, const s
       *error = "its section `" + name + "` lies outside the file";
       return std::nullopt;
     }
-    return std::string(elf.data() + section.sh_offset, section.sh_size);
+    return SectionSpan{section.sh_offset, section.sh_size};
   }
-  *error = "it has no section `" + name + "` (it was not written by `kq build`)";
+  *error = "it has no section `" + name + "`";
   return std::nullopt;
+}
+
+std::optional<std::string> sectionContents(const std::vector<char>& elf, const std::string& name,
+                                           std::string* error) {
+  std::optional<SectionSpan> span = findSection(elf, name, error);
+  if (!span) {
+    if (error->rfind("it has no section", 0) == 0) *error += " (it was not written by `kq build`)";
+    return std::nullopt;
+  }
+  return std::string(elf.data() + span->offset, span->size);
 }
 
 }  // namespace kq::runtime

@@ -18,6 +18,14 @@ inline constexpr const char* kPlanSection = ".kq.plan";
 std::optional<std::vector<char>> addSection(const std::vector<char>& elf, const std::string& name,
                                             const std::string& contents, std::string* error);
 
+/// Where section `name`'s bytes lie in `elf`, or nullopt with `error` saying why.
+struct SectionSpan {
+  size_t offset;
+  size_t size;
+};
+std::optional<SectionSpan> findSection(const std::vector<char>& elf, const std::string& name,
+                                       std::string* error);
+
 /// The contents of section `name`, or nullopt with `error` saying why ("not an ELF file",
 /// "it has no section `.kq.plan`"). Every offset is checked against the file's size.
 std::optional<std::string> sectionContents(const std::vector<char>& elf, const std::string& name,

@@ -14,6 +14,7 @@
 #include "driver/run_object.h"
 #include "engine/sinks.h"
 #include "engine/table.h"
+#include "runtime/live_sites.h"
 #include "serve/metric_names.h"
 #include "serve/serve_check.h"
 
@@ -193,8 +194,14 @@ void Script::start(const ScriptContext& ctx) {
     std::string error;
     lower::LowerOptions lower_options;
     lower_options.live_sites = ctx.sites != nullptr;
+    if (ctx.sites) {
+      lower_options.site_attached = [sites = ctx.sites](const plan::PlannedProgram& p) {
+        return sites->find(runtime::livePlace(p)).has_value();
+      };
+    }
     load_options.sites = ctx.sites;
     load_options.vmlinux = ctx.env.btf->vmlinux().btf;
+    load_options.vmlinux_attach_id = driver::vmlinuxAttachIds(*ctx.env.btf);
     lower_options.programs_to_compile = [&load_options](const plan::ProgramPlan& plan) {
       return runtime::programsThisKernelMayLoad(plan, load_options);
     };

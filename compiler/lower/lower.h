@@ -43,6 +43,11 @@ struct LowerOptions {
   /// (plan/live_site.h): the REPL's jobs, so that a job on a place another uses attaches
   /// nothing new.
   bool live_sites = false;
+  /// With live_sites: whether a site is attached at `program`'s place with a free slot (the
+  /// front end's keeper says). Its dispatcher is left out, as programs_to_compile leaves
+  /// programs out: the load only puts the program in that slot (if the slot has gone by
+  /// then, the program attaches on its own, and no later job shares its place).
+  std::function<bool(const plan::PlannedProgram&)> site_attached;
 };
 
 /// The ring buffer a query gets unless told otherwise: room for a burst of 2048 of its

@@ -100,6 +100,13 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
       left_out[i] = true;
     }
   }
+  if (options.live_sites && options.site_attached) {
+    for (size_t i = 0; i < plan.programs.size(); ++i) {
+      if (!left_out[i] && options.site_attached(plan.programs[i])) {
+        object.module().dropProgram(plan::liveDispatcher(plan.programs[i].function));
+      }
+    }
+  }
 
   auto emitted = object.module().emit(options.want_ir, options.want_asm);
   if (!emitted) {
