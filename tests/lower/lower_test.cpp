@@ -8,6 +8,8 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
 #include "compiler/lower/disassemble.h"
 #include "compiler/parse/parse.h"
 #include "plan/live_site.h"
@@ -188,11 +190,36 @@ TEST_F(LowerTest, LiveSitesGiveEachProgramItsSlotsAndADispatcher) {
   ASSERT_NE(site_at, std::string::npos) << c.bpf;
   std::string site = c.bpf.substr(site_at, c.bpf.find("\n\n", site_at) - site_at);
   std::string prog = c.bpf.substr(program_at, c.bpf.find("\n\n", program_at) - program_at);
-  EXPECT_EQ(count(site, "call 12\n"), plan::kLiveSlots) << site;
-  EXPECT_EQ(count(prog, "call 12\n"), plan::kLiveSlots - 1) << prog;
+  // Each is one tail call in a loop over the slots (the jump back), bounded by their number.
+  EXPECT_EQ(count(site, "call 12\n"), 1u) << site;
+  EXPECT_EQ(count(prog, "call 12\n"), 1u) << prog;
+  EXPECT_NE(site.find(fmt::format("== {} goto", plan::kLiveSlots)), std::string::npos) << site;
+  EXPECT_NE(site.find("goto -"), std::string::npos) << site;
+  EXPECT_NE(prog.find(fmt::format("< {} goto -", plan::kLiveSlots - 1)), std::string::npos) << prog;
   // A program left out takes its dispatcher with it.
   EXPECT_EQ(c.bpf.find("section fentry/ip_send_skb"), std::string::npos) << c.bpf;
   EXPECT_NE(c.bpf.find("_site:  # section kprobe/ip_send_skb"), std::string::npos) << c.bpf;
+}
+
+TEST_F(LowerTest, AProgramWhoseSiteIsAttachedHasNoDispatcher) {
+  LowerOptions options;
+  options.live_sites = true;
+  std::vector<std::string> asked;
+  options.site_attached = [&asked](const plan::PlannedProgram& p) {
+    asked.push_back(p.function);
+    return p.attach == plan::Attach::TpBtf;
+  };
+  Compiled c = compile("trace tracepoint:net:net_dev_xmit() select skb->len\n"
+                       "trace ip_send_skb(skb) select skb->len",
+                       options);
+  ASSERT_TRUE(c.program);
+  const std::string tp = c.program->plan.programs[0].function;
+  // The job only takes a slot of the tracepoint's site: its program, and no dispatcher.
+  EXPECT_NE(c.bpf.find(tp + ":  # section tp_btf/net_dev_xmit"), std::string::npos) << c.bpf;
+  EXPECT_EQ(c.bpf.find(tp + "_site:"), std::string::npos) << c.bpf;
+  // The function, with no site yet, keeps its dispatchers.
+  EXPECT_NE(c.bpf.find("_site:  # section fentry/ip_send_skb"), std::string::npos) << c.bpf;
+  EXPECT_EQ(asked.size(), c.program->plan.programs.size());
 }
 
 TEST_F(LowerTest, InstructionsMapBackToKqSource) {
