@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "engine/sinks.h"
 #include "kq_version.h"
 #include "engine/tee_sink.h"
@@ -39,6 +41,16 @@ engine::TextOptions textOptions(const Request& request) {
   text.packets = engine::parsePacketView(request.packet_view).value_or(engine::PacketView::Both);
   text.full_structs = request.structs == "full";
   return text;
+}
+
+int dryRunReport(const runtime::LoadedObject& object, const plan::ProgramPlan& plan, Io& io) {
+  for (const std::string& note : object.notes()) io.out << note << "\n";
+  for (const std::string& line : object.readyLines(plan)) io.out << line << "\n";
+  size_t programs = object.programFds().size();
+  io.out << fmt::format("dry run: {} {} loaded, {} {} attached; detached, nothing ran\n", programs,
+                        programs == 1 ? "program" : "programs", object.attachedLinks(),
+                        object.attachedLinks() == 1 ? "link" : "links");
+  return 0;
 }
 
 namespace {

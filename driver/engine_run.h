@@ -35,6 +35,10 @@ class RunEnvironment {
 /// The text sink's options the command line asked for.
 engine::TextOptions textOptions(const Request& request);
 
+/// `--dry-run`: how each probe of `object` (loaded and attached) attached, on io.out, and exit
+/// status 0; the caller detaches it as it returns.
+int dryRunReport(const runtime::LoadedObject& object, const plan::ProgramPlan& plan, Io& io);
+
 /// Runs `object` until its session ends, its events and tables on io.out as `request.format`
 /// says, its summary on io.err; with `request.record_path` (`kq record`), also into that
 /// recording (`sources`: each query's text, for it to say).

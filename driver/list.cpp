@@ -1,5 +1,8 @@
 // `kq list`: what a pattern matches, one per line, for scripts and for people.
 #include <bpf/btf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -9,6 +12,7 @@
 #include "compiler/sema/packet_functions.h"
 #include "compiler/sema/types.h"
 #include "driver/commands.h"
+#include "host/perf_events.h"
 
 namespace kq::driver {
 namespace {
@@ -54,6 +58,39 @@ int listSyscalls(const std::string& pattern, host::KernelInfo& kernel, Io& io) {
     ++count;
   }
   return count ? 0 : (io.err << fmt::format("kq: error: no syscall matches `{}`\n", pattern), 1);
+}
+
+/// Whether this machine opens `kind` (disabled, on CPU 0): a virtual machine often has no
+/// hardware counters.
+bool opensHere(const host::PerfEventKind& kind) {
+  perf_event_attr attr{};
+  attr.type = kind.type;
+  attr.size = sizeof attr;
+  attr.config = kind.config;
+  attr.disabled = 1;
+  int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC));
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+/// `software:*`, `hardware:cache-*`: each event, what it counts, its default period, and
+/// whether this machine has it.
+int listPerfEvents(const std::string& pattern, Io& io) {
+  bool hardware = pattern.rfind("hardware:", 0) == 0;
+  std::string glob = pattern.substr(9);
+  size_t count = 0;
+  for (const host::PerfEventKind& k : host::perfEventKinds()) {
+    if (k.hardware != hardware) continue;
+    if (!btf::globMatch(glob, k.name) && (k.alias.empty() || !btf::globMatch(glob, k.alias))) continue;
+    std::string name = fmt::format("{}:{}", hardware ? "hardware" : "software", k.name);
+    std::string alias = k.alias.empty() ? "" : fmt::format(" (or :{})", k.alias);
+    io.out << fmt::format("{:<32} {}{}; every {} by default{}\n", name, k.what, alias, k.default_period,
+                          opensHere(k) ? "" : "; not on this machine");
+    ++count;
+  }
+  return count ? 0 : (io.err << fmt::format("kq: error: no {} event matches `{}`\n",
+                                            hardware ? "hardware" : "software", pattern), 1);
 }
 
 void noteTraceability(host::KernelInfo& kernel, Io& io) {
@@ -129,6 +166,7 @@ bool traceable(host::KernelInfo& kernel, const std::string& name) {
 }
 
 int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
+  if (pattern.rfind("software:", 0) == 0 || pattern.rfind("hardware:", 0) == 0) return listPerfEvents(pattern, io);
   auto env = io.load_kernel(btf_path);
   if (!env) {
     io.err << "kq: error: " << env.error().message << "\n";
@@ -138,6 +176,7 @@ int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
 }
 
 int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
+  if (pattern.rfind("software:", 0) == 0 || pattern.rfind("hardware:", 0) == 0) return listPerfEvents(pattern, io);
   if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env.kernel, io);
   if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
   if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);

@@ -28,6 +28,7 @@ struct Request {
   std::string buffer;           // --buffer-size, as written (`256k`, `8M`, or KiB); "": from the query
   std::string attach;           // --attach fentry|kprobe
   bool repl = false;            // --repl
+  bool dry_run = false;         // --dry-run: load and attach, say how, detach, exit
   // Recording (`kq record`)
   std::string record_path;   // -o FILE
   std::string max_size;      // --max-size, as written (`1G`); "": no limit

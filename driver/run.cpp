@@ -188,7 +188,8 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   std::optional<PhaseWatch> phases;
   if (io.stops_end_phases) phases.emplace(run.stop(), PhaseWatch::Stops::Any, io.err_is_terminal);
   std::unique_ptr<runtime::ChildCommand> child;
-  if (!request.command.empty() && !dump_only) {
+  // A dry run compiles for -c's command (its follower) but never starts it.
+  if (!request.command.empty() && !dump_only && !request.dry_run) {
     child = runtime::ChildCommand::start(request.command);
     if (!child) {
       io.err << "kq: error: cannot start `" << request.command << "`: " << std::strerror(errno) << "\n";
@@ -202,7 +203,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   options.packet_tracepoints = env.kernel->hasKprobes() != host::Known::Yes ||
                                request.attach == "tracepoint" || !request.btf.empty();
   options.pid = request.pid;
-  options.follow_children = child != nullptr;
+  options.follow_children = !request.command.empty();
   options.ringbuf_bytes = request.buffer.empty() ? 0 : ringBufferBytes(request.buffer).value_or(0);
   options.want_ir = request.dump == "ir";
   options.live_sites = hooks.sites != nullptr && !dump_only;
@@ -300,6 +301,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     io.err << "kq: error: " << failure.message << "\n";
     return 1;
   }
+  if (request.dry_run) return dryRunReport(*loaded.object, compiled->plan, io);
   if (request.verbose) {
     for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
   }

@@ -210,6 +210,7 @@ int runObject(const Request& request, Io& io) {
     io.err << builtAgainst();
     return 1;
   }
+  if (request.dry_run) return dryRunReport(*loaded.object, plan, io);
   if (request.verbose) {
     for (const std::string& note : loaded.object->notes()) io.err << "kq: " << note << "\n";
   }

@@ -52,6 +52,11 @@ SYSCALL : 'syscall' ;
 UPROBE : 'uprobe' [ \t]* ':' -> pushMode(PATH_MODE) ;
 URETPROBE : 'uretprobe' [ \t]* ':' -> pushMode(PATH_MODE) ;
 
+// `software:` and `hardware:` switch to a mode that reads the perf event's name, dashes and
+// all, with its period or frequency: `software:page-faults:100`, `hardware:cycles:99hz`.
+SOFTWARE : 'software' [ \t]* ':' -> pushMode(PERF_MODE) ;
+HARDWARE : 'hardware' [ \t]* ':' -> pushMode(PERF_MODE) ;
+
 // Integer types that read naturally in casts: u8..u64, s8..s64, __u32, __be16, ...
 INTTYPE : '__'? [us] ('8' | '16' | '32' | '64') | '__'? ('be' | 'le') ('16' | '32' | '64') ;
 
@@ -103,6 +108,17 @@ WS : [ \t\r\n]+ -> channel(HIDDEN) ;
 
 // Anything else (`@`, `$`, a NUL byte, non-ASCII outside strings) is reported, not parsed.
 BAD_CHAR : . -> channel(ERRORS) ;
+
+mode PERF_MODE;
+PERF_MODE_WS : [ \t]+ -> channel(HIDDEN) ;
+PERF_EVENT : [a-zA-Z0-9_-]+ (':' [a-zA-Z0-9_]*)? -> popMode ;
+// Without an event, the mode ends and the token is what it would have been outside it.
+PERF_MODE_COLON : [:] -> type(COLON), popMode ;
+PERF_MODE_LPAREN : [(] -> type(LPAREN), popMode ;
+PERF_MODE_RPAREN : [)] -> type(RPAREN), popMode ;
+PERF_MODE_COMMA : [,] -> type(COMMA), popMode ;
+PERF_MODE_NEWLINE : [\r\n]+ -> channel(HIDDEN), popMode ;
+PERF_MODE_OTHER : . -> type(BAD_CHAR), channel(ERRORS), popMode ;
 
 mode PATH_MODE;
 PATH_MODE_WS : [ \t]+ -> channel(HIDDEN) ;

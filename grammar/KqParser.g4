@@ -105,6 +105,7 @@ target
   : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? GRAPH?  # packetTarget
   | INTERVAL NUMBER                                   # intervalTarget
   | PROFILE NUMBER                                    # profileTarget
+  | (SOFTWARE | HARDWARE) PERF_EVENT                  # perfEventTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget

@@ -14,6 +14,10 @@
 // (plan/plan_check.cpp) and the test that fills every field and counts the members
 // (tests/plan/contract_test.cpp): a field is listed once or that test fails.
 //
+// A key that starts with `?` (`"?every_cpu"`) is a field added to the format after files were
+// written in it: the codec writes it without the `?` and, reading a file without it, keeps
+// the member's default. Every other field must be in a file.
+//
 // The key kInlined lists a member's own fields at this level instead: a `.kq.plan` is flat
 // (`programs`, `probes` and `aggregates` side by side), though PortablePlan holds a
 // ProgramPlan, which holds a ProgramLayout.
@@ -29,6 +33,11 @@
 namespace kq::plan {
 
 inline constexpr const char* kInlined = "";
+
+/// A field's name in files and messages: its key, without an optional field's `?`.
+constexpr const char* fieldName(const char* key) { return *key == '?' ? key + 1 : key; }
+/// Whether a file may leave the field out (its key starts with `?`).
+constexpr bool optionalField(const char* key) { return *key == '?'; }
 
 /// What the codec knows of an enum of the contract: how many enumerators it has (a number
 /// at or past kCount names none) and what one is called in messages. Specialized next to

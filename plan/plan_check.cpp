@@ -286,7 +286,7 @@ void check(Checks& c, const std::string& path, const PortablePlan& p) {
 template <class T> void walk(Checks& c, const std::string& path, const T& value) {
   if constexpr (kHasFields<T>) {
     check(c, path, value);
-    T::eachField([&](const char* key, const auto& member) { walk(c, *key ? at(path, key) : path, member); },
+    T::eachField([&](const char* key, const auto& member) { walk(c, *key ? at(path, fieldName(key)) : path, member); },
               value);
   } else if constexpr (IsVector<T>::value) {
     if constexpr (kHasFields<typename T::value_type>) {

@@ -26,7 +26,7 @@ template <class T> Json encode(const T& value) {
     Json j = Json::object();
     T::eachField([&](const char* key, const auto& member) {
       if (*key) {
-        j[key] = encode(member);
+        j[fieldName(key)] = encode(member);
       } else {
         j.update(encode(member));
       }
@@ -59,7 +59,7 @@ template <class T> void addKeys(std::set<std::string>& keys) {
     if constexpr (kHasFields<Member>) {
       if (!*key) return addKeys<Member>(keys);
     }
-    keys.insert(key);
+    keys.insert(fieldName(key));
   }, model);
 }
 template <class T> const std::set<std::string>& keysOf() {
@@ -159,8 +159,13 @@ class Reader {
           return;
         }
       }
-      auto it = j.find(key);
-      ok = it == j.end() ? fail(at(path, key), "is missing") : read(*it, member, at(path, key));
+      const char* name = fieldName(key);
+      auto it = j.find(name);
+      if (it == j.end()) {
+        ok = optionalField(key) || fail(at(path, name), "is missing");
+        return;
+      }
+      ok = read(*it, member, at(path, name));
     }, out);
     return ok;
   }

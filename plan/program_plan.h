@@ -80,10 +80,15 @@ struct PlannedProgram {
   /// each one's attach cookie (packet mode: which function, where its skb is).
   std::vector<std::string> symbols;
   std::vector<uint64_t> cookies;
-  /// PerfEvent: a CPU clock firing every `period_ns` on CPU 0 (`interval`), or
-  /// `frequency_hz` times a second on every CPU (`profile`).
+  /// PerfEvent: the event (perf_event_attr's type and config: by default the CPU clock),
+  /// sampled every `period_ns` events (nanoseconds for the clocks) or `frequency_hz` times a
+  /// second, on CPU 0 (`interval`) or on every CPU (`every_cpu`, as a frequency implies:
+  /// `profile`, `software:`, `hardware:`).
   uint64_t period_ns = 0;
   uint64_t frequency_hz = 0;
+  uint32_t perf_type = 1;    // PERF_TYPE_SOFTWARE
+  uint64_t perf_config = 0;  // PERF_COUNT_SW_CPU_CLOCK
+  bool every_cpu = false;
   /// Programs of the same group and method load together; a group's methods are tried in
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;
@@ -117,6 +122,9 @@ struct PlannedProgram {
     visit("whole_session", self.whole_session...);
     visit("stack_bytes", self.stack_bytes...);
     visit("helpers", self.helpers...);
+    visit("?perf_type", self.perf_type...);
+    visit("?perf_config", self.perf_config...);
+    visit("?every_cpu", self.every_cpu...);
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include "compiler/sema/stdlib.h"
 #include "driver/commands.h"
+#include "host/perf_events.h"
 #include "repl/input_tokens.h"
 #include "repl/probe_scope.h"
 
@@ -22,9 +23,9 @@ constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "inf
 constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
 constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "true", "false"};
 constexpr std::string_view kTargetWords[] = {"tracepoint:", "syscall:", "uprobe:", "uretprobe:",
-                                             "packet", "interval", "profile"};
+                                             "software:", "hardware:", "packet", "interval", "profile"};
 constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "syscall:"};
-constexpr std::string_view kListWords[] = {"tracepoint:", "syscall:", "packet"};
+constexpr std::string_view kListWords[] = {"tracepoint:", "syscall:", "software:", "hardware:", "packet"};
 
 /// Words that are never names (docs/language.md, "Reserved words"), and `on`.
 constexpr std::string_view kReserved[] = {
@@ -45,10 +46,10 @@ bool isClause(const InputToken& t) {
 /// Where the word being completed stands, and what is in scope there.
 struct Place {
   enum What {
-    Nothing, Command, Target, Categories, Events, Syscalls, Files, AfterTarget, Expression,
+    Nothing, Command, Target, Categories, Events, Syscalls, PerfEvents, Files, AfterTarget, Expression,
     Member, InfoWhat, ListWhat, StructName, Module, Words,
   } what = Nothing;
-  std::string category;            // Events
+  std::string category;            // Events; PerfEvents: `software` or `hardware`
   std::string probe;               // Expression, Member: whose scope ("" for none)
   std::string left;                // Member: the expression before `->` or `.`
   bool arrow = false;              // Member
@@ -172,6 +173,11 @@ Completion Completer::candidates(const Place& place, size_t start) const {
       }
       break;
     }
+    case Place::PerfEvents:
+      for (const host::PerfEventKind& k : host::perfEventKinds()) {
+        if (k.hardware == (place.category == "hardware")) names.emplace_back(k.name);
+      }
+      break;
     case Place::Files: return files(start, word);
     case Place::AfterTarget: append(names, kClauses); break;
     case Place::StructName:
@@ -232,7 +238,7 @@ Place Completer::locate(size_t end) const {
   return {};
 }
 
-/// `tracepoint:`, `tracepoint:CATEGORY:`, `syscall:`, `uprobe:` at the end of a target.
+/// `tracepoint:`, `tracepoint:CATEGORY:`, `syscall:`, `software:`, `uprobe:` at the end of a target.
 std::optional<Place> Completer::targetPart(size_t first, size_t end) const {
   size_t n = end - first;
   auto at = [&](size_t back) -> const InputToken& { return tokens_[end - back]; };
@@ -243,6 +249,11 @@ std::optional<Place> Completer::targetPart(size_t first, size_t end) const {
     return p;
   }
   if (n >= 2 && at(1).is(":") && at(2).is("syscall")) return Place{Place::Syscalls};
+  if (n >= 2 && at(1).is(":") && (at(2).is("software") || at(2).is("hardware"))) {
+    Place p{Place::PerfEvents};
+    p.category = std::string(at(2).text);
+    return p;
+  }
   if (n >= 2 && at(1).is(":") && (at(2).is("uprobe") || at(2).is("uretprobe"))) {
     return Place{Place::Files};
   }

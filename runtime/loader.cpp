@@ -530,17 +530,35 @@ class Loader {
     }
   }
 
-  /// A CPU-clock perf event (on CPU 0 for `interval`, on every CPU for `profile`), each with
-  /// the program attached; the link owns the event.
+  /// Why perf_event_open refused `p`'s event, in words that name what this machine lacks.
+  static std::string perfEventRefusal(const plan::PlannedProgram& p, int cpu, int err) {
+    std::string event = p.perf_type == PERF_TYPE_SOFTWARE && p.perf_config == PERF_COUNT_SW_CPU_CLOCK &&
+                                !p.every_cpu && !p.frequency_hz
+                            ? "a CPU clock perf event"
+                            : fmt::format("the perf event of {}", p.target);
+    std::string out = fmt::format("cannot open {} on CPU {}: {}", event, cpu, std::strerror(err));
+    if (p.perf_type == PERF_TYPE_HARDWARE && (err == ENOENT || err == ENODEV || err == EOPNOTSUPP)) {
+      out += " (this machine's CPU exposes no such hardware counter to perf: a virtual machine often "
+             "has none; `software:` events and `profile` count without one)";
+    } else if (err == EACCES || err == EPERM) {
+      out += " (perf events need root, CAP_PERFMON, or a lower kernel.perf_event_paranoid)";
+    } else if (err == EINVAL && p.frequency_hz) {
+      out += " (the frequency may be above kernel.perf_event_max_sample_rate)";
+    }
+    return out;
+  }
+
+  /// The perf event of `p` (a CPU clock on CPU 0 for `interval`; on every CPU for `profile`,
+  /// `software:` and `hardware:`), each with the program attached; the link owns the event.
   static bool attachPerfEvents(LoadedObject& loaded, bpf_program* prog, const plan::PlannedProgram& p,
                                std::optional<LoadFailure>& failure) {
-    int cpus = p.frequency_hz ? libbpf_num_possible_cpus() : 1;
+    int cpus = p.every_cpu || p.frequency_hz ? libbpf_num_possible_cpus() : 1;
     int attached = 0;
     for (int cpu = 0; cpu < cpus; ++cpu) {
       perf_event_attr attr{};
-      attr.type = PERF_TYPE_SOFTWARE;
+      attr.type = p.perf_type;
       attr.size = sizeof attr;
-      attr.config = PERF_COUNT_SW_CPU_CLOCK;
+      attr.config = p.perf_config;
       if (p.frequency_hz) {
         attr.freq = 1;
         attr.sample_freq = p.frequency_hz;
@@ -549,9 +567,9 @@ class Loader {
       }
       int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
       if (fd < 0) {
-        if (errno == ENODEV) continue;  // a possible CPU that is not online
-        failure = LoadFailure{fmt::format("cannot open a CPU clock perf event on CPU {}: {}", cpu,
-                                          std::strerror(errno))};
+        int err = errno;
+        if (err == ENODEV && p.perf_type != PERF_TYPE_HARDWARE) continue;  // a possible CPU that is not online
+        failure = LoadFailure{perfEventRefusal(p, cpu, err)};
         return false;
       }
       bpf_link* link = bpf_program__attach_perf_event(prog, fd);

@@ -284,12 +284,23 @@ struct ProfileTarget {
   uint64_t frequency_hz;
 };
 
+/// `software:page-faults`, `software:page-faults:100`, `hardware:cycles:99hz`: a perf event
+/// counted on every CPU, the program running once every `period` events (or `frequency_hz`
+/// times a second); both zero, the event's own default period.
+struct PerfEventTarget {
+  bool hardware;
+  std::string event;  // as written: `page-faults`, `faults`, `cycles`
+  SourceRange event_range;
+  uint64_t period = 0;
+  uint64_t frequency_hz = 0;
+};
+
 struct Target {
   /// The capture list of a target that takes one, or null.
   const std::optional<CaptureList>* captures() const;
 
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
-                               PacketTarget, IntervalTarget, ProfileTarget>;
+                               PacketTarget, IntervalTarget, ProfileTarget, PerfEventTarget>;
   Variant kind;
   SourceRange range;
 };

@@ -4,6 +4,8 @@
 #include "compiler/lower/pt_regs.h"
 #include "host/syscall_numbers.h"
 
+#include <linux/perf_event.h>
+
 #include <algorithm>
 #include <tuple>
 
@@ -160,9 +162,12 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
   } else if (std::holds_alternative<ast::PacketTarget>(ast_target.kind)) {
     lowerPacket(p);
   } else if (const auto* i = std::get_if<ast::IntervalTarget>(&ast_target.kind)) {
-    lowerPerfEvent(p, i->period_ns, 0);
+    lowerPerfEvent(p, {i->period_ns, 0, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, false});
   } else if (const auto* pr = std::get_if<ast::ProfileTarget>(&ast_target.kind)) {
-    lowerPerfEvent(p, 0, pr->frequency_hz);
+    lowerPerfEvent(p, {0, pr->frequency_hz, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, true});
+  } else if (std::holds_alternative<ast::PerfEventTarget>(ast_target.kind)) {
+    lowerPerfEvent(p, {target.perf_period, target.perf_frequency_hz, target.perf_event->type,
+                       target.perf_event->config, true});
   } else if (const auto* u = std::get_if<ast::UprobeTarget>(&ast_target.kind)) {
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
   }
@@ -609,11 +614,14 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
   }
 }
 
-void ProbePlanner::lowerPerfEvent(const ProbeUnit& p, uint64_t period_ns, uint64_t frequency_hz) {
+void ProbePlanner::lowerPerfEvent(const ProbeUnit& p, const PerfSampling& sampling) {
   uint32_t group = object_.newGroup(p.target.description);
   ProgramSite s = site("perf_event", Attach::PerfEvent, p.target.description, group, 0, ArgAccess{});
-  s.period_ns = period_ns;
-  s.frequency_hz = frequency_hz;
+  s.period_ns = sampling.period;
+  s.frequency_hz = sampling.frequency_hz;
+  s.perf_type = sampling.type;
+  s.perf_config = sampling.config;
+  s.every_cpu = sampling.every_cpu;
   emitter_.emitMain(p, s);
 }
 

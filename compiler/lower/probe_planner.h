@@ -54,7 +54,15 @@ class ProbePlanner {
   void lowerPacket(const ProbeUnit& p);
   /// A packet probe's view (plan::PacketLayout) and its `track` and `graph` maps.
   void addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint32_t query_number);
-  void lowerPerfEvent(const ProbeUnit& p, uint64_t period_ns, uint64_t frequency_hz);
+  /// A perf event's program: the event, how often, where (plan::PlannedProgram says more).
+  struct PerfSampling {
+    uint64_t period;
+    uint64_t frequency_hz;
+    uint32_t type;
+    uint64_t config;
+    bool every_cpu;
+  };
+  void lowerPerfEvent(const ProbeUnit& p, const PerfSampling& sampling);
   /// The query's stash (one per query, made on first use), keyed by (thread, site).
   llvm::GlobalVariable* stashFor(const sema::ResolvedQuery& query, uint32_t args);
 

@@ -63,6 +63,9 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.method = site.method;
   planned.period_ns = site.period_ns;
   planned.frequency_hz = site.frequency_hz;
+  planned.perf_type = site.perf_type;
+  planned.perf_config = site.perf_config;
+  planned.every_cpu = site.every_cpu;
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);
   planned.whole_session = site.whole_session;

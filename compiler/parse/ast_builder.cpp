@@ -220,6 +220,40 @@ class Builder {
     return decoded.value;
   }
 
+  /// `page-faults`, `page-faults:100` (every 100 faults), `cpu-clock:99hz` (99 times a second).
+  PerfEventTarget perfEvent(bool hardware, antlr4::tree::TerminalNode* spec) {
+    std::string written = text(spec);
+    SourceRange at = range(spec);
+    size_t colon = written.find(':');
+    PerfEventTarget out{hardware, written.substr(0, colon), at};
+    out.event_range.end = out.event_range.begin + static_cast<uint32_t>(out.event.size());
+    if (colon == std::string::npos) return out;
+    std::string period = written.substr(colon + 1);
+    SourceRange period_range = at;
+    period_range.begin += static_cast<uint32_t>(colon + 1);
+    auto decoded = decodeNumber(period);
+    auto* number = std::get_if<DecodedNumber>(&decoded);
+    if (period.empty() || !number || (number->unit != NumberUnit::None && number->unit != NumberUnit::Hertz) ||
+        number->value == 0) {
+      diags_.report(DiagKind::WrongUnit, period.empty() ? at : period_range,
+                    fmt::format("`{0}:{1}` takes a period after its `:`, a count of events above zero "
+                                "like `{0}:{1}:100`, or a frequency like `{0}:{1}:99hz`",
+                                hardware ? "hardware" : "software", out.event));
+      return out;
+    }
+    if (number->unit == NumberUnit::Hertz) {
+      if (number->value > kMaxProfileHz) {
+        diags_.report(DiagKind::ValueOutOfRange, period_range,
+                      fmt::format("a perf event samples at most {}hz", kMaxProfileHz))
+            .note("sampling faster than the kernel's perf_event_max_sample_rate is refused");
+      }
+      out.frequency_hz = number->value;
+    } else {
+      out.period = number->value;
+    }
+    return out;
+  }
+
   NumberClause numberClause(antlr4::tree::TerminalNode* number, NumberUnit unit,
                             std::string_view keyword, SourceRange clause_range) {
     return {unitNumber(number, unit, keyword), clause_range};
@@ -258,6 +292,8 @@ class Builder {
             .note("sampling faster than the kernel's perf_event_max_sample_rate is refused");
       }
       out.kind = ProfileTarget{hz};
+    } else if (auto* t = dynamic_cast<P::PerfEventTargetContext*>(ctx)) {
+      out.kind = perfEvent(t->HARDWARE() != nullptr, t->PERF_EVENT());
     } else if (auto* t = dynamic_cast<P::TracepointTargetContext*>(ctx)) {
       out.kind = TracepointTarget{pattern(t->pattern(0)), pattern(t->pattern(1)),
                                   captureList(t->captureList())};

@@ -109,6 +109,10 @@ Expectation describe(antlr4::Parser* parser, const IntervalSet& expected, Token*
     return {DiagKind::ExpectedName, "the path of a binary",
             "for example `uprobe:/usr/bin/bash:readline`"};
   }
+  if (prev == P::SOFTWARE || prev == P::HARDWARE || has(expected, P::PERF_EVENT)) {
+    return {DiagKind::ExpectedName, "a perf event",
+            "for example `software:page-faults:100`; kq list 'software:*' shows them"};
+  }
   if (rule == P::RuleScript || rule == P::RuleItem) {
     Token* item = itemStart(parser->getTokenStream(), offending->getTokenIndex());
     if (item && item->getType() == P::TRACE && item != offending) {

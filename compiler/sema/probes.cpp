@@ -451,6 +451,39 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   return out;
 }
 
+/// `software:page-faults:100`: the event by its name or alias; the period given, or the
+/// event's own.
+std::optional<ResolvedTarget> resolvePerfEvent(Context& ctx, const ast::PerfEventTarget& t) {
+  const char* kind = t.hardware ? "hardware" : "software";
+  const host::PerfEventKind* event = host::findPerfEvent(t.hardware, t.event);
+  if (!event) {
+    std::vector<std::string_view> names;
+    for (const host::PerfEventKind& k : host::perfEventKinds()) {
+      if (k.hardware != t.hardware) continue;
+      names.push_back(k.name);
+      if (!k.alias.empty()) names.push_back(k.alias);
+    }
+    Diagnostic& diag = ctx.diags.report(DiagKind::UnknownEvent, t.event_range,
+                                        fmt::format("there is no {} event `{}`", kind, t.event));
+    addDidYouMean(diag, t.event, names);
+    if (host::findPerfEvent(!t.hardware, t.event)) {
+      diag.note(fmt::format("`{}` is a {} event: `{}:{}`", t.event, t.hardware ? "software" : "hardware",
+                            t.hardware ? "software" : "hardware", t.event));
+    } else {
+      diag.note(fmt::format("kq list '{}:*' shows them", kind));
+    }
+    return std::nullopt;
+  }
+  ResolvedTarget out;
+  out.perf_event = event;
+  out.perf_frequency_hz = t.frequency_hz;
+  out.perf_period = t.frequency_hz ? 0 : t.period ? t.period : event->default_period;
+  out.attach = {{AttachKind::PerfEvent, Known::Yes, ""}};
+  out.description = fmt::format("{}:{}:{}", kind, event->name,
+                                t.frequency_hz ? fmt::format("{}hz", t.frequency_hz) : std::to_string(out.perf_period));
+  return out;
+}
+
 }  // namespace
 
 void typeByRecord(ResolvedTarget& target, const std::string& because) {
@@ -482,6 +515,8 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out.emplace();
     out->attach = {{AttachKind::PerfEvent, Known::Yes, ""}};
     out->description = fmt::format("profile {}hz", t->frequency_hz);
+  } else if (const auto* t = std::get_if<ast::PerfEventTarget>(&target.kind)) {
+    out = resolvePerfEvent(ctx, *t);
   }
   if (out) out->target = &target;
   return out;

@@ -11,6 +11,7 @@
 #include "compiler/ast/ast.h"
 #include "compiler/btf/btf.h"
 #include "host/kernel_info.h"
+#include "host/perf_events.h"
 #include "compiler/sema/lookup_table.h"
 #include "compiler/sema/packet_filter.h"
 #include "compiler/sema/types.h"
@@ -70,6 +71,11 @@ struct ResolvedTarget {
   /// the call's number in it, so that one raw_syscalls program can serve them all.
   std::shared_ptr<const LookupTable> syscall_names;
   std::string binary;                              // uprobe
+  /// `software:`/`hardware:`: the event (host/perf_events.h) and how often the program
+  /// runs: every `perf_period` events, or `perf_frequency_hz` times a second.
+  const host::PerfEventKind* perf_event = nullptr;
+  uint64_t perf_period = 0;
+  uint64_t perf_frequency_hz = 0;
   std::vector<std::string> symbols;                // uprobe symbols matched
   std::vector<ProbeArg> args;
   /// A tracepoint typed by its BTF handler (tp_btf) whose classic record tracefs also

@@ -192,6 +192,30 @@ template <class Edit> std::string decodeError(Edit edit) {
   return decodePlanFields(j.dump(), &error) ? "" : error;
 }
 
+TEST(PlanCodec, AFieldAddedToTheFormatMayBeMissingAndKeepsItsDefault) {
+  using Json = nlohmann::ordered_json;
+  PortablePlan plan = filledPlan();
+  Json j = Json::parse(encodePlan(plan));
+  // Written without `?`, read from files that predate it.
+  ASSERT_TRUE(j["programs"][0].contains("every_cpu"));
+  for (Json& program : j["programs"]) {
+    program.erase("perf_type");
+    program.erase("perf_config");
+    program.erase("every_cpu");
+  }
+  std::string error;
+  std::optional<PortablePlan> decoded = decodePlanFields(j.dump(), &error);
+  ASSERT_TRUE(decoded) << error;
+  const PlannedProgram defaults{};
+  EXPECT_EQ(decoded->plan.programs[0].perf_type, defaults.perf_type);
+  EXPECT_EQ(decoded->plan.programs[0].perf_config, defaults.perf_config);
+  EXPECT_EQ(decoded->plan.programs[0].every_cpu, defaults.every_cpu);
+  EXPECT_EQ(decoded->plan.programs[0].function, plan.plan.programs[0].function);
+  // The name is checked as any other.
+  EXPECT_EQ(decodeError([](Json& j) { j["programs"][0]["every_cpu"] = 2; }),
+            "programs[0].every_cpu is 2, not true or false");
+}
+
 TEST(PlanCodec, WhatIsNotAPlanIsNamedByItsPath) {
   using Json = nlohmann::ordered_json;
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0].erase("single"); }),

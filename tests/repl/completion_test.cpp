@@ -47,8 +47,8 @@ TEST_F(CompletionTest, KernelFunctionsAfterTrace) {
   EXPECT_THAT(c.candidates, ElementsAre("tcp_v4_connect", "tcp_v4_do_rcv", "tcp_v4_rcv"));
   EXPECT_EQ(c.start, 6u);
   // Nothing typed: the kinds of probe, not every function.
-  EXPECT_THAT(candidates("trace "), ElementsAre("interval", "packet", "profile", "syscall:",
-                                                "tracepoint:", "uprobe:", "uretprobe:"));
+  EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "packet", "profile", "software:",
+                                                "syscall:", "tracepoint:", "uprobe:", "uretprobe:"));
   EXPECT_THAT(candidates("trace tr"), ElementsAre("tracepoint:"));
   // Functions that cannot be traced are not offered.
   EXPECT_THAT(candidates("trace inlined"), ElementsAre());
@@ -81,6 +81,12 @@ TEST_F(CompletionTest, TracepointCategoriesThenEvents) {
 TEST_F(CompletionTest, Syscalls) {
   EXPECT_THAT(candidates("trace syscall:"), ElementsAre("execve", "kill", "openat", "read"));
   EXPECT_THAT(candidates("trace syscall:op"), ElementsAre("openat"));
+}
+
+TEST_F(CompletionTest, PerfEvents) {
+  EXPECT_THAT(candidates("trace software:"), IsSupersetOf({"cpu-clock", "page-faults", "context-switches"}));
+  EXPECT_THAT(candidates("trace software:pa"), ElementsAre("page-faults"));
+  EXPECT_THAT(candidates("trace hardware:cache"), ElementsAre("cache-misses", "cache-references"));
 }
 
 TEST_F(CompletionTest, ArgumentsOfTheProbeBeingWritten) {

@@ -1046,6 +1046,76 @@ os.waitpid(pid, 0)
         self.assertEqual(status, 0, err)
         self.assertRegex(err, r"^kq: \d+ events?, \d+ lost\n$")
 
+    def test_dry_run_attaches_says_how_then_detaches(self):
+        # Each probe kind this kernel allows: loaded, attached, said, detached (the harness
+        # checks that nothing stays loaded), and no event printed.
+        for query, method in [("trace tracepoint:sched:sched_switch select cpu", "tracepoint:sched:sched_switch: tp_btf"),
+                              ("trace syscall:open* select count()", r"syscall:open\* \(\d+ syscalls\): tp_btf"),
+                              (f"trace uprobe:{sys.executable}:main", r":main: uprobe"),
+                              ("trace interval 1s select count()", "interval 1000ms: perf_event")]:
+            status, out, err = kq("--dry-run", "-e", query)
+            self.assertEqual(status, 0, err)
+            self.assertRegex(out, method)
+            self.assertRegex(out, r"\ndry run: 1 program loaded, \d+ links? attached; detached, nothing ran\n$")
+            self.assertNotIn("events", err)
+        # -c's command never runs.
+        marker = os.path.join(tempfile.mkdtemp(), "ran")
+        status, out, err = kq("--dry-run", "-c", f"touch {marker}", "-e", "trace syscall:openat select count()")
+        self.assertEqual(status, 0, err)
+        self.assertFalse(os.path.exists(marker))
+        # What cannot attach here fails as a run would, with the reason.
+        status, out, err = kq("--dry-run", "-e", "trace tcp_sendmsg")
+        if status == 0:
+            self.assertIn("tcp_sendmsg: ", out)
+        else:
+            self.assertEqual(status, 1, err)
+            self.assertIn("cannot attach to tcp_sendmsg on this kernel [CannotAttach]", err)
+            self.assertEqual(out, "")
+
+    def test_software_events_count_a_workloads_page_faults(self):
+        # The workload touches 1000 pages of a fresh mapping after naming itself: 1000 faults,
+        # and a few more of its own code.
+        workload = write_script("faults.py", "import ctypes, mmap\n"
+                                             "ctypes.CDLL(None).prctl(15, b'kq-faults', 0, 0, 0)\n"
+                                             "m = mmap.mmap(-1, 4096 * 1000)\n"
+                                             "for i in range(1000):\n"
+                                             "    m[i * 4096] = 1\n")
+        for probe in ["software:page-faults:1", "software:faults:1", "software:minor-faults:1"]:
+            status, out, err = kq("-f", "json", f"trace {probe} where comm == \"kq-faults\" select count() as n",
+                                  "-c", f"{sys.executable} {workload}")
+            self.assertEqual(status, 0, err)
+            (n,) = [row["n"] for line in out.splitlines() for row in json.loads(line)["rows"]]
+            self.assertTrue(1000 <= n <= 1100, (probe, n))
+        # Every 100th fault, by default: about a hundredth.
+        status, out, err = kq("-f", "json", "trace software:faults where comm == \"kq-faults\" select count() as n",
+                              "-c", f"{sys.executable} {workload}")
+        self.assertEqual(status, 0, err)
+        (n,) = [row["n"] for line in out.splitlines() for row in json.loads(line)["rows"]]
+        self.assertTrue(8 <= n <= 12, n)
+        # The CPU clock at a frequency, on a process spinning for half a second of CPU.
+        spinner = write_script("spin.py", "import ctypes, time\n"
+                                          "ctypes.CDLL(None).prctl(15, b'kq-spin', 0, 0, 0)\n"
+                                          "end = time.process_time() + 0.5\n"
+                                          "while time.process_time() < end: pass\n")
+        status, out, err = kq("-f", "json", "trace software:cpu-clock:200hz where comm == \"kq-spin\" select count() as n",
+                              "-c", f"{sys.executable} {spinner}")
+        self.assertEqual(status, 0, err)
+        (n,) = [row["n"] for line in out.splitlines() for row in json.loads(line)["rows"]]
+        self.assertTrue(50 <= n <= 130, n)  # 100 at 200 Hz over 0.5 s of its CPU time
+        # A hardware counter counts, or (a VM's CPU has none) fails saying so.
+        status, out, err = kq("-d", "200ms", "trace hardware:cycles select count()")
+        if status != 0:
+            self.assertEqual(status, 1, err)
+            self.assertIn("cannot open the perf event of hardware:cpu-cycles:1000000 on CPU 0", err)
+            self.assertIn("exposes no such hardware counter", err)
+            print("\n  hardware:cycles: this machine has no hardware counters; only the refusal is tested",
+                  file=sys.stderr)
+        # An unknown event is located, with a suggestion.
+        status, out, err = kq("trace software:pagefaults select count()")
+        self.assertEqual(status, 1)
+        self.assertIn("<input>:1:16: error: there is no software event `pagefaults` [UnknownEvent]", err)
+        self.assertIn("did you mean `page-faults`?", err)
+
     def test_a_glob_of_functions_is_decided_without_retries(self):
         start = time.monotonic()
         status, out, err = kq("-d", "1s", "trace tcp_*")

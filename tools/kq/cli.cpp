@@ -205,6 +205,9 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
                  "each), kprobe.multi, or, in packet mode, tracepoint (default: each in turn)")
       ->check(CLI::IsMember({"fentry", "kprobe", "kprobe.multi", "tracepoint"}))
       ->type_name("METHOD");
+  app.add_flag("--dry-run", request.dry_run,
+               "check, compile, load and attach, say how each probe attached, then detach and exit: "
+               "whether the query runs on this kernel, without running it (nor -c's command)");
   app.add_flag("--repl", request.repl,
                "an interactive session, reading lines from standard input (the default when "
                "kq has no query and standard input is a terminal)");
