@@ -179,6 +179,22 @@ int tracepointInfo(const std::string& what, const btf::Btf& btf, host::KernelInf
   return 0;
 }
 
+/// `rawtracepoint:EVENT`: the handler's arguments, by the event's name alone.
+int rawTracepointInfo(const std::string& event, const btf::Btf& btf, Io& io) {
+  auto handler = btf.findTracepointHandler(event);
+  if (!handler) {
+    io.err << fmt::format("kq: error: the kernel's BTF has no tracepoint `{}`\n", event);
+    std::vector<std::string> names = btf.tracepointNames();
+    didYouMean(io, event, {names.begin(), names.end()});
+    return 1;
+  }
+  io.out << fmt::format("rawtracepoint:{}\n\narguments (typed, from BTF; tp_btf):\n", event);
+  for (size_t i = 1; i < handler->params.size(); ++i) {
+    io.out << "  " << handler->params[i].type.declaration(handler->params[i].name) << ";\n";
+  }
+  return 0;
+}
+
 int syscallInfo(const std::string& name, host::KernelInfo& kernel, Io& io) {
   auto enter = kernel.tracepointFormat("syscalls", "sys_enter_" + name);
   if (!enter) {
@@ -215,6 +231,9 @@ int describe(const std::string& what, KernelEnvironment& env, Io& io) {
     if (what.rfind(tag, 0) == 0) return typeInfo(what, *env.btf, io);
   }
   if (what.rfind("tracepoint:", 0) == 0) return tracepointInfo(what, *env.btf, *env.kernel, io);
+  for (const char* tag : {"rawtracepoint:", "rt:"}) {
+    if (what.rfind(tag, 0) == 0) return rawTracepointInfo(what.substr(what.find(':') + 1), *env.btf, io);
+  }
   if (what.rfind("syscall:", 0) == 0) return syscallInfo(what.substr(8), *env.kernel, io);
   return functionInfo(what, *env.btf, *env.kernel, io);
 }

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -58,6 +59,21 @@ int listSyscalls(const std::string& pattern, host::KernelInfo& kernel, Io& io) {
     ++count;
   }
   return count ? 0 : (io.err << fmt::format("kq: error: no syscall matches `{}`\n", pattern), 1);
+}
+
+/// `rawtracepoint:sched_*`: the kernel's tracepoints by their BTF handlers, those without
+/// a tracefs event (`sched_update_nr_running_tp`) too.
+int listRawTracepoints(const std::string& pattern, const btf::Btf& btf, Io& io) {
+  std::string glob = pattern.substr(pattern.find(':') + 1);
+  std::vector<std::string> names = btf.tracepointNames();
+  std::sort(names.begin(), names.end());
+  size_t count = 0;
+  for (const std::string& name : names) {
+    if (!btf::globMatch(glob, name)) continue;
+    io.out << "rawtracepoint:" << name << "\n";
+    ++count;
+  }
+  return count ? 0 : (io.err << fmt::format("kq: error: no raw tracepoint matches `{}`\n", pattern), 1);
 }
 
 /// Whether this machine opens `kind` (disabled, on CPU 0): a virtual machine often has no
@@ -178,6 +194,9 @@ int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
 int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
   if (pattern.rfind("software:", 0) == 0 || pattern.rfind("hardware:", 0) == 0) return listPerfEvents(pattern, io);
   if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env.kernel, io);
+  if (pattern.rfind("rawtracepoint:", 0) == 0 || pattern.rfind("rt:", 0) == 0) {
+    return listRawTracepoints(pattern, *env.btf, io);
+  }
   if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
   if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);
   return listFunctions(pattern, *env.btf, *env.kernel, io);

@@ -22,10 +22,12 @@ constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "inf
                                           "let",   "list",  "quit", "stop", "trace", "use"};
 constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
 constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "true", "false"};
-constexpr std::string_view kTargetWords[] = {"tracepoint:", "syscall:", "uprobe:", "uretprobe:",
-                                             "software:", "hardware:", "packet", "interval", "profile"};
-constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "syscall:"};
-constexpr std::string_view kListWords[] = {"tracepoint:", "syscall:", "software:", "hardware:", "packet"};
+constexpr std::string_view kTargetWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "uprobe:",
+                                             "uretprobe:", "software:", "hardware:", "packet",
+                                             "interval", "profile"};
+constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "rawtracepoint:", "syscall:"};
+constexpr std::string_view kListWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "software:",
+                                           "hardware:", "packet"};
 
 /// Words that are never names (docs/language.md, "Reserved words"), and `on`.
 constexpr std::string_view kReserved[] = {
@@ -46,7 +48,7 @@ bool isClause(const InputToken& t) {
 /// Where the word being completed stands, and what is in scope there.
 struct Place {
   enum What {
-    Nothing, Command, Target, Categories, Events, Syscalls, PerfEvents, Files, AfterTarget, Expression,
+    Nothing, Command, Target, Categories, Events, RawTracepoints, Syscalls, PerfEvents, Files, AfterTarget, Expression,
     Member, InfoWhat, ListWhat, StructName, Module, Words,
   } what = Nothing;
   std::string category;            // Events; PerfEvents: `software` or `hardware`
@@ -165,6 +167,7 @@ Completion Completer::candidates(const Place& place, size_t start) const {
       if (events) names = *events;
       break;
     }
+    case Place::RawTracepoints: names = context_.btf.tracepointNames(); break;
     case Place::Syscalls: {
       auto events = context_.kernel.tracepointEvents("syscalls");
       if (!events) break;
@@ -248,6 +251,7 @@ std::optional<Place> Completer::targetPart(size_t first, size_t end) const {
     p.category = std::string(at(2).text);
     return p;
   }
+  if (n >= 2 && at(1).is(":") && at(2).is("rawtracepoint")) return Place{Place::RawTracepoints};
   if (n >= 2 && at(1).is(":") && at(2).is("syscall")) return Place{Place::Syscalls};
   if (n >= 2 && at(1).is(":") && (at(2).is("software") || at(2).is("hardware"))) {
     Place p{Place::PerfEvents};

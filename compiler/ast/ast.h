@@ -236,11 +236,13 @@ struct FunctionTarget {
   std::optional<CaptureList> captures;
 };
 
-/// `tracepoint:net:net_dev_xmit`.
+/// `tracepoint:net:net_dev_xmit`; `rawtracepoint:sched_switch` (bpftrace's spelling: an
+/// event by its name alone, any tracepoint BTF has, a tracefs event or not).
 struct TracepointTarget {
-  Pattern category;
+  Pattern category;  // empty for a raw tracepoint
   Pattern event;
   std::optional<CaptureList> captures;
+  bool raw = false;
 };
 
 /// `syscall:openat(filename)`.

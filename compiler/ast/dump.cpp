@@ -205,7 +205,8 @@ class Dumper : public ExprVisitor<Dumper> {
     captures(t.captures);
   }
   void target(const TracepointTarget& t) {
-    line(fmt::format("tracepoint {}:{}", t.category.text, t.event.text));
+    line(t.raw ? fmt::format("rawtracepoint {}", t.event.text)
+               : fmt::format("tracepoint {}:{}", t.category.text, t.event.text));
     captures(t.captures);
   }
   void target(const SyscallTarget& t) {

@@ -117,6 +117,9 @@ class Btf {
   /// event's own (a tp_btf context's slot). Each Function is named after its event and has
   /// the handler's parameters (`void *__data` first), unnamed.
   std::vector<std::pair<Function, uint32_t>> tracepointsTaking(std::string_view name) const;
+  /// Every tracepoint of vmlinux by its `btf_trace_<event>` typedef: raw tracepoints
+  /// without a tracefs event (`sched_update_nr_running_tp`) too.
+  std::vector<std::string> tracepointNames() const;
 
   std::optional<BtfType> findStruct(std::string_view name) const;
   std::optional<BtfType> findUnion(std::string_view name) const;

@@ -93,6 +93,18 @@ std::vector<std::pair<Function, uint32_t>> Btf::tracepointsTaking(std::string_vi
   return out;
 }
 
+std::vector<std::string> Btf::tracepointNames() const {
+  std::vector<std::string> out;
+  const ::btf* btf = files_.front().btf;
+  for (uint32_t id = 1; id < btf__type_cnt(btf); ++id) {
+    const btf_type* t = btf__type_by_id(btf, id);
+    if (!btf_is_typedef(t)) continue;
+    std::string_view name = btf__name_by_offset(btf, t->name_off);
+    if (name.rfind("btf_trace_", 0) == 0) out.emplace_back(name.substr(std::string_view("btf_trace_").size()));
+  }
+  return out;
+}
+
 // Templates of one prototype may name its parameters differently (sched_wakeup_template's
 // `p`, sched_kthread_stop's `t`): the template whose name shares the longest prefix with
 // the event's wins; with a tie or no template, parameters are known as argN.

@@ -323,6 +323,11 @@ class Builder {
     } else if (auto* t = dynamic_cast<P::FunctionTargetContext*>(ctx)) {
       FunctionTarget f;
       std::vector<P::PatternContext*> parts = t->pattern();
+      if (parts.size() == 2 && (text(parts[0]) == "rawtracepoint" || text(parts[0]) == "rt")) {
+        // bpftrace's `rawtracepoint:EVENT` (no kernel module has that name).
+        out.kind = TracepointTarget{{"", range(parts[0])}, pattern(parts[1]), captureList(t->captureList()), true};
+        return out;
+      }
       if (parts.size() == 2) f.module = pattern(parts[0]);
       f.function = pattern(parts.back());
       f.captures = captureList(t->captureList());

@@ -25,7 +25,7 @@ std::optional<std::pair<std::string, bool>> probeOf(const std::string& probe) {
   if (std::regex_match(probe, m, function)) return std::pair{m[2].str(), false};
   if (std::regex_match(probe, m, exit)) return std::pair{m[2].str(), true};
   if (std::regex_match(probe, m, tracepoint)) return std::pair{"tracepoint:" + m[2].str() + ":" + m[3].str(), false};
-  if (std::regex_match(probe, m, raw)) return std::pair{"tracepoint:" + m[2].str(), false};
+  if (std::regex_match(probe, m, raw)) return std::pair{"rawtracepoint:" + m[2].str(), false};
   if (std::regex_match(probe, m, user)) {
     bool ret = m[1] == "uretprobe" || m[1] == "ur";
     return std::pair{std::string(ret ? "uretprobe:" : "uprobe:") + m[2].str() + ":" + m[3].str(), false};

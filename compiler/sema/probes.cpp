@@ -216,7 +216,36 @@ std::shared_ptr<const LookupTable> syscallEntryNames(const std::vector<std::stri
   return names;
 }
 
+/// `rawtracepoint:EVENT`: the event's BTF handler, through tp_btf, typed as a tracepoint's.
+std::optional<ResolvedTarget> resolveRawTracepoint(Context& ctx, const ast::TracepointTarget& t) {
+  ResolvedTarget out;
+  out.event = t.event.text;
+  out.description = "rawtracepoint:" + out.event;
+  if (t.event.isGlob()) {
+    ctx.diags.report(DiagKind::Unsupported, t.event.range, "a raw tracepoint is named whole, not by a glob")
+        .note(fmt::format("`tracepoint:*:{}` takes a glob over the tracefs events", t.event.text));
+    return std::nullopt;
+  }
+  auto handler = ctx.btf.findTracepointHandler(out.event);
+  if (!handler) {
+    Diagnostic& diag = ctx.diags.report(DiagKind::UnknownTracepoint, t.event.range,
+                                        fmt::format("the kernel's BTF has no tracepoint `{}`", out.event));
+    std::vector<std::string> names = ctx.btf.tracepointNames();
+    addDidYouMean(diag, out.event, views(names));
+    diag.note(names.empty() ? "this BTF has no tracepoint at all (no `btf_trace_*` typedefs)"
+                            : "kq list 'rawtracepoint:*' shows them");
+    return std::nullopt;
+  }
+  for (uint32_t i = 1; i < handler->params.size(); ++i) {
+    out.args.push_back({handler->params[i].name, ctx.types.fromBtf(handler->params[i].type), i - 1});
+  }
+  out.functions.push_back(std::move(*handler));
+  out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
+  return out;
+}
+
 std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::TracepointTarget& t) {
+  if (t.raw) return resolveRawTracepoint(ctx, t);
   ResolvedTarget out;
   out.category = t.category.text;
   out.event = t.event.text;

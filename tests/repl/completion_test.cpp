@@ -47,8 +47,9 @@ TEST_F(CompletionTest, KernelFunctionsAfterTrace) {
   EXPECT_THAT(c.candidates, ElementsAre("tcp_v4_connect", "tcp_v4_do_rcv", "tcp_v4_rcv"));
   EXPECT_EQ(c.start, 6u);
   // Nothing typed: the kinds of probe, not every function.
-  EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "packet", "profile", "software:",
-                                                "syscall:", "tracepoint:", "uprobe:", "uretprobe:"));
+  EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "packet", "profile", "rawtracepoint:",
+                                                "software:", "syscall:", "tracepoint:", "uprobe:",
+                                                "uretprobe:"));
   EXPECT_THAT(candidates("trace tr"), ElementsAre("tracepoint:"));
   // Functions that cannot be traced are not offered.
   EXPECT_THAT(candidates("trace inlined"), ElementsAre());
@@ -81,6 +82,11 @@ TEST_F(CompletionTest, TracepointCategoriesThenEvents) {
 TEST_F(CompletionTest, Syscalls) {
   EXPECT_THAT(candidates("trace syscall:"), ElementsAre("execve", "kill", "openat", "read"));
   EXPECT_THAT(candidates("trace syscall:op"), ElementsAre("openat"));
+}
+
+TEST_F(CompletionTest, RawTracepointsByTheirBtfNames) {
+  EXPECT_THAT(candidates("trace rawtracepoint:sched_w"), ElementsAre("sched_wakeup", "sched_waking"));
+  EXPECT_THAT(candidates("list raw"), ElementsAre("rawtracepoint:"));
 }
 
 TEST_F(CompletionTest, PerfEvents) {
@@ -188,7 +194,9 @@ TEST_F(CompletionTest, NothingInsideAString) {
 }
 
 TEST_F(CompletionTest, InfoAndList) {
-  EXPECT_THAT(candidates("info "), ElementsAre("enum ", "struct ", "syscall:", "tracepoint:", "union "));
+  EXPECT_THAT(candidates("info "),
+              ElementsAre("enum ", "rawtracepoint:", "struct ", "syscall:", "tracepoint:", "union "));
+  EXPECT_THAT(candidates("info rawtracepoint:sched_wak"), ElementsAre("sched_waking"));
   EXPECT_THAT(candidates("info struct sk_"), ElementsAre("sk_buff"));
   EXPECT_THAT(candidates("info tcp_v4_r"), ElementsAre("tcp_v4_rcv"));
   EXPECT_THAT(candidates("info tracepoint:net:net_d"), ElementsAre("net_dev_xmit"));

@@ -1050,6 +1050,7 @@ os.waitpid(pid, 0)
         # Each probe kind this kernel allows: loaded, attached, said, detached (the harness
         # checks that nothing stays loaded), and no event printed.
         for query, method in [("trace tracepoint:sched:sched_switch select cpu", "tracepoint:sched:sched_switch: tp_btf"),
+                              ("trace rawtracepoint:sched_switch select cpu", "rawtracepoint:sched_switch: tp_btf"),
                               ("trace syscall:open* select count()", r"syscall:open\* \(\d+ syscalls\): tp_btf"),
                               (f"trace uprobe:{sys.executable}:main", r":main: uprobe"),
                               ("trace interval 1s select count()", "interval 1000ms: perf_event")]:
@@ -1071,6 +1072,33 @@ os.waitpid(pid, 0)
             self.assertEqual(status, 1, err)
             self.assertIn("cannot attach to tcp_sendmsg on this kernel [CannotAttach]", err)
             self.assertEqual(out, "")
+
+    def test_raw_tracepoints_by_name_count_a_workloads_forks_and_sleeps(self):
+        # sched_process_fork has a tracefs event too; sched_entry_tp has only its BTF handler
+        # (a DECLARE_TRACE): both are named by the event alone, typed by the handler.
+        workload = write_script("forks.py", "import ctypes, os, time\n"
+                                            "ctypes.CDLL(None).prctl(15, b'kq-forker', 0, 0, 0)\n"
+                                            "for i in range(20): time.sleep(0.01)\n"
+                                            "for i in range(5):\n"
+                                            "    pid = os.fork()\n"
+                                            "    if pid == 0: os._exit(0)\n"
+                                            "    os.waitpid(pid, 0)\n")
+        script = ('trace rawtracepoint:sched_process_fork where parent->comm == "kq-forker" select count() as forks\n'
+                  'trace rt:sched_entry_tp where comm == "kq-forker" and not preempt select count() as sleeps\n')
+        if "sched_entry_tp" not in kq("list", "rawtracepoint:sched_entry_tp")[1]:
+            print("skip sched_entry_tp: this kernel has no such raw tracepoint (6.16 added it)")
+            script = script.splitlines()[0]
+        status, out, err = kq("-f", "json", "-e", script, "-c", f"{sys.executable} {workload}")
+        self.assertEqual(status, 0, err)
+        rows = {k: v for line in out.splitlines() if '"rows"' in line
+                for row in json.loads(line)["rows"] for k, v in row.items()}
+        self.assertEqual(rows["forks"], 5, out)
+        if "sleeps" in rows:
+            self.assertGreaterEqual(rows["sleeps"], 25, out)  # 20 sleeps and 5 waits, at least
+        # A name BTF does not have is a located error with the closest one.
+        status, out, err = kq("-e", "trace rawtracepoint:sched_proces_fork")
+        self.assertEqual(status, 1)
+        self.assertIn("did you mean `sched_process_fork`?", err)
 
     def test_software_events_count_a_workloads_page_faults(self):
         # The workload touches 1000 pages of a fresh mapping after naming itself: 1000 faults,
