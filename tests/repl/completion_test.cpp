@@ -196,7 +196,7 @@ TEST_F(CompletionTest, NothingInsideAString) {
 TEST_F(CompletionTest, InfoAndList) {
   EXPECT_THAT(candidates("info "),
               ElementsAre("enum ", "rawtracepoint:", "struct ", "syscall:", "tracepoint:", "union "));
-  EXPECT_THAT(candidates("info rawtracepoint:sched_wak"), ElementsAre("sched_waking"));
+  EXPECT_THAT(candidates("info rawtracepoint:sched_waki"), ElementsAre("sched_waking"));
   EXPECT_THAT(candidates("info struct sk_"), ElementsAre("sk_buff"));
   EXPECT_THAT(candidates("info tcp_v4_r"), ElementsAre("tcp_v4_rcv"));
   EXPECT_THAT(candidates("info tracepoint:net:net_d"), ElementsAre("net_dev_xmit"));
