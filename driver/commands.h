@@ -24,5 +24,10 @@ int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io);
 /// unreadable) at least present in kallsyms.
 bool traceable(host::KernelInfo& kernel, const std::string& name);
 
+/// `kq list 'usdt:PATH:*'`: a binary's USDT probes with their arguments' sizes.
+int listUsdt(const std::string& pattern, Io& io);
+/// `kq info usdt:PATH:[PROVIDER:]NAME`: each site of the probes, where its arguments are.
+int usdtInfo(const std::string& what, Io& io);
+
 
 }  // namespace kq::driver

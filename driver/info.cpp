@@ -218,6 +218,7 @@ int syscallInfo(const std::string& name, host::KernelInfo& kernel, Io& io) {
 }  // namespace
 
 int runInfo(const std::string& what, const std::string& btf_path, Io& io) {
+  if (what.rfind("usdt:", 0) == 0) return usdtInfo(what, io);
   auto env = io.load_kernel(btf_path);
   if (!env) {
     io.err << "kq: error: " << env.error().message << "\n";
@@ -235,6 +236,7 @@ int describe(const std::string& what, KernelEnvironment& env, Io& io) {
     if (what.rfind(tag, 0) == 0) return rawTracepointInfo(what.substr(what.find(':') + 1), *env.btf, io);
   }
   if (what.rfind("syscall:", 0) == 0) return syscallInfo(what.substr(8), *env.kernel, io);
+  if (what.rfind("usdt:", 0) == 0) return usdtInfo(what, io);
   return functionInfo(what, *env.btf, *env.kernel, io);
 }
 

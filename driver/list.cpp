@@ -183,6 +183,7 @@ bool traceable(host::KernelInfo& kernel, const std::string& name) {
 
 int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
   if (pattern.rfind("software:", 0) == 0 || pattern.rfind("hardware:", 0) == 0) return listPerfEvents(pattern, io);
+  if (pattern.rfind("usdt:", 0) == 0) return listUsdt(pattern, io);
   auto env = io.load_kernel(btf_path);
   if (!env) {
     io.err << "kq: error: " << env.error().message << "\n";
@@ -193,6 +194,7 @@ int runList(const std::string& pattern, const std::string& btf_path, Io& io) {
 
 int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
   if (pattern.rfind("software:", 0) == 0 || pattern.rfind("hardware:", 0) == 0) return listPerfEvents(pattern, io);
+  if (pattern.rfind("usdt:", 0) == 0) return listUsdt(pattern, io);
   if (pattern.rfind("tracepoint:", 0) == 0) return listTracepoints(pattern, *env.kernel, io);
   if (pattern.rfind("rawtracepoint:", 0) == 0 || pattern.rfind("rt:", 0) == 0) {
     return listRawTracepoints(pattern, *env.btf, io);

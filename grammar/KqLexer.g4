@@ -51,6 +51,7 @@ SYSCALL : 'syscall' ;
 // `uprobe:` switches to a mode that reads the binary's path up to the next `:`.
 UPROBE : 'uprobe' [ \t]* ':' -> pushMode(PATH_MODE) ;
 URETPROBE : 'uretprobe' [ \t]* ':' -> pushMode(PATH_MODE) ;
+USDT : 'usdt' [ \t]* ':' -> pushMode(PATH_MODE) ;
 
 // `software:` and `hardware:` switch to a mode that reads the perf event's name, dashes and
 // all, with its period or frequency: `software:page-faults:100`, `hardware:cycles:99hz`.

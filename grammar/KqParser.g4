@@ -109,6 +109,7 @@ target
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget
+  | USDT UPROBE_PATH ':' symbolPattern (':' symbolPattern)? (typedParams | captureList)?   # usdtTarget
   | pattern (':' pattern)? captureList?               # functionTarget
   ;
 

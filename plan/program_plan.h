@@ -89,6 +89,11 @@ struct PlannedProgram {
   uint32_t perf_type = 1;    // PERF_TYPE_SOFTWARE
   uint64_t perf_config = 0;  // PERF_COUNT_SW_CPU_CLOCK
   bool every_cpu = false;
+  /// Uprobe at a file offset rather than a symbol (`usdt:`, whose `target` names the probe
+  /// as `provider:name`), with the offset of a semaphore the kernel counts its uprobes in
+  /// (0 for none), as USDT probes guarded by `PROBE_ENABLED()` need.
+  uint64_t uprobe_offset = 0;
+  uint64_t ref_ctr_offset = 0;
   /// Programs of the same group and method load together; a group's methods are tried in
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;
@@ -125,6 +130,8 @@ struct PlannedProgram {
     visit("?perf_type", self.perf_type...);
     visit("?perf_config", self.perf_config...);
     visit("?every_cpu", self.every_cpu...);
+    visit("?uprobe_offset", self.uprobe_offset...);
+    visit("?ref_ctr_offset", self.ref_ctr_offset...);
   }
 };
 

@@ -9,6 +9,7 @@
 #include "compiler/sema/stdlib.h"
 #include "driver/commands.h"
 #include "host/perf_events.h"
+#include "host/usdt.h"
 #include "repl/input_tokens.h"
 #include "repl/probe_scope.h"
 
@@ -23,11 +24,12 @@ constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "inf
 constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
 constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "true", "false"};
 constexpr std::string_view kTargetWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "uprobe:",
-                                             "uretprobe:", "software:", "hardware:", "packet",
+                                             "uretprobe:", "usdt:", "software:", "hardware:", "packet",
                                              "interval", "profile"};
-constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "rawtracepoint:", "syscall:"};
+constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "rawtracepoint:", "syscall:",
+                                           "usdt:"};
 constexpr std::string_view kListWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "software:",
-                                           "hardware:", "packet"};
+                                           "hardware:", "usdt:", "packet"};
 
 /// Words that are never names (docs/language.md, "Reserved words"), and `on`.
 constexpr std::string_view kReserved[] = {
@@ -48,10 +50,10 @@ bool isClause(const InputToken& t) {
 /// Where the word being completed stands, and what is in scope there.
 struct Place {
   enum What {
-    Nothing, Command, Target, Categories, Events, RawTracepoints, Syscalls, PerfEvents, Files, AfterTarget, Expression,
+    Nothing, Command, Target, Categories, Events, RawTracepoints, Syscalls, PerfEvents, UsdtProbes, Files, AfterTarget, Expression,
     Member, InfoWhat, ListWhat, StructName, Module, Words,
   } what = Nothing;
-  std::string category;            // Events; PerfEvents: `software` or `hardware`
+  std::string category;            // Events; PerfEvents: `software` or `hardware`; UsdtProbes: the binary
   std::string probe;               // Expression, Member: whose scope ("" for none)
   std::string left;                // Member: the expression before `->` or `.`
   bool arrow = false;              // Member
@@ -59,6 +61,7 @@ struct Place {
   bool clause_words = false;       // Expression: clause keywords fit here too
   bool joined_event = false;       // Member: `NAME.` of a join: the joined event's names
   CallPlace::Clause clause = CallPlace::Other;  // Expression: which clause it is in
+  std::string provider;            // UsdtProbes: the provider typed, if one was
 };
 
 class Completer {
@@ -181,6 +184,20 @@ Completion Completer::candidates(const Place& place, size_t start) const {
         if (k.hardware == (place.category == "hardware")) names.emplace_back(k.name);
       }
       break;
+    case Place::UsdtProbes: {
+      // A probe by its name alone, or as provider:name.
+      auto probes = host::readUsdtProbes(place.category);
+      if (!probes) break;
+      for (const host::UsdtProbe& p : *probes) {
+        if (!place.provider.empty()) {
+          if (p.provider == place.provider) names.push_back(p.name);
+          continue;
+        }
+        names.push_back(p.name);
+        names.push_back(p.provider + ":" + p.name);
+      }
+      break;
+    }
     case Place::Files: return files(start, word);
     case Place::AfterTarget: append(names, kClauses); break;
     case Place::StructName:
@@ -241,7 +258,7 @@ Place Completer::locate(size_t end) const {
   return {};
 }
 
-/// `tracepoint:`, `tracepoint:CATEGORY:`, `syscall:`, `software:`, `uprobe:` at the end of a target.
+/// `tracepoint:`, `tracepoint:CATEGORY:`, `syscall:`, `software:`, `uprobe:`, `usdt:PATH:` at the end of a target.
 std::optional<Place> Completer::targetPart(size_t first, size_t end) const {
   size_t n = end - first;
   auto at = [&](size_t back) -> const InputToken& { return tokens_[end - back]; };
@@ -258,7 +275,19 @@ std::optional<Place> Completer::targetPart(size_t first, size_t end) const {
     p.category = std::string(at(2).text);
     return p;
   }
-  if (n >= 2 && at(1).is(":") && (at(2).is("uprobe") || at(2).is("uretprobe"))) {
+  if (n >= 4 && at(1).is(":") && at(2).kind == InputToken::Kind::Path && at(3).is(":") && at(4).is("usdt")) {
+    Place p{Place::UsdtProbes};
+    p.category = std::string(at(2).text);
+    return p;
+  }
+  if (n >= 6 && at(1).is(":") && at(3).is(":") && at(4).kind == InputToken::Kind::Path && at(5).is(":") &&
+      at(6).is("usdt")) {
+    Place p{Place::UsdtProbes};
+    p.category = std::string(at(4).text);
+    p.provider = std::string(at(2).text);
+    return p;
+  }
+  if (n >= 2 && at(1).is(":") && (at(2).is("uprobe") || at(2).is("uretprobe") || at(2).is("usdt"))) {
     return Place{Place::Files};
   }
   return std::nullopt;

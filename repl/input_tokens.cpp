@@ -114,9 +114,9 @@ std::vector<InputToken> inputTokens(std::string_view text) {
     }
     i += length;
     add(InputToken::Kind::Operator, begin, i);
-    // `uprobe:` and `uretprobe:` (blanks allowed before the colon) start a path.
+    // `uprobe:`, `uretprobe:` and `usdt:` (blanks allowed before the colon) start a path.
     size_t n = out.size();
-    if (n >= 2 && out[n - 1].is(":") && (out[n - 2].is("uprobe") || out[n - 2].is("uretprobe"))) {
+    if (n >= 2 && out[n - 1].is(":") && (out[n - 2].is("uprobe") || out[n - 2].is("uretprobe") || out[n - 2].is("usdt"))) {
       path_next = true;
     }
   }

@@ -13,7 +13,9 @@
 namespace kq::runtime {
 
 std::string livePlace(const plan::PlannedProgram& p) {
-  return fmt::format("{} {} {}", plan::attachName(p.attach), p.target, p.binary);
+  std::string place = fmt::format("{} {} {}", plan::attachName(p.attach), p.target, p.binary);
+  if (p.uprobe_offset) place += fmt::format(" +0x{:x}", p.uprobe_offset);
+  return place;
 }
 
 uint32_t mapId(int fd) {

@@ -628,8 +628,11 @@ class Loader {
         // At the symbol's file offset, found here: libbpf refuses a name that .dynsym lists
         // once per symbol version (glibc's pthread_create@GLIBC_2.2.5 and @@GLIBC_2.34),
         // even where both are one function.
-        std::optional<uint64_t> offset = fileOffset(p.binary, p.target);
-        LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = p.attach == plan::Attach::Uretprobe,
+        // A USDT site: its offset, and its semaphore's, which the kernel counts up while
+        // the uprobe is attached (the program's `PROBE_ENABLED()` is then true).
+        std::optional<uint64_t> offset = p.uprobe_offset ? p.uprobe_offset : fileOffset(p.binary, p.target);
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = p.ref_ctr_offset,
+                    .retprobe = p.attach == plan::Attach::Uretprobe,
                     .func_name = offset ? nullptr : p.target.c_str());
         return bpf_program__attach_uprobe_opts(prog, -1, p.binary.c_str(), offset.value_or(0), &opts);
       }

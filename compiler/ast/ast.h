@@ -269,6 +269,18 @@ struct UprobeTarget {
   std::vector<TypedParam> params = {};
 };
 
+/// `usdt:./myapp:myapp:request` (a provider's probe), `usdt:./myapp:request` (the probe of
+/// any provider): a statically defined probe of a program or library (<sys/sdt.h>).
+struct UsdtTarget {
+  std::string binary;
+  SourceRange binary_range;
+  std::optional<Pattern> provider;
+  Pattern name;
+  std::optional<CaptureList> captures;
+  /// `(long id, char *path)`: the arguments' types, in order, in place of those their sizes give.
+  std::vector<TypedParam> params = {};
+};
+
 /// `packet` (every traceable function taking `struct sk_buff *`), `packet graph`.
 /// `packet`, `packet graph`, `packet(ip_*, udp_*)`: the functions are globs narrowing the set.
 struct PacketTarget {
@@ -302,7 +314,8 @@ struct Target {
   const std::optional<CaptureList>* captures() const;
 
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
-                               PacketTarget, IntervalTarget, ProfileTarget, PerfEventTarget>;
+                               UsdtTarget, PacketTarget, IntervalTarget, ProfileTarget,
+                               PerfEventTarget>;
   Variant kind;
   SourceRange range;
 };

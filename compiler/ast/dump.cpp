@@ -217,6 +217,10 @@ class Dumper : public ExprVisitor<Dumper> {
     line(fmt::format("{} {}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary, t.symbol.text));
     captures(t.captures);
   }
+  void target(const UsdtTarget& t) {
+    line(fmt::format("usdt {}:{}{}", t.binary, t.provider ? t.provider->text + ":" : "", t.name.text));
+    captures(t.captures);
+  }
   void target(const PacketTarget& t) {
     std::string globs;
     for (const Pattern& p : t.functions) globs += (globs.empty() ? "" : ", ") + p.text;
@@ -284,6 +288,7 @@ const std::optional<CaptureList>* Target::captures() const {
   if (const auto* t = std::get_if<TracepointTarget>(&kind)) return &t->captures;
   if (const auto* s = std::get_if<SyscallTarget>(&kind)) return &s->captures;
   if (const auto* u = std::get_if<UprobeTarget>(&kind)) return &u->captures;
+  if (const auto* u = std::get_if<UsdtTarget>(&kind)) return &u->captures;
   return nullptr;
 }
 

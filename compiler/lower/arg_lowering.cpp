@@ -29,6 +29,8 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
     }
     case ArgAccess::Kind::PtRegs:
       return registerArg(index, type);
+    case ArgAccess::Kind::Usdt:
+      return usdtArg(index, type);
     case ArgAccess::Kind::TracepointRecord: {
       const host::TracepointField* f = recordField(index);
       if (!f) return problem(fmt::format("the tracepoint record has no field for argument {}", index), type);
@@ -86,6 +88,56 @@ Val ExprLowering::registerArg(uint32_t index, const sema::Type* type) {
   }
   Val out = extend(v, type);
   out.user = args_.user_args;
+  return out;
+}
+
+// Where a USDT site's note says: a register's low bytes, a constant, or memory at registers
+// plus a displacement (%rip-relative: the site's address, less where the note says it is,
+// is where the file is loaded).
+Val ExprLowering::usdtArg(uint32_t index, const sema::Type* type) {
+  const host::UsdtSite& site = *args_.usdt;
+  if (index >= site.args.size()) return problem(fmt::format("the USDT site has no argument {}", index), type);
+  const host::UsdtArg& a = site.args[index];
+  auto reg = [&](const std::string& name) -> llvm::Value* {
+    std::optional<RegisterSlot> slot = ptRegsMember(args_.arch, name);
+    return slot ? readRegister(*slot) : nullptr;
+  };
+  llvm::Value* v = nullptr;
+  switch (a.kind) {
+    case host::UsdtArg::Kind::Constant:
+      v = b_.getInt64(static_cast<uint64_t>(a.value));
+      break;
+    case host::UsdtArg::Kind::Register:
+      v = reg(a.reg);
+      if (v && a.high_byte) v = b_.CreateLShr(v, b_.getInt64(8));
+      break;
+    case host::UsdtArg::Kind::Memory: {
+      llvm::Value* address = b_.getInt64(static_cast<uint64_t>(a.value));
+      if (!a.reg.empty()) {
+        llvm::Value* base = reg(a.reg);
+        if (!base) break;
+        if (a.reg == "ip") base = b_.CreateSub(base, b_.getInt64(site.address));
+        address = b_.CreateAdd(address, base);
+      }
+      if (!a.index.empty()) {
+        llvm::Value* index_value = reg(a.index);
+        if (!index_value) break;
+        address = b_.CreateAdd(address, b_.CreateMul(index_value, b_.getInt64(a.scale)));
+      }
+      llvm::Value* tmp = slot(8);
+      b_.CreateStore(b_.getInt64(0), tmp);
+      probeRead(tmp, a.size, address, true, false);
+      v = b_.CreateLoad(b_.getInt64Ty(), tmp);
+      break;
+    }
+  }
+  if (!v) return problem(fmt::format("USDT argument `{}` names a register kq cannot read here", a.text), type);
+  if (a.size < 8) {
+    v = b_.CreateTrunc(v, b_.getIntNTy(8 * a.size));
+    v = a.is_signed ? b_.CreateSExt(v, b_.getInt64Ty()) : b_.CreateZExt(v, b_.getInt64Ty());
+  }
+  Val out = extend(v, type);
+  out.user = true;
   return out;
 }
 

@@ -80,7 +80,8 @@ inline constexpr uint64_t kPacketCookieFrees = uint64_t{1} << 48;
 struct ArgAccess {
   /// SyscallRegs: a tp_btf program on raw_syscalls:sys_enter, whose ctx[0] is the `struct
   /// pt_regs *` the system call was made with (its arguments in the syscall convention).
-  enum class Kind { CtxArray, PtRegs, TracepointRecord, SyscallRegs, Stash, None } kind = Kind::None;
+  /// Usdt: a uprobe at a USDT site, whose arguments are where the site's note says.
+  enum class Kind { CtxArray, PtRegs, TracepointRecord, SyscallRegs, Stash, Usdt, None } kind = Kind::None;
   llvm::Value* ctx = nullptr;
   /// Stash: the values saved at entry (loaded at the start of the exit program), one per
   /// argument the entry program stashed: arguments 0..stashed.size()-1 and no others.
@@ -88,6 +89,8 @@ struct ArgAccess {
   llvm::Value* entry_ns = nullptr;
   /// At exit: the value each `entry(x)` had at entry (saved by the entry program).
   std::map<const ast::Expr*, llvm::Value*> entry_values;
+  /// Usdt: the site.
+  const host::UsdtSite* usdt = nullptr;
   /// TracepointRecord: field offsets.
   const host::TracepointFormat* format = nullptr;
   bool skip_syscall_nr = false;
@@ -212,6 +215,7 @@ class ExprLowering {
   const host::TracepointField* recordField(uint32_t index) const;
   Val returnValue(const sema::Type* type);
   Val registerArg(uint32_t index, const sema::Type* type);
+  Val usdtArg(uint32_t index, const sema::Type* type);
   llvm::Value* registerAt(llvm::Value* position);
   /// A register of the probe's `struct pt_regs` (at `regs`, else the program's context),
   /// through CO-RE when BTF describes it.

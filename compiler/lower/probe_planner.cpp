@@ -170,6 +170,8 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
                        target.perf_event->config, true});
   } else if (const auto* u = std::get_if<ast::UprobeTarget>(&ast_target.kind)) {
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
+  } else if (const auto* u = std::get_if<ast::UsdtTarget>(&ast_target.kind)) {
+    lowerUsdt(p, *u);
   }
 }
 
@@ -501,6 +503,25 @@ void ProbePlanner::lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u,
   out.func = symbol;
   out.site = in.site;
   emitter_.emitMain(p, out, /*from_stash=*/true);
+}
+
+// A uprobe program per site (each reads its arguments where its own note says), all of a
+// probe's sites (and a glob's probes) loaded and attached together.
+void ProbePlanner::lowerUsdt(const ProbeUnit& p, const ast::UsdtTarget& u) {
+  uint32_t group = object_.newGroup(p.target.description);
+  for (const host::UsdtProbe& probe : p.target.usdt_probes) {
+    for (const host::UsdtSite& s : probe.sites) {
+      ArgAccess args{ArgAccess::Kind::Usdt};
+      args.user_args = true;
+      args.usdt = &s;
+      args.probe = fmt::format("usdt:{}:{}:{}", u.binary, probe.provider, probe.name);
+      ProgramSite in = site("uprobe", Attach::Uprobe, probe.provider + ":" + probe.name, group, 0, args);
+      in.binary = u.binary;
+      in.uprobe_offset = s.file_offset;
+      in.ref_ctr_offset = s.semaphore_offset;
+      emitter_.emitMain(p, in);
+    }
+  }
 }
 
 void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint32_t query_number) {

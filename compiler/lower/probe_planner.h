@@ -51,6 +51,7 @@ class ProbePlanner {
                            uint32_t method, std::optional<uint32_t> glob_nr = std::nullopt);
   void lowerEventGlob(const ProbeUnit& p);
   void lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u, const std::string& symbol);
+  void lowerUsdt(const ProbeUnit& p, const ast::UsdtTarget& u);
   void lowerPacket(const ProbeUnit& p);
   /// A packet probe's view (plan::PacketLayout) and its `track` and `graph` maps.
   void addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint32_t query_number);

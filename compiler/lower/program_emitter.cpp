@@ -66,6 +66,8 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.perf_type = site.perf_type;
   planned.perf_config = site.perf_config;
   planned.every_cpu = site.every_cpu;
+  planned.uprobe_offset = site.uprobe_offset;
+  planned.ref_ctr_offset = site.ref_ctr_offset;
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);
   planned.whole_session = site.whole_session;

@@ -44,6 +44,9 @@ struct ProgramSite {
   uint32_t perf_type = 1;
   uint64_t perf_config = 0;
   bool every_cpu = false;
+  /// Uprobe: see plan::PlannedProgram.
+  uint64_t uprobe_offset = 0;
+  uint64_t ref_ctr_offset = 0;
   /// raw_syscalls programs: the system calls they are for, one or a glob's (they return at
   /// once for every other, and for 32-bit compat calls, whose numbers are another table's).
   std::vector<uint32_t> syscall_nrs;

@@ -1,4 +1,5 @@
 #include "compiler/lower/pt_regs.h"
+#include <iterator>
 
 namespace kq::lower {
 
@@ -43,6 +44,18 @@ const PtRegsLayout& ptRegsLayout(Arch arch) {
   static const PtRegsLayout x86 = x86_64();
   static const PtRegsLayout a64 = arm64();
   return arch == Arch::Arm64 ? a64 : x86;
+}
+
+std::optional<RegisterSlot> ptRegsMember(Arch arch, std::string_view member) {
+  if (arch != Arch::X86_64) return std::nullopt;
+  // arch/x86/include/asm/ptrace.h, in order, 8 bytes each.
+  static constexpr std::string_view kMembers[] = {"r15", "r14", "r13", "r12", "bp", "bx", "r11",
+                                                  "r10", "r9", "r8", "ax", "cx", "dx", "si",
+                                                  "di", "orig_ax", "ip", "cs", "flags", "sp", "ss"};
+  for (uint32_t i = 0; i < std::size(kMembers); ++i) {
+    if (kMembers[i] == member) return RegisterSlot{kMembers[i], false, 0, 8 * i};
+  }
+  return std::nullopt;
 }
 
 }  // namespace kq::lower

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -41,5 +42,9 @@ struct PtRegsLayout {
 };
 
 const PtRegsLayout& ptRegsLayout(Arch arch);
+
+/// A register by its `struct pt_regs` member's name (x86-64: `ax`, `r12`, `ip`), as USDT
+/// notes name them (host/usdt.h); nothing for a name the architecture has not.
+std::optional<RegisterSlot> ptRegsMember(Arch arch, std::string_view member);
 
 }  // namespace kq::lower

@@ -80,9 +80,10 @@ std::vector<std::vector<ProgramPart*>> programsOf(const std::vector<ProgramPart*
 /// Where and how a part attaches: parts of one method with the same place can be one program.
 std::string placeOf(const ProgramPart& part) {
   const plan::PlannedProgram& p = part.planned;
-  std::string place = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", p.method, part.section,
+  std::string place = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}", p.method, part.section,
                                   static_cast<int>(p.attach), p.target, p.binary, p.period_ns,
-                                  p.frequency_hz, p.perf_type, p.perf_config, p.every_cpu);
+                                  p.frequency_hz, p.perf_type, p.perf_config, p.every_cpu,
+                                  p.uprobe_offset, p.ref_ctr_offset);
   for (const std::string& symbol : p.symbols) place += "\n" + symbol;
   place += "\n#";
   for (uint64_t cookie : p.cookies) place += fmt::format("\n{}", cookie);

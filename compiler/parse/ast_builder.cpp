@@ -303,22 +303,15 @@ class Builder {
       UprobeTarget u{t->URETPROBE() != nullptr, text(t->UPROBE_PATH()),
                      range(t->UPROBE_PATH()), symbolPattern(t->symbolPattern()),
                      captureList(t->captureList())};
-      // typedParams : '(' typedParam (',' typedParam)* ')'
-      // typedParam : qualifier=IDENT? (typeName | type=IDENT) name
-      if (auto* params = t->typedParams()) {
-        for (P::TypedParamContext* p : params->typedParam()) {
-          // A C prototype as written (`const char *name`): the qualifier changes nothing read.
-          if (p->qualifier && p->qualifier->getText() != "const" && p->qualifier->getText() != "volatile") {
-            diags_.report(DiagKind::UnexpectedToken, range(p->qualifier),
-                          fmt::format("`{}` before a parameter's type: only `const` or `volatile` goes there",
-                                      p->qualifier->getText()));
-          }
-          TypeName type = p->typeName() ? typeName(p->typeName())
-                                        : TypeName{TypeName::Tag::None, p->type->getText(), 0,
-                                                   range(p->type)};
-          u.params.push_back({std::move(type), text(p->name()), range(p->name())});
-        }
-      }
+      u.params = typedParams(t->typedParams());
+      out.kind = std::move(u);
+    } else if (auto* t = dynamic_cast<P::UsdtTargetContext*>(ctx)) {
+      // usdt:PATH:[PROVIDER:]NAME
+      std::vector<P::SymbolPatternContext*> parts = t->symbolPattern();
+      UsdtTarget u{text(t->UPROBE_PATH()), range(t->UPROBE_PATH()), std::nullopt,
+                   symbolPattern(parts.back()), captureList(t->captureList())};
+      if (parts.size() == 2) u.provider = symbolPattern(parts.front());
+      u.params = typedParams(t->typedParams());
       out.kind = std::move(u);
     } else if (auto* t = dynamic_cast<P::FunctionTargetContext*>(ctx)) {
       FunctionTarget f;
@@ -343,6 +336,25 @@ class Builder {
 
   // symbolPattern : symbolPart+ (adjacent); symbolPart : patternPart | memberName
   Pattern symbolPattern(P::SymbolPatternContext* ctx) { return {text(ctx), range(ctx)}; }
+
+  // typedParams : '(' typedParam (',' typedParam)* ')'
+  // typedParam : qualifier=IDENT? (typeName | type=IDENT) name
+  std::vector<TypedParam> typedParams(P::TypedParamsContext* params) {
+    std::vector<TypedParam> out;
+    if (!params) return out;
+    for (P::TypedParamContext* p : params->typedParam()) {
+      // A C prototype as written (`const char *name`): the qualifier changes nothing read.
+      if (p->qualifier && p->qualifier->getText() != "const" && p->qualifier->getText() != "volatile") {
+        diags_.report(DiagKind::UnexpectedToken, range(p->qualifier),
+                      fmt::format("`{}` before a parameter's type: only `const` or `volatile` goes there",
+                                  p->qualifier->getText()));
+      }
+      TypeName type = p->typeName() ? typeName(p->typeName())
+                                    : TypeName{TypeName::Tag::None, p->type->getText(), 0, range(p->type)};
+      out.push_back({std::move(type), text(p->name()), range(p->name())});
+    }
+    return out;
+  }
 
   // captureList : '(' (capture (',' capture)*)? ')'
   // capture : '*' | expr

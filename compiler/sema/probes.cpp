@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "host/elf_symbols.h"
+#include "host/usdt.h"
 #include "host/syscall_numbers.h"
 #include "compiler/sema/context.h"
 #include "compiler/sema/record_formats.h"
@@ -430,6 +431,30 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
   return out;
 }
 
+/// `handle_request(struct req *req)`: user-space arguments declared with their types, in
+/// place of `args`' own; false (reported) when one cannot be.
+bool declareParams(Context& ctx, const std::vector<ast::TypedParam>& params, std::vector<ProbeArg>& args,
+                   std::string_view limit) {
+  for (uint32_t i = 0; i < params.size(); ++i) {
+    const ast::TypedParam& p = params[i];
+    if (i >= args.size()) {
+      ctx.diags.report(DiagKind::Unsupported, p.name_range,
+                       fmt::format("{}, and `{}` is argument {}", limit, p.name, i + 1));
+      return false;
+    }
+    const Type* type = resolveTypeName(ctx, p.type);
+    if (type->isError()) return false;
+    if (!type->isInteger() && !type->isPointer()) {
+      ctx.diags.report(DiagKind::InvalidCast, p.type.range,
+                       fmt::format("`{}` is passed in a register: declare it as an integer or a "
+                                   "pointer, not `{}`", p.name, type->spelling));
+      return false;
+    }
+    args[i] = {p.name, type, i};
+  }
+  return true;
+}
+
 std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarget& t) {
   ResolvedTarget out;
   out.binary = t.binary;
@@ -454,29 +479,88 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   // User-space functions have no BTF: arguments are registers, as 64-bit integers, unless
   // declared with their types (`handle_request(struct req *req)`).
   for (uint32_t i = 0; i < 6; ++i) out.args.push_back({"", ctx.types.u64(), i});
-  for (uint32_t i = 0; i < t.params.size(); ++i) {
-    const ast::TypedParam& p = t.params[i];
-    if (i >= out.args.size()) {
-      ctx.diags.report(DiagKind::Unsupported, p.name_range,
-                       fmt::format("kq reads a user-space function's first {} arguments, and "
-                                   "`{}` is argument {}", out.args.size(), p.name, i + 1));
-      return std::nullopt;
-    }
-    const Type* type = resolveTypeName(ctx, p.type);
-    if (type->isError()) return std::nullopt;
-    if (!type->isInteger() && !type->isPointer()) {
-      ctx.diags.report(DiagKind::InvalidCast, p.type.range,
-                       fmt::format("`{}` is passed in a register: declare it as an integer or a "
-                                   "pointer, not `{}`", p.name, type->spelling));
-      return std::nullopt;
-    }
-    out.args[i] = {p.name, type, i};
+  if (!declareParams(ctx, t.params, out.args, "kq reads a user-space function's first 6 arguments")) {
+    return std::nullopt;
   }
   out.return_type = ctx.types.u64();
   out.attach = {{t.on_return ? AttachKind::Uretprobe : AttachKind::Uprobe, Known::Yes, ""}};
   // A glob that matches one symbol is named by it.
   out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary,
                                 out.symbols.size() == 1 ? out.symbols.front() : t.symbol.text);
+  return out;
+}
+
+/// `usdt:PATH:[PROVIDER:]NAME`: the probes the binary's notes declare; each argument typed
+/// by its size at every site (8 bytes where sites differ), or as declared.
+std::optional<ResolvedTarget> resolveUsdt(Context& ctx, const ast::UsdtTarget& t) {
+  ResolvedTarget out;
+  out.binary = t.binary;
+  auto probes = host::readUsdtProbes(t.binary);
+  if (!probes) {
+    ctx.diags.report(DiagKind::UnknownBinary, t.binary_range, probes.error().message);
+    return std::nullopt;
+  }
+  std::string wanted = (t.provider ? t.provider->text + ":" : "") + t.name.text;
+  std::vector<std::string> names;
+  for (host::UsdtProbe& probe : *probes) {
+    names.push_back(probe.provider + ":" + probe.name);
+    if (t.provider && !btf::globMatch(t.provider->text, probe.provider)) continue;
+    if (!btf::globMatch(t.name.text, probe.name)) continue;
+    out.usdt_probes.push_back(std::move(probe));
+  }
+  if (out.usdt_probes.empty()) {
+    SourceRange at = t.provider ? SourceRange{t.provider->range.file, t.provider->range.begin, t.name.range.end}
+                                : t.name.range;
+    if (probes->empty()) {
+      ctx.diags.report(DiagKind::UnknownSymbol, at, fmt::format("`{}` has no USDT probes", t.binary))
+          .note("a program declares them with <sys/sdt.h>'s DTRACE_PROBE or STAP_PROBE (its "
+                "`.note.stapsdt` section)");
+      return std::nullopt;
+    }
+    Diagnostic& diag = ctx.diags.report(DiagKind::UnknownSymbol, at,
+                                        fmt::format("`{}` has no USDT probe `{}`", t.binary, wanted));
+    if (wanted.find_first_of("*?") == std::string::npos) {
+      std::vector<std::string> bare;
+      for (const std::string& n : names) bare.push_back(n.substr(n.find(':') + 1));
+      addDidYouMean(diag, wanted, t.provider ? views(names) : views(bare));
+    }
+    diag.note(fmt::format("kq list 'usdt:{}:*' shows its {} probes", t.binary, names.size()));
+    return std::nullopt;
+  }
+  // Arguments every site has; each as wide as its widest site, signed if any site is.
+  size_t sites = 0, count = SIZE_MAX;
+  for (const host::UsdtProbe& probe : out.usdt_probes) {
+    for (const host::UsdtSite& site : probe.sites) {
+      if (!site.problem.empty()) {
+        ctx.diags.report(DiagKind::Unsupported, t.name.range,
+                         fmt::format("cannot trace USDT probe `{}:{}` at 0x{:x}: {}", probe.provider,
+                                     probe.name, site.address, site.problem));
+        return std::nullopt;
+      }
+      count = std::min(count, site.args.size());
+      ++sites;
+    }
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t size = 0, smallest = 8;
+    bool is_signed = false;
+    for (const host::UsdtProbe& probe : out.usdt_probes) {
+      for (const host::UsdtSite& site : probe.sites) {
+        size = std::max(size, site.args[i].size);
+        smallest = std::min(smallest, site.args[i].size);
+        is_signed = is_signed || site.args[i].is_signed;
+      }
+    }
+    out.args.push_back({"", ctx.types.integer(size == smallest ? size : 8, is_signed), i});
+  }
+  std::string limit = fmt::format("USDT probe `{}` has {} argument{}", wanted, count, count == 1 ? "" : "s");
+  if (!declareParams(ctx, t.params, out.args, limit)) return std::nullopt;
+  out.attach = {{AttachKind::Uprobe, Known::Yes, ""}};
+  const host::UsdtProbe& first = out.usdt_probes.front();
+  out.description = out.usdt_probes.size() == 1
+                        ? fmt::format("usdt:{}:{}:{}", t.binary, first.provider, first.name)
+                        : fmt::format("usdt:{}:{} ({} probes)", t.binary, wanted, out.usdt_probes.size());
+  if (sites > 1 && out.usdt_probes.size() == 1) out.description += fmt::format(" ({} sites)", sites);
   return out;
 }
 
@@ -534,6 +618,8 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out = resolveSyscall(ctx, *t);
   } else if (const auto* t = std::get_if<ast::UprobeTarget>(&target.kind)) {
     out = resolveUprobe(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::UsdtTarget>(&target.kind)) {
+    out = resolveUsdt(ctx, *t);
   } else if (const auto* t = std::get_if<ast::PacketTarget>(&target.kind)) {
     out = resolvePacket(ctx, target, *t);
   } else if (const auto* t = std::get_if<ast::IntervalTarget>(&target.kind)) {

@@ -12,6 +12,7 @@
 #include "compiler/btf/btf.h"
 #include "host/kernel_info.h"
 #include "host/perf_events.h"
+#include "host/usdt.h"
 #include "compiler/sema/lookup_table.h"
 #include "compiler/sema/packet_filter.h"
 #include "compiler/sema/types.h"
@@ -77,6 +78,8 @@ struct ResolvedTarget {
   uint64_t perf_period = 0;
   uint64_t perf_frequency_hz = 0;
   std::vector<std::string> symbols;                // uprobe symbols matched
+  /// `usdt:`: the probes matched, each with its sites and where their arguments are.
+  std::vector<host::UsdtProbe> usdt_probes;
   std::vector<ProbeArg> args;
   /// A tracepoint typed by its BTF handler (tp_btf) whose classic record tracefs also
   /// describes: the record's fields, which a query reads instead where it names one that

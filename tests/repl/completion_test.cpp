@@ -49,7 +49,7 @@ TEST_F(CompletionTest, KernelFunctionsAfterTrace) {
   // Nothing typed: the kinds of probe, not every function.
   EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "packet", "profile", "rawtracepoint:",
                                                 "software:", "syscall:", "tracepoint:", "uprobe:",
-                                                "uretprobe:"));
+                                                "uretprobe:", "usdt:"));
   EXPECT_THAT(candidates("trace tr"), ElementsAre("tracepoint:"));
   // Functions that cannot be traced are not offered.
   EXPECT_THAT(candidates("trace inlined"), ElementsAre());
@@ -195,7 +195,8 @@ TEST_F(CompletionTest, NothingInsideAString) {
 
 TEST_F(CompletionTest, InfoAndList) {
   EXPECT_THAT(candidates("info "),
-              ElementsAre("enum ", "rawtracepoint:", "struct ", "syscall:", "tracepoint:", "union "));
+              ElementsAre("enum ", "rawtracepoint:", "struct ", "syscall:", "tracepoint:", "union ",
+                          "usdt:"));
   EXPECT_THAT(candidates("info rawtracepoint:sched_waki"), ElementsAre("sched_waking"));
   EXPECT_THAT(candidates("info struct sk_"), ElementsAre("sk_buff"));
   EXPECT_THAT(candidates("info tcp_v4_r"), ElementsAre("tcp_v4_rcv"));
@@ -223,6 +224,24 @@ TEST_F(CompletionTest, EveryPrefixOfAnInputCompletes) {
   }
 }
 
+/// The libstdc++ this test runs with: it declares USDT probes (libstdcxx:throw, catch, ...).
+std::string loadedLibstdcxx() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    size_t at = line.find('/');
+    if (at != std::string::npos && line.find("libstdc++.so", at) != std::string::npos) return line.substr(at);
+  }
+  return "";
+}
+
+TEST_F(CompletionTest, UsdtProbesAfterTheBinary) {
+  std::string lib = loadedLibstdcxx();
+  ASSERT_FALSE(lib.empty());
+  EXPECT_THAT(candidates("trace usdt:" + lib + ":thr"), ElementsAre("throw"));
+  EXPECT_THAT(candidates("trace usdt:" + lib + ":libstdcxx:re"), ElementsAre("rethrow"));
+  EXPECT_THAT(candidates("trace usdt:" + lib + ":libstdcxx:ca"), ElementsAre("catch"));
+}
+
 TEST_F(CompletionTest, FilesAfterUprobe) {
   char dir[] = "/tmp/kqcompleteXXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -243,6 +262,7 @@ TEST_F(CompletionTest, FilesAfterUprobe) {
   c = complete("trace uprobe:" + root + "/bin/server");
   EXPECT_THAT(c.candidates, ElementsAre(root + "/bin/server:"));  // the symbol comes next
   EXPECT_FALSE(c.space_after);
+  EXPECT_THAT(candidates("trace usdt:" + root + "/b"), ElementsAre(root + "/bin/"));
   for (const char* f : {"/bin/server", "/bin/served", "/.hidden"}) unlink((root + f).c_str());
   rmdir((root + "/bin").c_str());
   rmdir(dir);

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Places bpftrace listens that kq reached late: USDT probes of a program the test builds
+(gcc's registers and %rip-relative globals, clang's stack slots, a semaphore), against the
+values the program itself prints. Usage: probes_test.py PATH_TO_KQ"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+from harness import kq, skip_reason
+
+WORKDIR = tempfile.mkdtemp(prefix="kq-probes-")
+
+# Three requests, each with an id, a path and a negative short, and a counter read from a
+# global; the semaphores the uprobes count up say at the end whether it was traced.
+USDT_APP = harness.write_file(WORKDIR, "app.c", r"""
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+unsigned short kqapp_request_semaphore __attribute__((unused, section(".probes")));
+unsigned short kqapp_tick_semaphore __attribute__((unused, section(".probes")));
+long counter = 7;
+struct req { long id; char path[32]; };
+__attribute__((noinline)) void serve(struct req *r, int n) {
+  for (int i = 0; i < n; i++) {
+    r->id = 100 + i;
+    counter += i;
+    if (KQAPP_REQUEST_ENABLED()) r->path[1] = 'I';
+    DTRACE_PROBE3(kqapp, request, r->id, r->path, (short)-i);
+    DTRACE_PROBE1(kqapp, tick, counter);
+  }
+}
+int main(int argc, char **argv) {
+  struct req r;
+  strcpy(r.path, "/index.html");
+  serve(&r, argc > 1 ? atoi(argv[1]) : 3);
+  printf("enabled=%d\n", kqapp_request_semaphore);
+  return 0;
+}
+""")
+# KQAPP_REQUEST_ENABLED() is what a program's own header (dtrace -h) would define.
+with open(USDT_APP) as f:
+    source = f.read()
+with open(USDT_APP, "w") as f:
+    f.write(source.replace("#include <sys/sdt.h>",
+                           "#include <sys/sdt.h>\n#define KQAPP_REQUEST_ENABLED() __builtin_expect(kqapp_request_semaphore, 0)"))
+
+
+def build(compiler, *flags):
+    """The app built by `compiler`, or None (with the reason) when it cannot be."""
+    if not shutil.which(compiler):
+        return None, f"{compiler} is not installed"
+    if not os.path.exists("/usr/include/x86_64-linux-gnu/sys/sdt.h") and not os.path.exists("/usr/include/sys/sdt.h"):
+        return None, "<sys/sdt.h> is missing (Debian's systemtap-sdt-dev)"
+    binary = os.path.join(WORKDIR, f"app-{compiler}")
+    subprocess.run([compiler, *flags, "-o", binary, USDT_APP], check=True)
+    return binary, None
+
+
+def notes(binary):
+    return subprocess.run(["readelf", "-n", binary], capture_output=True, text=True).stdout
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class Usdt(harness.KqTestCase):
+
+    def check_requests(self, binary):
+        status, out, err = kq("-f", "json", f"trace usdt:{binary}:kqapp:request select arg0, str(arg1), arg2",
+                              "-c", f"{binary} 3")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        self.assertEqual([(r["arg0"], r["str(arg1)"], r["arg2"]) for r in rows],
+                         [(100, "/Index.html", 0), (101, "/Index.html", -1), (102, "/Index.html", -2)], out)
+        self.assertIn("enabled=1", out + err)
+
+    def test_registers_and_a_semaphore_with_gcc(self):
+        binary, reason = build("gcc", "-O2")
+        if reason:
+            self.skipTest(reason)
+        self.check_requests(binary)
+
+    def test_stack_slots_with_clang(self):
+        binary, reason = build("clang", "-O0")
+        if reason:
+            self.skipTest(reason)
+        self.assertRegex(notes(binary), r"@-\d+\(%rbp\)")  # the arguments are on the stack
+        self.check_requests(binary)
+
+    def test_a_global_read_relative_to_the_instruction(self):
+        binary, reason = build("gcc", "-O2")
+        if reason:
+            self.skipTest(reason)
+        self.assertIn("counter(%rip)", notes(binary))
+        # A position-independent executable: the global is wherever the program was loaded.
+        status, out, err = kq("-f", "json", f"trace usdt:{binary}:tick select arg0", "-c", f"{binary} 4")
+        self.assertEqual(status, 0, err)
+        values = [json.loads(line)["arg0"] for line in out.splitlines() if line.startswith("{")]
+        self.assertEqual(values, [7, 8, 10, 13], out)
+
+    def test_arguments_declared_with_their_types(self):
+        binary, reason = build("gcc", "-O2")
+        if reason:
+            self.skipTest(reason)
+        status, out, err = kq("-f", "json", f"trace usdt:{binary}:request(long id, char *path) "
+                              "where id > 100 select id, str(path)", "-c", f"{binary} 3")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        self.assertEqual([(r["id"], r["str(path)"]) for r in rows], [(101, "/Index.html"), (102, "/Index.html")], out)
+
+    def test_a_program_not_traced_keeps_its_semaphore_at_zero(self):
+        binary, reason = build("gcc", "-O2")
+        if reason:
+            self.skipTest(reason)
+        out = subprocess.run([binary, "1"], capture_output=True, text=True).stdout
+        self.assertEqual(out, "enabled=0\n")
+
+    def test_list_info_and_errors(self):
+        binary, reason = build("gcc", "-O2")
+        if reason:
+            self.skipTest(reason)
+        status, out, err = kq("list", f"usdt:{binary}:*")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.splitlines(), [f"usdt:{binary}:kqapp:request(s64, u64, s16)",
+                                            f"usdt:{binary}:kqapp:tick(s64)"])
+        status, out, err = kq("info", f"usdt:{binary}:tick")
+        self.assertEqual(status, 0, err)
+        self.assertIn("semaphore at file offset", out)
+        self.assertIn("-8@counter(%rip)", out)
+        status, out, err = kq(f"trace usdt:{binary}:kqapp:requests")
+        self.assertEqual(status, 1, out)
+        self.assertIn("has no USDT probe `kqapp:requests`", err)
+        self.assertIn("did you mean `kqapp:request`", err)
+        status, out, err = kq(f"trace usdt:/bin/true:anything")
+        self.assertEqual(status, 1, out)
+        self.assertIn("has no USDT probes", err)
+
+    def test_a_library_probe_of_a_running_program(self):
+        # libstdc++'s own probes: each C++ exception thrown, with its type (a typeinfo's address).
+        program = os.path.join(WORKDIR, "throws")
+        harness.write_file(WORKDIR, "throws.cpp", r"""
+#include <stdexcept>
+int main() { for (int i = 0; i < 2; i++) { try { throw std::runtime_error("x"); } catch (...) {} } return 0; }
+""")
+        if not shutil.which("g++"):
+            self.skipTest("g++ is not installed")
+        subprocess.run(["g++", "-o", program, os.path.join(WORKDIR, "throws.cpp")], check=True)
+        lib = subprocess.run(["sh", "-c", f"ldd {program} | awk '/libstdc/ {{print $3}}'"],
+                             capture_output=True, text=True).stdout.strip()
+        if "stapsdt" not in notes(lib):
+            self.skipTest(f"{lib} declares no USDT probes")
+        status, out, err = kq("-f", "json", f"trace usdt:{lib}:libstdcxx:throw select arg1 as type",
+                              "-c", program)
+        self.assertEqual(status, 0, err)
+        types = [json.loads(line)["type"] for line in out.splitlines() if line.startswith("{")]
+        self.assertEqual(len(types), 2, out)
+        self.assertEqual(types[0], types[1], out)
+        self.assertNotEqual(types[0], "0x0", out)
+
+
+if __name__ == "__main__":
+    harness.main(sys.argv)
