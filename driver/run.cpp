@@ -314,6 +314,8 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     return 0;
   }
   if (child && !run.stop().cancelled()) {
+    // `trace begin` comes before anything the command does (its records wait in the ring).
+    if (auto failed = loaded.object->runOnce(plan::Attach::Begin)) io.err << "kq: error: " << *failed << "\n";
     // Follow the command (and, through fork, its children) from its first instruction.
     int fd = loaded.object->mapFd(compiled->plan.tracked_map);
     uint32_t pid = static_cast<uint32_t>(child->pid());

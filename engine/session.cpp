@@ -333,6 +333,9 @@ SessionResult Session::run() {
   }
   sink_.onBegin();
   sink_.flush();
+  // `trace begin`: once every probe is attached (kq run has run it already where a command
+  // waits for it: its records are in the ring).
+  if (auto failed = object_.runOnce(plan::Attach::Begin)) sink_.onError(*failed);
   // A query that ended: its programs detached, its tables shown as at the end.
   auto endQuery = [&](uint32_t query) {
     object_.detach(query);
@@ -357,7 +360,9 @@ SessionResult Session::run() {
                   cancellation_.fd(), control_fd_);
   const auto& aggregates = plan_.layout.aggregates;
   std::vector<int64_t> ticks = firstTicks(plan_);
-  while (!cancellation_.cancelled() && !ends.allEnded()) {
+  // Only `begin`: nothing else can happen, unless a command is to be waited for.
+  bool nothing_to_wait_for = object_.onlyBegins() && !options_.child && !options_.traced && !options_.duration_ns;
+  while (!nothing_to_wait_for && !cancellation_.cancelled() && !ends.allEnded()) {
     for (uint32_t q = 0; q < states_.size(); ++q) {
       if (states_[q].stop && !ends.ended(q)) {
         ends.end(q);
@@ -408,6 +413,10 @@ SessionResult Session::run() {
   // Nothing more is produced (or counted) once the programs are detached: what the ring
   // holds then, and the tables, are all there is. Events already in the buffer are still
   // shown (within a budget: a flood must not keep kq from ending), the rest counted.
+  // `trace end` first, while the maps are whole and its records still fit.
+  if (!sinkFailed()) {
+    if (auto failed = object_.runOnce(plan::Attach::End)) sink_.onError(*failed);
+  }
   object_.detachAll();
   if (!sinkFailed()) {
     reader.final_read = true;

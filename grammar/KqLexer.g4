@@ -45,6 +45,9 @@ PACKET : 'packet' ;
 GRAPH : 'graph' ;
 INTERVAL : 'interval' ;
 PROFILE : 'profile' ;
+// `trace begin`, `trace end`: once as the session starts and as it ends.
+SESSION_BEGIN : 'begin' ;
+SESSION_END : 'end' ;
 TRACEPOINT : 'tracepoint' ;
 SYSCALL : 'syscall' ;
 

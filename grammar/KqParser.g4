@@ -105,6 +105,7 @@ target
   : PACKET GRAPH? ('(' pattern (',' pattern)* ')')? GRAPH?  # packetTarget
   | INTERVAL NUMBER                                   # intervalTarget
   | PROFILE NUMBER                                    # profileTarget
+  | (SESSION_BEGIN | SESSION_END)                     # sessionTarget
   | (SOFTWARE | HARDWARE) PERF_EVENT                  # perfEventTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
@@ -219,6 +220,7 @@ scalarKeyword
 
 name
   : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL | JOIN | WITHIN | TRACK
+  | SESSION_BEGIN | SESSION_END
   | CONFIG
   ;
 

@@ -32,6 +32,7 @@ enum class Feature : uint8_t {
   Tracepoint,      // classic tracepoints through perf events
   Uprobe,
   PerfEvent,       // CPU-clock perf events
+  RunOnce,         // raw_tp programs run by BPF_PROG_TEST_RUN (`begin`, `end`)
 };
 
 /// How a program attaches: one enumerator per line of plan/attach_kinds.def.
@@ -211,6 +212,9 @@ struct ProgramPlan {
   /// An array of one 32-bit word per query, all 0 when loaded: a program of several queries
   /// skips the part of each query whose word is not 0 (empty when no program is shared).
   std::string stops_map;
+  /// An array of one 64-bit word the loader sets, before attaching, to the CLOCK_MONOTONIC
+  /// nanoseconds the session started at (`elapsed`; empty when not used).
+  std::string start_map;
   /// Every join of every query, and the per-CPU array of their counters.
   std::vector<PlannedJoin> joins;
   std::string join_counts_map;
@@ -235,6 +239,7 @@ struct ProgramPlan {
     visit("group_names", self.group_names...);
     visit("group_notes", self.group_notes...);
     visit("packet_groups", self.packet_groups...);
+    visit("?start_map", self.start_map...);
   }
 };
 

@@ -29,6 +29,7 @@ const char* featureName(plan::Feature feature) {
     case plan::Feature::Tracepoint: return "tracepoint";
     case plan::Feature::Uprobe: return "uprobe";
     case plan::Feature::PerfEvent: return "perf_event";
+    case plan::Feature::RunOnce: return "raw_tp test run";
   }
   return "?";
 }
@@ -36,7 +37,7 @@ const char* featureName(plan::Feature feature) {
 std::optional<std::string> WithoutAttach::missing(plan::Feature feature) {
   for (plan::Attach a : {plan::Attach::Fentry, plan::Attach::Fexit, plan::Attach::Kprobe, plan::Attach::Kretprobe,
                    plan::Attach::KprobeMulti, plan::Attach::KretprobeMulti, plan::Attach::TpBtf,
-                   plan::Attach::Tracepoint, plan::Attach::Uprobe, plan::Attach::Uretprobe, plan::Attach::PerfEvent}) {
+                   plan::Attach::Tracepoint, plan::Attach::Uprobe, plan::Attach::Uretprobe, plan::Attach::PerfEvent, plan::Attach::Begin, plan::Attach::End}) {
     if (attach_ == plan::attachName(a) && plan::featureOf(a) == feature) {
       return std::string("failed on purpose (KQ_TEST_FAIL_ATTACH)");
     }
@@ -132,6 +133,7 @@ class RunningKernel : public KernelFeatures {
       case plan::Feature::Tracepoint: return probeTracepoint();
       case plan::Feature::Uprobe: return probeUprobe();
       case plan::Feature::PerfEvent: return probePerfEvent();
+      case plan::Feature::RunOnce: return probeRunOnce();
     }
     return std::nullopt;
   }
@@ -264,6 +266,18 @@ class RunningKernel : public KernelFeatures {
     }
     OwnedFd prog(loadProgram(BPF_PROG_TYPE_KPROBE, kAnyAttach, 0, kTrivial));
     if (prog.fd < 0) return refused("loading", "uprobe", prog.fd);
+    return std::nullopt;
+  }
+
+  /// `begin` and `end`: a raw_tp program, attached to nothing, run once by the session.
+  std::optional<std::string> probeRunOnce() {
+    OwnedFd prog(loadProgram(BPF_PROG_TYPE_RAW_TRACEPOINT, kAnyAttach, 0, kTrivial));
+    if (prog.fd < 0) return refused("loading", "raw_tp", prog.fd);
+    LIBBPF_OPTS(bpf_test_run_opts, opts);
+    if (bpf_prog_test_run_opts(prog.fd, &opts) != 0) {
+      return fmt::format("the kernel cannot run a raw_tp program on request ({}; BPF_PROG_TEST_RUN of "
+                         "raw_tp needs Linux 5.10)", std::strerror(errno));
+    }
     return std::nullopt;
   }
 

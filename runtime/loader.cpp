@@ -119,6 +119,26 @@ void LoadedObject::detachAll() {
   links_.clear();
 }
 
+bool LoadedObject::onlyBegins() const {
+  return links_.empty() && !run_once_.empty() &&
+         std::all_of(run_once_.begin(), run_once_.end(), [](const RunOnce& r) { return r.attach == plan::Attach::Begin; });
+}
+
+std::optional<std::string> LoadedObject::runOnce(plan::Attach which) {
+  if (!ran_.insert(which).second) return std::nullopt;
+  for (const RunOnce& r : run_once_) {
+    if (r.attach != which) continue;
+    bool ended = !r.queries.empty() && std::all_of(r.queries.begin(), r.queries.end(),
+                                                   [&](uint32_t q) { return ended_.count(q) != 0; });
+    if (ended) continue;
+    LIBBPF_OPTS(bpf_test_run_opts, opts);
+    if (bpf_prog_test_run_opts(r.fd, &opts) != 0) {
+      return fmt::format("cannot run the `{}` program: {}", plan::attachName(which), std::strerror(errno));
+    }
+  }
+  return std::nullopt;
+}
+
 size_t LoadedObject::attachedLinks(uint32_t query) const {
   return static_cast<size_t>(std::count_if(links_.begin(), links_.end(),
                                            [&](const Link& l) { return l.serves(query); }));
@@ -299,6 +319,16 @@ class Loader {
     giveAttachIds(loaded, ids);
     if (auto failure = load(loaded, refusal)) return failure;
     loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
+    if (!plan_.start_map.empty()) {
+      // `elapsed` counts from here, before any program can run.
+      timespec now{};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      uint64_t ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(now.tv_nsec);
+      uint32_t zero = 0;
+      if (bpf_map_update_elem(loaded.mapFd(plan_.start_map), &zero, &ns, BPF_ANY) != 0) {
+        return LoadFailure{fmt::format("cannot set the session's start: {}", std::strerror(errno))};
+      }
+    }
     return attachAll(loaded, refusal);
   }
 
@@ -405,6 +435,8 @@ class Loader {
       size_t links_before = loaded.links_.size();
       if (auto live = live_.find(p->function); live != live_.end()) {
         attachLive(loaded, prog, *p, live->second, refusal, failure);
+      } else if (p->attach == plan::Attach::Begin || p->attach == plan::Attach::End) {
+        loaded.run_once_.push_back({bpf_program__fd(prog), p->attach, linkQueries(*p)});
       } else if (p->attach == plan::Attach::PerfEvent) {
         attachPerfEvents(loaded, prog, *p, failure);
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {

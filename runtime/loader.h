@@ -59,6 +59,13 @@ class LoadedObject {
   void detach(uint32_t query);
   /// Detaches every program: nothing more is counted or written (the session is ending).
   void detachAll();
+  /// Runs the programs of `trace begin` (or `trace end`: `which` is Attach::Begin or End)
+  /// in kq's own process, but not those of queries that ended; the first call for each
+  /// runs them, later ones do nothing. What failed, in words, or nothing.
+  std::optional<std::string> runOnce(plan::Attach which);
+  /// Whether the object has `begin` programs and nothing else: once they ran, nothing more
+  /// can happen.
+  bool onlyBegins() const;
   /// With LoadOptions::verifier_log: each loaded program's name and verifier log.
   const std::vector<std::pair<std::string, std::string>>& verifierLogs() const { return logs_; }
 
@@ -80,6 +87,13 @@ class LoadedObject {
   /// from one), then detaches the rest.
   void release(std::vector<Link> links) const;
   std::vector<Link> links_;
+  struct RunOnce {
+    int fd;
+    plan::Attach attach;
+    std::vector<uint32_t> queries;
+  };
+  std::vector<RunOnce> run_once_;  // `begin` and `end` programs, attached to nothing
+  std::set<plan::Attach> ran_;     // which of them ran
   LiveSites* sites_ = nullptr;  // the keeper of the sites its slots are in
   std::set<uint32_t> ended_;
   int stops_fd_ = -1;

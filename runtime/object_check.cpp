@@ -217,6 +217,15 @@ std::string objectMismatch(const plan::ProgramPlan& plan, const ObjectContents& 
       }
     }
   }
+  if (!plan.start_map.empty()) {
+    if (const ObjectMap* start = c.map("start_map", plan.start_map)) {
+      std::string which = fmt::format("start_map names map `{}`, which", shownName(plan.start_map));
+      if (start->type != BPF_MAP_TYPE_ARRAY || start->key_size != 4 || start->value_size != 8 ||
+          start->max_entries < 1) {
+        c.fail(fmt::format("{} is not an array of one 64-bit word", which));
+      }
+    }
+  }
   if (!plan.joins.empty()) {
     uint64_t counters = 0;
     for (const plan::PlannedJoin& join : plan.joins) {

@@ -293,6 +293,11 @@ struct IntervalTarget {
   uint64_t period_ns;
 };
 
+/// `begin`, `end`: once, as the session starts (its probes attached) and as it ends.
+struct SessionTarget {
+  bool at_end = false;
+};
+
 /// `profile 99hz`.
 struct ProfileTarget {
   uint64_t frequency_hz;
@@ -315,7 +320,7 @@ struct Target {
 
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
                                UsdtTarget, PacketTarget, IntervalTarget, ProfileTarget,
-                               PerfEventTarget>;
+                               PerfEventTarget, SessionTarget>;
   Variant kind;
   SourceRange range;
 };

@@ -31,6 +31,20 @@ Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& varia
         v = b_.CreateSub(module_.callHelper(b_, Helper::KtimeGetNs, b_.getInt64Ty(), {}), args_.entry_ns);
       }
       break;
+    case BuiltinVar::Elapsed: {
+      // Now less the start the loader wrote in the object's one-word map; 0 before it did.
+      llvm::GlobalVariable* start = args_.session_start ? args_.session_start() : nullptr;
+      if (!start) break;
+      llvm::Value* key = slot(4);
+      b_.CreateStore(b_.getInt32(0), key);
+      llvm::Value* entry = module_.callHelper(b_, Helper::MapLookupElem, b_.getPtrTy(), {start, key});
+      llvm::Value* zero = slot(8);
+      b_.CreateStore(b_.getInt64(0), zero);
+      llvm::Value* start_ns = b_.CreateLoad(b_.getInt64Ty(), b_.CreateSelect(b_.CreateIsNull(entry), zero, entry));
+      llvm::Value* now = module_.callHelper(b_, Helper::KtimeGetNs, b_.getInt64Ty(), {});
+      v = b_.CreateSelect(b_.CreateICmpUGT(start_ns, now), b_.getInt64(0), b_.CreateSub(now, start_ns));
+      break;
+    }
     case BuiltinVar::Task: {
       // Where the verifier knows pointers by BTF type (fentry, fexit, tp_btf: the programs
       // whose arguments are the trampoline's array), the task as one, whose members are

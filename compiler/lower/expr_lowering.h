@@ -3,6 +3,7 @@
 // where the verifier knows the pointer's BTF type (tp_btf, fentry), probe reads elsewhere.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -117,6 +118,9 @@ struct ArgAccess {
   std::optional<PacketAccess> packet;
   /// The probe's arguments (their types), for properties.
   const std::vector<sema::ProbeArg>* probe_args = nullptr;
+  /// `elapsed`: the map of one 64-bit word holding when the session started (made when first
+  /// asked for, ObjectBuilder::sessionStart).
+  std::function<llvm::GlobalVariable*()> session_start;
   /// A constant value for `func` and `probe` in this program.
   std::string func;
   std::string probe;

@@ -108,6 +108,14 @@ llvm::GlobalVariable* ObjectBuilder::queryStops() {
   return query_stops_;
 }
 
+llvm::GlobalVariable* ObjectBuilder::sessionStart() {
+  if (!session_start_) {
+    session_start_ = addMap({"session_start", MapType::Array, 1, 4, 8});
+    plan_.start_map = "session_start";
+  }
+  return session_start_;
+}
+
 llvm::GlobalVariable* ObjectBuilder::targetPid() {
   if (target_pid_) return target_pid_;
   llvm::LLVMContext& ctx = module_.context();

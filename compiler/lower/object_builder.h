@@ -60,6 +60,9 @@ class ObjectBuilder {
   std::vector<ProgramPart>& parts() { return parts_; }
   /// The array of words that stop a query's parts of shared programs (made on first use).
   llvm::GlobalVariable* queryStops();
+  /// The array of one 64-bit word the loader sets to when the session started (CLOCK_MONOTONIC,
+  /// bpf_ktime_get_ns's clock): `elapsed` (made on first use).
+  llvm::GlobalVariable* sessionStart();
 
   /// The query being lowered (the programs added now belong to it).
   uint32_t query = 0;
@@ -99,6 +102,7 @@ class ObjectBuilder {
   uint32_t program_count_ = 0;
   std::vector<ProgramPart> parts_;
   llvm::GlobalVariable* query_stops_ = nullptr;
+  llvm::GlobalVariable* session_start_ = nullptr;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;
   llvm::GlobalVariable* join_counts_ = nullptr;

@@ -172,6 +172,12 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
   } else if (const auto* u = std::get_if<ast::UsdtTarget>(&ast_target.kind)) {
     lowerUsdt(p, *u);
+  } else if (const auto* s = std::get_if<ast::SessionTarget>(&ast_target.kind)) {
+    // A raw_tp program attached to nothing: the session runs it once (BPF_PROG_TEST_RUN),
+    // in kq's own process, so no process filter applies.
+    uint32_t group = object_.newGroup(p.target.description);
+    emitter_.emitMain(p, site("raw_tp", s->at_end ? Attach::End : Attach::Begin, p.target.description, group, 0,
+                              ArgAccess{}));
   }
 }
 

@@ -23,8 +23,9 @@ std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const st
   auto* setup = llvm::BasicBlock::Create(ctx, "setup", fn);
   auto* body = llvm::BasicBlock::Create(ctx, "body", fn);
   auto* bail = llvm::BasicBlock::Create(ctx, "bail", fn);
+  // A raw_tp program run on request is not under the kernel's bpf_prog_active guard either.
   bool trampoline = section.rfind("fentry/", 0) == 0 || section.rfind("fexit/", 0) == 0 ||
-                    section.rfind("tp_btf/", 0) == 0;
+                    section.rfind("tp_btf/", 0) == 0 || section == "raw_tp";
   auto p = std::make_unique<Program>(object_, fn, setup, bail, trampoline);
   p->section = section;
   p->offset = offset;
@@ -268,6 +269,7 @@ void ProgramEmitter::bindArguments(Program& program, const ProbeUnit& p, Program
   ArgAccess& args = site.args;
   args.ctx = program.fn->getArg(0);
   args.probe_args = &p.target.args;
+  args.session_start = [this] { return object_.sessionStart(); };
   args.func = site.func;
   if (args.probe.empty()) args.probe = p.target.description;
 }
@@ -284,7 +286,9 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   }
   // A join's source keeps events of every process: the thread woken by another, the
   // request completed in an interrupt.
-  if (!p.keeps) processFilter(*program);
+  // `begin` and `end` run in kq itself, whatever process -p or -c names.
+  bool run_once = site.attach == Attach::Begin || site.attach == Attach::End;
+  if (!p.keeps && !run_once) processFilter(*program);
   contextFilter(*this, *program, p);
   if (from_stash) takeStash(*program, p, site, args);
   if (args.packet) packetSetup(*program, p, args, site);

@@ -284,6 +284,9 @@ class Builder {
       out.kind = std::move(packet);
     } else if (auto* t = dynamic_cast<P::IntervalTargetContext*>(ctx)) {
       out.kind = IntervalTarget{unitNumber(t->NUMBER(), NumberUnit::Nanoseconds, "interval")};
+    } else if (auto* t = dynamic_cast<P::SessionTargetContext*>(ctx)) {
+      // (SESSION_BEGIN | SESSION_END)
+      out.kind = SessionTarget{t->SESSION_END() != nullptr};
     } else if (auto* t = dynamic_cast<P::ProfileTargetContext*>(ctx)) {
       uint64_t hz = unitNumber(t->NUMBER(), NumberUnit::Hertz, "profile");
       if (hz > kMaxProfileHz) {

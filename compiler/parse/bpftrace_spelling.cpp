@@ -22,6 +22,7 @@ std::optional<std::pair<std::string, bool>> probeOf(const std::string& probe) {
   static const std::regex tracepoint(R"(^(tracepoint|t):([\w*]+):([\w*]+)$)");
   static const std::regex raw(R"(^(rawtracepoint|rt):(?:[\w]+:)?([\w*]+)$)");
   static const std::regex user(R"(^(uprobe|u|uretprobe|ur):([^:]+):([\w.*]+)$)");
+  if (probe == "BEGIN" || probe == "END") return std::pair{probe == "BEGIN" ? "begin" : "end", false};
   if (std::regex_match(probe, m, function)) return std::pair{m[2].str(), false};
   if (std::regex_match(probe, m, exit)) return std::pair{m[2].str(), true};
   if (std::regex_match(probe, m, tracepoint)) return std::pair{"tracepoint:" + m[2].str() + ":" + m[3].str(), false};

@@ -169,12 +169,12 @@ std::string SyntaxErrorStrategy::bpftraceProbeHint(antlr4::TokenStream* tokens,
                                                    Token* word) const {
   std::string text(source_.text(word));
   if (text == "BEGIN") {
-    return "kq has no `BEGIN` probe: a script holds queries (`trace ...`) and declarations, "
-           "and kq prints each query's header row once its probes are attached";
+    return "kq writes bpftrace's `BEGIN` as a query: `trace begin select \"Tracing...\"` runs once, "
+           "when every probe is attached";
   }
   if (text == "END") {
-    return "kq has no `END` probe: a query with aggregates prints its table when the session "
-           "ends (`trace syscall:read group by comm select count()`)";
+    return "kq writes bpftrace's `END` as a query: `trace end select elapsed` runs once, as the "
+           "session ends; a query with aggregates prints its table then without one";
   }
   // bpftrace's `kprobe:f`, `kretprobe:f`, `fentry:f`: kq names a kernel function bare.
   static const std::set<std::string> entries = {"kprobe", "fentry", "kfunc"};

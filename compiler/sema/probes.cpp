@@ -632,6 +632,10 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out->description = fmt::format("profile {}hz", t->frequency_hz);
   } else if (const auto* t = std::get_if<ast::PerfEventTarget>(&target.kind)) {
     out = resolvePerfEvent(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::SessionTarget>(&target.kind)) {
+    out.emplace();
+    out->attach = {{t->at_end ? AttachKind::End : AttachKind::Begin, Known::Yes, ""}};
+    out->description = t->at_end ? "end" : "begin";
   }
   if (out) out->target = &target;
   return out;

@@ -35,7 +35,11 @@ TEST(BpftraceSpelling, AProgramNotSaidInOneQueryIsStillKnown) {
 TEST(BpftraceSpelling, KqIsNotBpftrace) {
   EXPECT_EQ(kq("trace tcp_sendmsg"), "(not bpftrace)");
   EXPECT_EQ(kq("let t = {0: \"a\"}\ntrace syscall:kill select t[sig]"), "(not bpftrace)");
-  EXPECT_EQ(kq("BEGIN { printf(\"x\"); }"), "(not bpftrace)");  // its own hint, at the probe
+}
+
+TEST(BpftraceSpelling, BeginAndEndAreTheSessionsOwn) {
+  EXPECT_EQ(kq("BEGIN { printf(\"hello world\\n\"); }"), "trace begin select fmt(\"hello world\")");
+  EXPECT_EQ(kq("END { printf(\"%d\", elapsed); }"), "trace end select fmt(\"%d\", elapsed)");
 }
 
 }  // namespace

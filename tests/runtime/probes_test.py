@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Places bpftrace listens that kq reached late: USDT probes of a program the test builds
 (gcc's registers and %rip-relative globals, clang's stack slots, a semaphore), against the
-values the program itself prints. Usage: probes_test.py PATH_TO_KQ"""
+values the program itself prints; the session's own `begin` and `end`, and `elapsed`.
+Usage: probes_test.py PATH_TO_KQ"""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import harness
@@ -161,6 +164,63 @@ int main() { for (int i = 0; i < 2; i++) { try { throw std::runtime_error("x"); 
         self.assertEqual(len(types), 2, out)
         self.assertEqual(types[0], types[1], out)
         self.assertNotEqual(types[0], "0x0", out)
+
+
+def json_rows(out):
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"summary"' not in line]
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class SessionHooks(harness.KqTestCase):
+
+    def test_begin_alone_prints_once_and_ends(self):
+        # bpftrace's tutorial, lesson 2: `BEGIN { printf("hello world\n"); }`.
+        status, out, err = kq("trace begin select \"hello world\"", timeout=20)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.splitlines()[1].split()[-2:], ["hello", "world"], out)
+        self.assertEqual(len(out.splitlines()), 2, out)
+
+    def test_begin_and_end_frame_the_events_and_run_in_kq(self):
+        workload = "python3 -c 'import os\nfor _ in range(3): os.getppid()'"
+        status, out, err = kq("-f", "json", "trace begin select \"start\" as at, elapsed\n"
+                              "trace syscall:getppid select \"call\" as at, elapsed\n"
+                              "trace end select \"end\" as at, elapsed", "-c", workload)
+        self.assertEqual(status, 0, err)
+        rows = json_rows(out)
+        # The shell that runs the command calls getppid too.
+        self.assertEqual([r["at"] for r in rows if r["comm"] != "sh"], ["start", "call", "call", "call", "end"], out)
+        # begin and end run in kq itself, whatever process -c follows.
+        self.assertEqual({r["comm"] for r in rows if r["at"] != "call"}, {"kq"}, out)
+        self.assertLessEqual({r["comm"] for r in rows if r["at"] == "call"}, {"python3", "sh"}, out)
+        self.assertNotEqual(rows[0]["pid"], rows[-2]["pid"], out)
+        # elapsed: from the load, growing, in nanoseconds.
+        elapsed = [r["elapsed"] for r in rows]
+        self.assertEqual(elapsed, sorted(elapsed), out)
+        self.assertLess(elapsed[0], 1_000_000_000, out)
+
+    def test_elapsed_against_the_wall_clock(self):
+        status, out, err = kq("-f", "json", "-d", "1s", "trace end select elapsed")
+        self.assertEqual(status, 0, err)
+        [row] = json_rows(out)
+        self.assertGreaterEqual(row["elapsed"], 1_000_000_000, out)
+        self.assertLess(row["elapsed"], 3_000_000_000, out)
+
+    def test_end_runs_on_ctrl_c(self):
+        proc = subprocess.Popen([harness.KQ, "-f", "json", "trace begin select \"ready\" as at\n"
+                                 "trace syscall:getppid select count()\n"
+                                 "trace end select \"bye\" as at"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = proc.stdout.readline()
+        self.assertIn('"ready"', first)
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=20)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn('"at":"bye"', rest)
+
+    def test_bpftrace_spelling_says_what_kq_writes(self):
+        status, out, err = kq("check", "-e", "BEGIN { printf(\"hi\\n\"); }")
+        self.assertEqual(status, 1, out)
+        self.assertIn("trace begin", err)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ void addProcessVariables(std::vector<BuiltinVariable>& out) {
        helper(kGetSmpProcessorId)},
       {"time", computed, u64, Needs::Nothing, "nanoseconds since boot", std::nullopt,
        helper(kKtimeGetNs)},
+      {"elapsed", BuiltinVar::Elapsed, u64, Needs::Nothing,
+       "nanoseconds since the session started (its programs loaded), as bpftrace's `elapsed`"},
       {"uid", computed, u32, Needs::Nothing, "user id", std::nullopt,
        helper(kGetCurrentUidGid, 0, kLow32)},
       {"gid", computed, u32, Needs::Nothing, "group id", std::nullopt, helper(kGetCurrentUidGid, 32)},
