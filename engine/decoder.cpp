@@ -57,6 +57,11 @@ std::string ipv6Text(const uint8_t* p) {
 /// ntop(family, addr): whether the address is IPv6, as its family says (AF_INET6).
 bool isIpv6Address(const uint8_t* p) { return readU64(p) == AF_INET6; }
 
+/// The bytes a SizedBuffer field kept: its count, never past the field.
+uint32_t sizedBufferBytes(const plan::FieldLayout& f, const uint8_t* p) {
+  return static_cast<uint32_t>(std::min<uint64_t>(readU64(p), f.size >= 8 ? f.size - 8 : 0));
+}
+
 /// A Table field's name for the number at `p`; null when its table has none.
 const std::string* tableName(const FieldLayout& f, const uint8_t* p) {
   auto it = f.names.find(readSigned(p));
@@ -109,6 +114,7 @@ std::string RecordDecoder::scalarText(const FieldLayout& f, const uint8_t* p, ui
     case FieldKind::File: return context_.files.text(f.path);
     case FieldKind::StringList: return runtime::stringListText(p, f.size, f.separator);
     case FieldKind::Buffer: return runtime::bufferText(p, f.size);
+    case FieldKind::SizedBuffer: return runtime::bufferText(p + 8, sizedBufferBytes(f, p));
     case FieldKind::WallTime:
       return runtime::wallTimeText(f.format, static_cast<int64_t>(readU64(p)) + context_.boot_offset_ns);
     case FieldKind::Table: {
@@ -291,6 +297,10 @@ void RecordDecoder::value(const FieldLayout& f, const std::vector<FieldLayout>& 
     case FieldKind::Buffer:
       out.kind = ValueKind::Bytes;
       out.bytes.assign(p, p + f.size);
+      break;
+    case FieldKind::SizedBuffer:
+      out.kind = ValueKind::Bytes;
+      out.bytes.assign(p + 8, p + 8 + sizedBufferBytes(f, p));
       break;
     case FieldKind::Record:
       out.kind = ValueKind::Record;

@@ -65,9 +65,14 @@ llvm::Value* ExprLowering::slot(uint32_t bytes) {
 
 llvm::Value* ExprLowering::probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src,
                                      bool user, bool str) {
+  return probeRead(dst, b_.getInt64(size), src, user, str);
+}
+
+llvm::Value* ExprLowering::probeRead(llvm::Value* dst, llvm::Value* size, llvm::Value* src, bool user,
+                                     bool str) {
   Helper h = user ? (str ? Helper::ProbeReadUserStr : Helper::ProbeReadUser)
                   : (str ? Helper::ProbeReadKernelStr : Helper::ProbeReadKernel);
-  return module_.callHelper(b_, h, b_.getInt64Ty(), {dst, b_.getInt64(size), toPtr(src)});
+  return module_.callHelper(b_, h, b_.getInt64Ty(), {dst, size, toPtr(src)});
 }
 
 uint32_t ExprLowering::sizeOf(const sema::Type* t) const {

@@ -162,6 +162,12 @@ class ExprLowering {
   void storeStringList(const ast::Expr& array, llvm::Value* dst);
   /// Writes `size` bytes of what `e` points at (or is: an array, a struct) at `dst` (`buf`).
   void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
+  /// `buf(p, n)` of a run-time `n` (plan::FieldKind::SizedBuffer): at `dst` how many bytes
+  /// were kept (`n`, at most `size - 8`, 0 when negative), then those bytes of what `e`
+  /// points at.
+  void storeSizedBytes(const ast::Expr& e, const ast::Expr& n, llvm::Value* dst, uint32_t size);
+  /// `n` as a length from 0 to `max`: a negative one is 0, a larger one `max`.
+  llvm::Value* boundedLength(const ast::Expr& n, uint64_t max);
   /// Writes `ntop(family, addr)`'s field (plan::FieldKind::IpAddress) at `dst`: the
   /// family, then the 16 bytes (AF_INET6) or 4 bytes `addr` points at, or is.
   void storeIpAddress(const ast::Call& ntop, llvm::Value* dst);
@@ -197,6 +203,8 @@ class ExprLowering {
   llvm::Value* slot(uint32_t bytes);
   /// bpf_probe_read_{kernel,user}[_str](dst, size, src).
   llvm::Value* probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user, bool str);
+  /// The same with a size known as the event happens (bounded, as the verifier needs).
+  llvm::Value* probeRead(llvm::Value* dst, llvm::Value* size, llvm::Value* src, bool user, bool str);
   /// Where a join kept `e`'s value for this event; null (after reporting) when it did not.
   const ArgAccess::Kept* kept(const sema::ExprInfo& info);
   /// What could not be compiled (each also lowered as a zero).

@@ -417,6 +417,10 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
       return lower.storeStringList(*ast::as<ast::Call>(*f.expr).args[0], dst);
     case FieldKind::Buffer:
       return lower.storeBytes(*ast::as<ast::Call>(*f.expr).args[0], dst, f.layout.size);
+    case FieldKind::SizedBuffer: {
+      const auto& call = ast::as<ast::Call>(*f.expr);
+      return lower.storeSizedBytes(*call.args[0], *call.args[1], dst, f.layout.size);
+    }
     case FieldKind::Table:  // the key; the name is found when printing
       b.CreateStore(lower.lookupKey(*f.expr).v, dst);
       return;

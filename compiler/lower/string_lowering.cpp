@@ -120,12 +120,21 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
     if (c.args.size() == 2 && c.args[1]->kind == ast::ExprKind::Integer) {
       n = std::min<uint32_t>(size, static_cast<uint32_t>(ast::as<ast::IntegerLiteral>(*c.args[1]).value));
     }
+    // A run-time length: that many characters at most, then a NUL (the field has room).
+    llvm::Value* chars = c.args.size() >= 2 && c.args[1]->kind != ast::ExprKind::Integer
+                             ? boundedLength(*c.args[1], size - 1)
+                             : nullptr;
     if (p_type->kind == TypeKind::Array || p_type->kind == TypeKind::String) {
       storeString(*c.args[0], dst, n);
-      return;
+    } else {
+      Val p = value(*c.args[0]);
+      if (chars) {
+        probeRead(dst, b_.CreateAdd(chars, b_.getInt64(1)), p.v, p.user, true);
+      } else {
+        probeRead(dst, n, p.v, p.user, true);
+      }
     }
-    Val p = value(*c.args[0]);
-    probeRead(dst, n, p.v, p.user, true);
+    if (chars) b_.CreateStore(b_.getInt8(0), b_.CreateGEP(b_.getInt8Ty(), dst, chars));
     return;
   }
   if (ei.ref == sema::Ref::Arg) {
@@ -204,6 +213,46 @@ void ExprLowering::storeStringList(const ast::Expr& array, llvm::Value* dst) {
   }
   b_.CreateBr(done);
   b_.SetInsertPoint(done);
+}
+
+llvm::Value* ExprLowering::boundedLength(const ast::Expr& n, uint64_t max) {
+  llvm::Value* v = value(n).v;
+  at(n);
+  // Each bound a branch of its own, as the verifier follows them to the helper's size.
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::Value* out = slot(8);
+  b_.CreateStore(b_.getInt64(max), out);
+  auto* below = llvm::BasicBlock::Create(b_.getContext(), "length_below_max", fn);
+  auto* done = llvm::BasicBlock::Create(b_.getContext(), "length_done", fn);
+  b_.CreateCondBr(b_.CreateICmpSGT(v, b_.getInt64(max)), done, below);
+  b_.SetInsertPoint(below);
+  b_.CreateStore(b_.CreateSelect(b_.CreateICmpSLT(v, b_.getInt64(0)), b_.getInt64(0), v), out);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+  // Loaded volatile, then masked: the verifier sees a value from 0 to max whatever LLVM
+  // made of the branches.
+  llvm::Value* len = b_.CreateLoad(b_.getInt64Ty(), out, /*isVolatile=*/true);
+  uint64_t mask = 1;
+  while (mask < max + 1) mask <<= 1;
+  len = b_.CreateAnd(len, b_.getInt64(mask - 1));
+  return b_.CreateSelect(b_.CreateICmpUGT(len, b_.getInt64(max)), b_.getInt64(max), len);
+}
+
+void ExprLowering::storeSizedBytes(const ast::Expr& e, const ast::Expr& n, llvm::Value* dst, uint32_t size) {
+  llvm::Value* len = boundedLength(n, size - 8);
+  b_.CreateStore(len, dst);
+  Val v;
+  const sema::Type* type = info(e).type;
+  if (type->kind == TypeKind::Array && e.kind != ast::ExprKind::Identifier) {
+    Place p = place(e);
+    v = Val{b_.CreatePtrToInt(p.addr, b_.getInt64Ty()), type, p.btf, p.user};
+  } else {
+    v = value(e);
+  }
+  at(e);
+  llvm::Value* read = probeRead(b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(8)), len, v.v, v.user, false);
+  // A read that failed kept nothing.
+  b_.CreateStore(b_.CreateSelect(b_.CreateICmpSLT(read, b_.getInt64(0)), b_.getInt64(0), len), dst);
 }
 
 void ExprLowering::storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size) {

@@ -223,5 +223,38 @@ class SessionHooks(harness.KqTestCase):
         self.assertIn("trace begin", err)
 
 
+# Writes of 3, 11, 200 and 2000 bytes (`x`s ending in `!`) to a pipe, one a call.
+WRITER = harness.write_file(WORKDIR, "writes.py", """
+import os
+r, w = os.pipe()
+for n in (3, 11, 200, 2000):
+    os.write(w, b"x" * (n - 1) + b"!")
+    os.read(r, n)
+""")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class RunTimeLengths(harness.KqTestCase):
+
+    def writes(self, select):
+        status, out, err = kq("-f", "json", f"trace syscall:write where comm == \"python3\" select count, {select}",
+                              "-c", f"{sys.executable} {WRITER}")
+        self.assertEqual(status, 0, err)
+        return json_rows(out)
+
+    def test_buf_keeps_as_many_bytes_as_the_call_wrote(self):
+        rows = self.writes("buf(buf, count, 1024) as data")
+        self.assertEqual([(r["count"], r["data"]) for r in rows],
+                         [(3, "xx!"), (11, "x" * 10 + "!"), (200, "x" * 199 + "!"), (2000, "x" * 1024)])
+
+    def test_buf_without_a_maximum_keeps_64(self):
+        rows = self.writes("buf(buf, count) as data")
+        self.assertEqual([len(r["data"]) for r in rows], [3, 11, 64, 64])
+
+    def test_str_stops_at_the_length(self):
+        rows = self.writes("str(buf, count - 1, 512) as text")
+        self.assertEqual([r["text"] for r in rows], ["xx", "x" * 10, "x" * 199, "x" * 512 + "…"])
+
+
 if __name__ == "__main__":
     harness.main(sys.argv)

@@ -478,6 +478,20 @@ class KernelFunctionExamples(unittest.TestCase):
     def test_vfsstat(self):
         self.assert_dd(self.calls("vfsstat"))
 
+    def test_undump_prints_each_message_whole(self):
+        # A short and a long message over a Unix stream socket: each read shows exactly its
+        # bytes (a length known only as the event happens), through fentry and kprobes.
+        pair = ("import socket; a, b = socket.socketpair(); "
+                "a.send(b'hi\\x01there'); b.recv(100); a.send(b'L' * 700 + b'end'); b.recv(1000)")
+        for method in [[], ["--attach", "kprobe"]]:
+            with self.subTest(method=method):
+                status, out, err = kq(*method, "-f", "json", os.path.join(EXAMPLES, "undump.kq"),
+                                      "-c", f"{sys.executable} -c \"{pair}\"")
+                self.assertEqual(status, 0, err)
+                rows = [json.loads(l) for l in out.splitlines() if l.startswith("{") and "summary" not in l]
+                self.assertEqual([(r["bytes"], r["data"]) for r in rows],
+                                 [(8, "hi\\x01there"), (703, "L" * 700 + "end")], out[:2000])
+
 
 if __name__ == "__main__":
     KQ = sys.argv[1]

@@ -24,6 +24,36 @@ const ast::StringLiteral* BuiltinCall::literalString(size_t i, std::string_view 
   return &ast::as<ast::StringLiteral>(arg);
 }
 
+std::optional<uint64_t> BuiltinCall::lengthBound(size_t length, uint64_t most, uint64_t fallback) {
+  auto literal = [&](const ast::Expr& e, std::string_view what) -> std::optional<uint64_t> {
+    uint64_t v = ast::as<ast::IntegerLiteral>(e).value;
+    if (v >= 1 && v <= most) return v;
+    diags.report(DiagKind::ValueOutOfRange, e.range,
+                 fmt::format("`{}`{} from 1 to {} bytes, not {}", call.callee, what, most, v));
+    return std::nullopt;
+  };
+  const ast::Expr& n = *call.args[length];
+  bool has_max = call.args.size() > length + 1;
+  if (!runTimeLength(length)) {
+    if (has_max) {
+      diags.report(DiagKind::WrongArgumentCount, call.args[length + 1]->range,
+                   fmt::format("a literal length is its own maximum: `{}` takes one only after a length "
+                               "known as the event happens, as in `{}(p, len, 256)`", call.callee, call.callee));
+      return std::nullopt;
+    }
+    return literal(n, " reads");
+  }
+  if (!has_max) return fallback;
+  const ast::Expr& max = *call.args[length + 1];
+  if (max.kind != ast::ExprKind::Integer) {
+    diags.report(DiagKind::TypeMismatch, max.range,
+                 fmt::format("`{}` needs its maximum as an integer literal, as in `{}(p, len, 256)`",
+                             call.callee, call.callee));
+    return std::nullopt;
+  }
+  return literal(max, "'s maximum is");
+}
+
 const std::vector<BuiltinVariable>& builtinVariables() {
   static const std::vector<BuiltinVariable> table = [] {
     std::vector<BuiltinVariable> out;

@@ -116,6 +116,14 @@ struct BuiltinCall {
   /// The string literal argument `i` is, or null after reporting that it must be one
   /// (`what`: "the path", as in "`cat` needs the path as a string literal").
   const ast::StringLiteral* literalString(size_t i, std::string_view what, std::string_view example);
+  /// `str(p, n[, max])`, `buf(p, n[, max])`: the bytes argument `n` (at `length`) keeps: `n`
+  /// itself when a literal (1 to `most`); when it is known only as the event happens, the
+  /// literal `max` after it (1 to `most`), else `fallback`. Nothing after reporting.
+  std::optional<uint64_t> lengthBound(size_t length, uint64_t most, uint64_t fallback);
+  /// Whether argument `length` is a length known only as the event happens.
+  bool runTimeLength(size_t length) const {
+    return call.args.size() > length && call.args[length]->kind != ast::ExprKind::Integer;
+  }
 };
 
 struct BuiltinFunction {

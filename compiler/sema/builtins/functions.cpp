@@ -14,6 +14,9 @@ constexpr int64_t kMaxStringBytes = 4096;
 
 bool isAddress(const Type* t) { return t->isError() || t->isPointer() || t->kind == TypeKind::Int; }
 
+/// A run-time `str` length's bound when none is given: bpftrace's default string size.
+constexpr uint64_t kRunTimeStringBytes = 64;
+
 const Type* checkStr(BuiltinCall& c) {
   const Type* p = c.args[0];
   // An integer is an address too: uprobe arguments are plain 64-bit registers.
@@ -21,21 +24,13 @@ const Type* checkStr(BuiltinCall& c) {
         p->kind == TypeKind::String || p->kind == TypeKind::Int)) {
     return c.badArgument(0, "a pointer or a char array");
   }
-  if (c.args.size() == 2) {
+  if (c.args.size() >= 2) {
     if (!(c.args[1]->isInteger() || c.args[1]->isError())) return c.badArgument(1, "a length");
-    const ast::Expr& n = *c.call.args[1];
-    if (n.kind != ast::ExprKind::Integer) {
-      c.diags.report(DiagKind::TypeMismatch, n.range,
-                     "`str` needs its length as an integer literal, as in `str(p, 32)`");
-      return c.types.error();
-    }
-    uint64_t bytes = ast::as<ast::IntegerLiteral>(n).value;
-    if (bytes < 1 || bytes > static_cast<uint64_t>(kMaxStringBytes)) {
-      c.diags.report(DiagKind::ValueOutOfRange, n.range,
-                     fmt::format("`str` reads from 1 to {} bytes", kMaxStringBytes));
-      return c.types.error();
-    }
-    c.operands.push_back(static_cast<int64_t>(bytes));
+    auto bytes = c.lengthBound(1, kMaxStringBytes, kRunTimeStringBytes);
+    if (!bytes) return c.types.error();
+    // A run-time length counts characters: room for the NUL after them.
+    if (c.runTimeLength(1)) c.operands = {static_cast<int64_t>(*bytes + 1), 1};
+    else c.operands.push_back(static_cast<int64_t>(*bytes));
   }
   return c.types.string();
 }
@@ -137,7 +132,7 @@ FieldShape shown(const std::vector<const Type*>&, const std::vector<int64_t>&) {
 
 void addFormatFunctions(std::vector<BuiltinFunction>& out) {
   out.insert(out.end(), {
-      {"str", BuiltinFn::Str, 1, 2, checkStr, "str(p[, n])",
+      {"str", BuiltinFn::Str, 1, 3, checkStr, "str(p[, n[, max]])",
        "the string `p` points at (kernel or user memory, as `p` came), at most n bytes", strField},
       // These change only how a value prints: the text exists when the event prints, so
       // they stand where a column does (`hex(c ? a : b)`, not `c ? hex(a) : hex(b)`).

@@ -13,6 +13,9 @@ using plan::FieldKind;
 
 /// The most bytes `buf(p, n)` keeps.
 constexpr uint64_t kMaxBufBytes = 1024;
+/// What `buf(p, n)` keeps of a length known only as the event happens, with no maximum
+/// given: as many as bpftrace's default.
+constexpr uint64_t kRunTimeBufBytes = 64;
 
 const Type* checkCat(BuiltinCall& c) {
   if (!c.args[0]->isError() && c.args[0]->kind != TypeKind::String) {
@@ -67,16 +70,18 @@ const Type* checkBuf(BuiltinCall& c) {
   std::optional<uint64_t> whole = bytesInPlace(p);
   uint64_t bytes = 0;
   SourceRange at = c.call.range;
-  if (c.args.size() == 2) {
+  if (c.args.size() >= 2) {
     if (!(c.args[1]->isInteger() || c.args[1]->isError())) return c.badArgument(1, "a length");
-    const ast::Expr& n = *c.call.args[1];
-    if (n.kind != ast::ExprKind::Integer) {
-      c.diags.report(DiagKind::TypeMismatch, n.range,
-                     "`buf` needs its length as an integer literal, as in `buf(p, 16)`");
-      return c.types.error();
+    auto bound = c.lengthBound(1, kMaxBufBytes, kRunTimeBufBytes);
+    if (!bound) return c.types.error();
+    bytes = *bound;
+    at = c.call.args[c.runTimeLength(1) && c.args.size() == 3 ? 2 : 1]->range;
+    // A length known as the event happens: the bytes it says, up to the bound.
+    if (c.runTimeLength(1)) {
+      if (whole) bytes = std::min(bytes, *whole);
+      c.operands = {static_cast<int64_t>(bytes), 1};
+      return c.types.string();
     }
-    bytes = ast::as<ast::IntegerLiteral>(n).value;
-    at = n.range;
   } else if (whole) {
     bytes = *whole;
   } else {
@@ -118,7 +123,10 @@ FieldShape shown(const std::vector<const Type*>&, const std::vector<int64_t>&) {
 }
 
 FieldShape bufField(const std::vector<const Type*>&, const std::vector<int64_t>& operands) {
-  return {FieldKind::Buffer, operands.empty() ? 1u : static_cast<uint32_t>(operands[0])};
+  uint32_t bytes = operands.empty() ? 1u : static_cast<uint32_t>(operands[0]);
+  // A run-time length: the length, then the bytes.
+  if (operands.size() == 2) return {FieldKind::SizedBuffer, 8 + bytes};
+  return {FieldKind::Buffer, bytes};
 }
 
 }  // namespace
@@ -133,7 +141,7 @@ void addPrintedFunctions(std::vector<BuiltinFunction>& out) {
               "a NULL-terminated array of strings, joined by spaces or the separator",
               shown<FieldKind::StringList, plan::kJoinBytes>},
              Placement::Column),
-      placed({"buf", BuiltinFn::Buf, 1, 2, checkBuf, "buf(p[, n])",
+      placed({"buf", BuiltinFn::Buf, 1, 3, checkBuf, "buf(p[, n[, max]])",
               "n bytes from p, printable ASCII as is and others as `\\xNN`", bufField},
              Placement::Column),
       placed({"strftime", BuiltinFn::Strftime, 2, 2, checkStrftime, "strftime(\"format\", ns)",
