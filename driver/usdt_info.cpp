@@ -5,6 +5,7 @@
 #include "compiler/btf/btf.h"
 #include "compiler/sema/types.h"
 #include "driver/commands.h"
+#include "host/binary_path.h"
 #include "host/usdt.h"
 
 namespace kq::driver {
@@ -42,7 +43,15 @@ std::string argType(const host::UsdtArg& a) {
   return fmt::format("{}{}", a.is_signed ? "s" : "u", a.size * 8);
 }
 
-Result<std::vector<host::UsdtProbe>> probesOf(const UsdtPattern& p, Io& io) {
+/// The probes of `p`'s binary (a library or program by name, as in a probe), its name made
+/// the file's path.
+Result<std::vector<host::UsdtProbe>> probesOf(UsdtPattern& p, Io& io) {
+  auto path = host::findBinary(p.binary);
+  if (!path) {
+    io.err << fmt::format("kq: error: no shared library or program is named `{}`\n", p.binary);
+    return Error{"no such binary"};
+  }
+  p.binary = *path;
   auto probes = host::readUsdtProbes(p.binary);
   if (!probes) {
     io.err << "kq: error: " << probes.error().message << "\n";

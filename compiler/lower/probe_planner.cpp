@@ -488,11 +488,11 @@ void ProbePlanner::lowerEventGlob(const ProbeUnit& p) {
 
 void ProbePlanner::lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u,
                                const std::string& symbol) {
-  uint32_t group = object_.newGroup(u.binary + ":" + symbol);
+  uint32_t group = object_.newGroup(p.target.binary + ":" + symbol);
   ArgAccess regs{ArgAccess::Kind::PtRegs};
   regs.user_args = true;
   ProgramSite in = site("uprobe", Attach::Uprobe, symbol, group, 0, regs);
-  in.binary = u.binary;
+  in.binary = p.target.binary;
   in.func = symbol;
   if (!p.probe.at_exit) {
     emitter_.emitMain(p, in);
@@ -505,7 +505,7 @@ void ProbePlanner::lowerUprobe(const ProbeUnit& p, const ast::UprobeTarget& u,
   exit.user_args = true;
   exit.ret = ArgAccess::Ret::Regs;
   ProgramSite out = site("uretprobe", Attach::Uretprobe, symbol, group, 0, exit);
-  out.binary = u.binary;
+  out.binary = p.target.binary;
   out.func = symbol;
   out.site = in.site;
   emitter_.emitMain(p, out, /*from_stash=*/true);
@@ -520,9 +520,9 @@ void ProbePlanner::lowerUsdt(const ProbeUnit& p, const ast::UsdtTarget& u) {
       ArgAccess args{ArgAccess::Kind::Usdt};
       args.user_args = true;
       args.usdt = &s;
-      args.probe = fmt::format("usdt:{}:{}:{}", u.binary, probe.provider, probe.name);
+      args.probe = fmt::format("usdt:{}:{}:{}", p.target.binary, probe.provider, probe.name);
       ProgramSite in = site("uprobe", Attach::Uprobe, probe.provider + ":" + probe.name, group, 0, args);
-      in.binary = u.binary;
+      in.binary = p.target.binary;
       in.uprobe_offset = s.file_offset;
       in.ref_ctr_offset = s.semaphore_offset;
       emitter_.emitMain(p, in);

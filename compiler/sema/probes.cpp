@@ -2,6 +2,7 @@
 // target names, what arguments it brings into scope, and how it can be attached.
 #include <fmt/format.h>
 
+#include "host/binary_path.h"
 #include "host/elf_symbols.h"
 #include "host/usdt.h"
 #include "host/syscall_numbers.h"
@@ -455,10 +456,24 @@ bool declareParams(Context& ctx, const std::vector<ast::TypedParam>& params, std
   return true;
 }
 
+/// The file a uprobe's binary names (`libc` is the C library on the linker's search path);
+/// nothing, reported, when no file has that name.
+std::optional<std::string> binaryFile(Context& ctx, const std::string& binary, SourceRange at) {
+  if (auto path = host::findBinary(binary)) return path;
+  ctx.diags.report(DiagKind::UnknownBinary, at,
+                   fmt::format("no shared library or program is named `{}`", binary))
+      .note("a name without `/` is looked for as a library on the dynamic linker's search path "
+            "(/etc/ld.so.conf: `libc`, `libc.so.6`, `c`), then as a program on PATH; give a path "
+            "otherwise");
+  return std::nullopt;
+}
+
 std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarget& t) {
   ResolvedTarget out;
-  out.binary = t.binary;
-  auto symbols = host::readFunctionSymbols(t.binary);
+  auto binary = binaryFile(ctx, t.binary, t.binary_range);
+  if (!binary) return std::nullopt;
+  out.binary = *binary;
+  auto symbols = host::readFunctionSymbols(out.binary);
   if (!symbols) {
     ctx.diags.report(DiagKind::UnknownBinary, t.binary_range, symbols.error().message);
     return std::nullopt;
@@ -471,7 +486,7 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   if (out.symbols.empty()) {
     Diagnostic& diag = ctx.diags.report(
         DiagKind::UnknownSymbol, t.symbol.range,
-        fmt::format("`{}` has no function `{}`", t.binary, t.symbol.text));
+        fmt::format("`{}` has no function `{}`", out.binary, t.symbol.text));
     if (!t.symbol.isGlob()) addDidYouMean(diag, t.symbol.text, names);
     if (symbols->empty()) diag.note("the binary has no symbol table (stripped?)");
     return std::nullopt;
@@ -485,7 +500,7 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
   out.return_type = ctx.types.u64();
   out.attach = {{t.on_return ? AttachKind::Uretprobe : AttachKind::Uprobe, Known::Yes, ""}};
   // A glob that matches one symbol is named by it.
-  out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", t.binary,
+  out.description = fmt::format("{}:{}:{}", t.on_return ? "uretprobe" : "uprobe", out.binary,
                                 out.symbols.size() == 1 ? out.symbols.front() : t.symbol.text);
   return out;
 }
@@ -494,8 +509,10 @@ std::optional<ResolvedTarget> resolveUprobe(Context& ctx, const ast::UprobeTarge
 /// by its size at every site (8 bytes where sites differ), or as declared.
 std::optional<ResolvedTarget> resolveUsdt(Context& ctx, const ast::UsdtTarget& t) {
   ResolvedTarget out;
-  out.binary = t.binary;
-  auto probes = host::readUsdtProbes(t.binary);
+  auto binary = binaryFile(ctx, t.binary, t.binary_range);
+  if (!binary) return std::nullopt;
+  out.binary = *binary;
+  auto probes = host::readUsdtProbes(out.binary);
   if (!probes) {
     ctx.diags.report(DiagKind::UnknownBinary, t.binary_range, probes.error().message);
     return std::nullopt;
@@ -512,19 +529,19 @@ std::optional<ResolvedTarget> resolveUsdt(Context& ctx, const ast::UsdtTarget& t
     SourceRange at = t.provider ? SourceRange{t.provider->range.file, t.provider->range.begin, t.name.range.end}
                                 : t.name.range;
     if (probes->empty()) {
-      ctx.diags.report(DiagKind::UnknownSymbol, at, fmt::format("`{}` has no USDT probes", t.binary))
+      ctx.diags.report(DiagKind::UnknownSymbol, at, fmt::format("`{}` has no USDT probes", out.binary))
           .note("a program declares them with <sys/sdt.h>'s DTRACE_PROBE or STAP_PROBE (its "
                 "`.note.stapsdt` section)");
       return std::nullopt;
     }
     Diagnostic& diag = ctx.diags.report(DiagKind::UnknownSymbol, at,
-                                        fmt::format("`{}` has no USDT probe `{}`", t.binary, wanted));
+                                        fmt::format("`{}` has no USDT probe `{}`", out.binary, wanted));
     if (wanted.find_first_of("*?") == std::string::npos) {
       std::vector<std::string> bare;
       for (const std::string& n : names) bare.push_back(n.substr(n.find(':') + 1));
       addDidYouMean(diag, wanted, t.provider ? views(names) : views(bare));
     }
-    diag.note(fmt::format("kq list 'usdt:{}:*' shows its {} probes", t.binary, names.size()));
+    diag.note(fmt::format("kq list 'usdt:{}:*' shows its {} probes", out.binary, names.size()));
     return std::nullopt;
   }
   // Arguments every site has; each as wide as its widest site, signed if any site is.
@@ -558,8 +575,8 @@ std::optional<ResolvedTarget> resolveUsdt(Context& ctx, const ast::UsdtTarget& t
   out.attach = {{AttachKind::Uprobe, Known::Yes, ""}};
   const host::UsdtProbe& first = out.usdt_probes.front();
   out.description = out.usdt_probes.size() == 1
-                        ? fmt::format("usdt:{}:{}:{}", t.binary, first.provider, first.name)
-                        : fmt::format("usdt:{}:{} ({} probes)", t.binary, wanted, out.usdt_probes.size());
+                        ? fmt::format("usdt:{}:{}:{}", out.binary, first.provider, first.name)
+                        : fmt::format("usdt:{}:{} ({} probes)", out.binary, wanted, out.usdt_probes.size());
   if (sites > 1 && out.usdt_probes.size() == 1) out.description += fmt::format(" ({} sites)", sites);
   return out;
 }

@@ -171,6 +171,27 @@ def json_rows(out):
 
 
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class ShortBinaryNames(harness.KqTestCase):
+
+    def test_a_library_by_the_name_bpftrace_takes(self):
+        # bpftrace's `uprobe:libc:getpid`: the C library on the linker's search path.
+        status, out, err = kq("-f", "json", "trace uprobe:libc:getpid where comm == \"python3\" select count()",
+                              "-c", f"{sys.executable} -c 'import os; [os.getpid() for _ in range(7)]'")
+        self.assertEqual(status, 0, err)
+        [table] = [json.loads(line) for line in out.splitlines() if '"rows"' in line]
+        self.assertGreaterEqual(table["rows"][0]["count()"], 7, out)
+        status, out, err = kq("--dump", "plan", "trace uprobe:c:getpid")
+        self.assertEqual(status, 0, err)
+        self.assertIn("libc.so.6:getpid", out)
+
+    def test_an_unknown_name_says_where_it_looked(self):
+        status, out, err = kq("trace uprobe:libkqnothing:f")
+        self.assertEqual(status, 1, out)
+        self.assertIn("no shared library or program is named `libkqnothing`", err)
+        self.assertIn("search path", err)
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
 class SessionHooks(harness.KqTestCase):
 
     def test_begin_alone_prints_once_and_ends(self):
