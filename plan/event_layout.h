@@ -61,11 +61,16 @@ constexpr uint32_t fieldReadBytes(FieldKind kind) {
   return 0;
 }
 
-/// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included). A
-/// count above kJoinArgs says the array went on past the strings kept.
+/// join(argv): the strings a StringList keeps, and the bytes of each (its NUL included) unless
+/// `join(argv, sep, bytes)` says otherwise: a field's bytes per string are (size - 8) /
+/// kJoinArgs. A count above kJoinArgs says the array went on past the strings kept.
 inline constexpr uint32_t kJoinArgs = 16;
 inline constexpr uint32_t kJoinArgBytes = 64;
 inline constexpr uint32_t kJoinBytes = 8 + kJoinArgs * kJoinArgBytes;
+/// The most bytes `join` keeps of each string.
+inline constexpr uint32_t kJoinMaxArgBytes = 1024;
+/// The bytes of each string a StringList field of `size` bytes keeps.
+constexpr uint32_t joinArgBytes(uint32_t size) { return size < 8 ? 0 : (size - 8) / kJoinArgs; }
 
 /// cat(path): the most bytes of a file shown; a longer file is cut, and ends in `…`.
 inline constexpr uint32_t kCatBytes = 10240;

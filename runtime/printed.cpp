@@ -114,12 +114,12 @@ std::string fileText(const std::string& path) {
 std::string stringListText(const uint8_t* p, uint32_t size, const std::string& separator) {
   if (size < 8) return "";
   uint64_t count = readU64(p);
-  uint64_t room = (size - 8) / plan::kJoinArgBytes;
-  uint64_t shown = std::min<uint64_t>({count, plan::kJoinArgs, room});
+  uint32_t bytes = plan::joinArgBytes(size);
+  uint64_t shown = bytes == 0 ? 0 : std::min<uint64_t>(count, plan::kJoinArgs);
   std::string out;
   for (uint64_t i = 0; i < shown; ++i) {
     if (i) out += separator;
-    out += stringText(p + 8 + i * plan::kJoinArgBytes, plan::kJoinArgBytes, /*mark_cut=*/true);
+    out += stringText(p + 8 + i * bytes, bytes, /*mark_cut=*/true);
   }
   if (count > shown) out += separator + "…";
   return out;

@@ -159,7 +159,7 @@ class ExprLowering {
   void storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst, uint32_t size);
   /// Writes `join`'s field at `dst` (plan::FieldKind::StringList): the strings of the
   /// NULL-terminated array `array`, at most plan::kJoinArgs, and how many there were.
-  void storeStringList(const ast::Expr& array, llvm::Value* dst);
+  void storeStringList(const ast::Expr& array, llvm::Value* dst, uint32_t size);
   /// Writes `size` bytes of what `e` points at (or is: an array, a struct) at `dst` (`buf`).
   void storeBytes(const ast::Expr& e, llvm::Value* dst, uint32_t size);
   /// `buf(p, n)` of a run-time `n` (plan::FieldKind::SizedBuffer): at `dst` how many bytes

@@ -414,7 +414,7 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
     case FieldKind::Format: return;  // no bytes: its arguments are fields
     case FieldKind::File: return;    // no bytes: the file is read when the event prints
     case FieldKind::StringList:
-      return lower.storeStringList(*ast::as<ast::Call>(*f.expr).args[0], dst);
+      return lower.storeStringList(*ast::as<ast::Call>(*f.expr).args[0], dst, f.layout.size);
     case FieldKind::Buffer:
       return lower.storeBytes(*ast::as<ast::Call>(*f.expr).args[0], dst, f.layout.size);
     case FieldKind::SizedBuffer: {

@@ -188,9 +188,9 @@ void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::
 // The array's pointers one by one, each string read into its slot, until a NULL pointer: no
 // loop for the verifier to walk, kJoinArgs reads of a pointer and a string. The count is
 // kJoinArgs + 1 when a pointer follows the last string kept.
-void ExprLowering::storeStringList(const ast::Expr& array, llvm::Value* dst) {
-  using plan::kJoinArgBytes;
+void ExprLowering::storeStringList(const ast::Expr& array, llvm::Value* dst, uint32_t size) {
   using plan::kJoinArgs;
+  const uint32_t kJoinArgBytes = plan::joinArgBytes(size);
   Val base = value(array);  // an array is its address (see Val)
   at(array);
   bool user = base.user;

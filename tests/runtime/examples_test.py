@@ -216,6 +216,15 @@ subprocess.run(["/bin/echo", "kqex-exec", "two words"], stdout=subprocess.DEVNUL
             self.assertEqual([(int(pid), args) for pid, args in rows], mine, output[-3000:])
         self.compare(bt, check)
 
+    def test_execsnoop_keeps_a_long_argument_whole(self):
+        long_arg = "x" * 199 + "!"
+        path = workload("kqex-execlong", f"""
+subprocess.run(["/bin/echo", {long_arg!r}, "after"], stdout=subprocess.DEVNULL, check=True)
+""")
+        events = traced("execsnoop", path)
+        self.assertEqual([e["args"] for e in events if e["comm"] == "kqex-execlong"],
+                         [f"/bin/echo {long_arg} after"])
+
     def test_capable(self):
         target = os.path.join(WORKDIR, "owned")
         path = workload("kqex-capable", f"""

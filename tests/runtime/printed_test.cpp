@@ -17,12 +17,13 @@ namespace kq::runtime {
 namespace {
 
 /// A StringList field holding `strings` (cut to their slots) and the count `count`.
-std::vector<uint8_t> stringList(const std::vector<std::string>& strings, uint64_t count) {
-  std::vector<uint8_t> field(plan::kJoinBytes, 0xaa);  // a ring buffer's record is not zeroed
+std::vector<uint8_t> stringList(const std::vector<std::string>& strings, uint64_t count,
+                                uint32_t bytes = plan::kJoinArgBytes) {
+  std::vector<uint8_t> field(8 + plan::kJoinArgs * bytes, 0xaa);  // a ring buffer's record is not zeroed
   std::memcpy(field.data(), &count, 8);
   for (size_t i = 0; i < strings.size() && i < plan::kJoinArgs; ++i) {
-    std::string s = strings[i].substr(0, plan::kJoinArgBytes - 1);
-    std::memcpy(field.data() + 8 + i * plan::kJoinArgBytes, s.c_str(), s.size() + 1);
+    std::string s = strings[i].substr(0, bytes - 1);
+    std::memcpy(field.data() + 8 + i * bytes, s.c_str(), s.size() + 1);
   }
   return field;
 }
@@ -44,6 +45,15 @@ TEST(Printed, JoinMarksWhatItCut) {
   std::string all = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15";
   EXPECT_EQ(stringListText(stringList(many, plan::kJoinArgs).data(), plan::kJoinBytes, " "), all);
   EXPECT_EQ(stringListText(stringList(many, plan::kJoinArgs + 1).data(), plan::kJoinBytes, " "), all + " …");
+}
+
+TEST(Printed, JoinKeepsTheBytesItWasGiven) {
+  // join(argv, " ", 256): a field of 16 strings of 256 bytes.
+  std::string long_arg(200, 'x');
+  auto field = stringList({"echo", long_arg}, 2, 256);
+  EXPECT_EQ(stringListText(field.data(), static_cast<uint32_t>(field.size()), " "), "echo " + long_arg);
+  auto cut = stringList({"echo", std::string(300, 'y')}, 2, 256);
+  EXPECT_EQ(stringListText(cut.data(), static_cast<uint32_t>(cut.size()), " "), "echo " + std::string(255, 'y') + "…");
 }
 
 TEST(Printed, BufShowsPrintableAsciiAndEscapesTheRest) {

@@ -45,13 +45,34 @@ const Type* checkJoin(BuiltinCall& c) {
   if (!isStringArray(c.args[0])) {
     return c.badArgument(0, "a NULL-terminated array of strings (`char **`, as `argv`)");
   }
-  if (c.args.size() == 2) {
+  if (c.args.size() >= 2) {
     if (!c.args[1]->isError() && c.args[1]->kind != TypeKind::String) {
       return c.badArgument(1, "a separator");
     }
     if (!c.literalString(1, "its separator", "join(argv, \",\")")) return c.types.error();
   }
+  if (c.args.size() == 3) {
+    // The bytes kept of each string, its NUL included.
+    const ast::Expr& n = *c.call.args[2];
+    if (n.kind != ast::ExprKind::Integer) {
+      c.diags.report(DiagKind::TypeMismatch, n.range,
+                     "`join` needs the bytes of each string as an integer literal, as in `join(argv, \" \", 256)`");
+      return c.types.error();
+    }
+    uint64_t bytes = ast::as<ast::IntegerLiteral>(n).value;
+    if (bytes < 2 || bytes > plan::kJoinMaxArgBytes) {
+      c.diags.report(DiagKind::ValueOutOfRange, n.range,
+                     fmt::format("`join` keeps from 2 to {} bytes of each string, not {}", plan::kJoinMaxArgBytes, bytes));
+      return c.types.error();
+    }
+    c.operands.push_back(static_cast<int64_t>(bytes));
+  }
   return c.types.string();
+}
+
+FieldShape joinField(const std::vector<const Type*>&, const std::vector<int64_t>& operands) {
+  uint32_t bytes = operands.empty() ? plan::kJoinArgBytes : static_cast<uint32_t>(operands[0]);
+  return {FieldKind::StringList, 8 + plan::kJoinArgs * bytes};
 }
 
 /// Bytes a value holds in place (an array, a struct), which `buf` reads whole by default.
@@ -137,9 +158,9 @@ void addPrintedFunctions(std::vector<BuiltinFunction>& out) {
               "the contents of a file, read when the event prints (without its last newline)",
               shown<FieldKind::File, 0>},
              Placement::Printed),
-      placed({"join", BuiltinFn::Join, 1, 2, checkJoin, "join(argv[, \"separator\"])",
-              "a NULL-terminated array of strings, joined by spaces or the separator",
-              shown<FieldKind::StringList, plan::kJoinBytes>},
+      placed({"join", BuiltinFn::Join, 1, 3, checkJoin, "join(argv[, \"separator\"[, bytes]])",
+              "a NULL-terminated array of strings, joined by spaces or the separator (each cut at `bytes`, 64 by default)",
+              joinField},
              Placement::Column),
       placed({"buf", BuiltinFn::Buf, 1, 3, checkBuf, "buf(p[, n[, max]])",
               "n bytes from p, printable ASCII as is and others as `\\xNN`", bufField},
