@@ -223,6 +223,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   load_options.method = request.attach;
   load_options.features = &run.host().features();
   load_options.sites = options.live_sites ? hooks.sites : nullptr;
+  load_options.process = child ? child->pid() : static_cast<pid_t>(request.pid);
   if (running_kernel) {
     load_options.vmlinux = env.btf->vmlinux().btf;
     load_options.vmlinux_attach_id = vmlinuxAttachIds(*env.btf);

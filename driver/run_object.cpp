@@ -192,6 +192,7 @@ int runObject(const Request& request, Io& io) {
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
   load_options.method = request.attach;
+  load_options.process = static_cast<pid_t>(request.pid);
   engine::Engine engine(run.host());
   runtime::LoadResult loaded = engine.load(*elf, plan, load_options);
   if (!loaded.object) {

@@ -59,6 +59,8 @@ USDT : 'usdt' [ \t]* ':' -> pushMode(PATH_MODE) ;
 // `software:` and `hardware:` switch to a mode that reads the perf event's name, dashes and
 // all, with its period or frequency: `software:page-faults:100`, `hardware:cycles:99hz`.
 SOFTWARE : 'software' [ \t]* ':' -> pushMode(PERF_MODE) ;
+// `watchpoint:0x404038:8:w`, `watchpoint:kaddr("jiffies"):8:r`.
+WATCHPOINT : 'watchpoint' [ \t]* ':' ;
 HARDWARE : 'hardware' [ \t]* ':' -> pushMode(PERF_MODE) ;
 
 // Integer types that read naturally in casts: u8..u64, s8..s64, __u32, __be16, ...

@@ -107,6 +107,7 @@ target
   | PROFILE NUMBER                                    # profileTarget
   | (SESSION_BEGIN | SESSION_END)                     # sessionTarget
   | (SOFTWARE | HARDWARE) PERF_EVENT                  # perfEventTarget
+  | WATCHPOINT (NUMBER | IDENT '(' STRING ')') ':' NUMBER ':' IDENT   # watchpointTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget

@@ -438,7 +438,7 @@ class Loader {
       } else if (p->attach == plan::Attach::Begin || p->attach == plan::Attach::End) {
         loaded.run_once_.push_back({bpf_program__fd(prog), p->attach, linkQueries(*p)});
       } else if (p->attach == plan::Attach::PerfEvent) {
-        attachPerfEvents(loaded, prog, *p, failure);
+        attachPerfEvents(loaded, prog, *p, options_.process, failure);
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {
         attachKprobes(loaded, prog, *p, refusal, failure);
       } else if (bpf_link* link = attach(prog, *p)) {
@@ -583,8 +583,16 @@ class Loader {
   /// The perf event of `p` (a CPU clock on CPU 0 for `interval`; on every CPU for `profile`,
   /// `software:` and `hardware:`), each with the program attached; the link owns the event.
   static bool attachPerfEvents(LoadedObject& loaded, bpf_program* prog, const plan::PlannedProgram& p,
-                               std::optional<LoadFailure>& failure) {
+                               pid_t process, std::optional<LoadFailure>& failure) {
     int cpus = p.every_cpu || p.frequency_hz ? libbpf_num_possible_cpus() : 1;
+    // A watchpoint at a user-space address: in the traced process, on whichever CPU it runs.
+    bool in_process = p.perf_type == PERF_TYPE_BREAKPOINT && !p.every_cpu;
+    if (in_process && process <= 0) {
+      failure = LoadFailure{fmt::format("{} watches a user-space address: name the process with -p PID, "
+                                        "or start it with -c COMMAND", p.target)};
+      return false;
+    }
+    if (in_process) cpus = 1;
     int attached = 0;
     for (int cpu = 0; cpu < cpus; ++cpu) {
       perf_event_attr attr{};
@@ -597,7 +605,14 @@ class Loader {
       } else {
         attr.sample_period = p.period_ns;
       }
-      int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      if (p.perf_type == PERF_TYPE_BREAKPOINT) {
+        attr.bp_addr = p.bp_addr;
+        attr.bp_len = p.bp_len;
+        attr.bp_type = p.bp_type;
+        attr.inherit = in_process;  // -c's shell forks the command
+      }
+      int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, in_process ? process : -1,
+                                        in_process ? -1 : cpu, -1, PERF_FLAG_FD_CLOEXEC));
       if (fd < 0) {
         int err = errno;
         if (err == ENODEV && p.perf_type != PERF_TYPE_HARDWARE) continue;  // a possible CPU that is not online

@@ -4,6 +4,8 @@
 // when the LoadedObject goes away, on every path.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -137,6 +139,9 @@ struct LoadOptions {
   /// (own_btf_load.h): with neither relocations nor attach ids to find, libbpf never
   /// parses vmlinux BTF. Called before `vmlinux_done`.
   std::function<uint32_t(plan::Attach attach, const std::string& target)> vmlinux_attach_id;
+  /// The traced process (-p, or -c's command, started and waiting): where a watchpoint on a
+  /// user-space address is opened.
+  pid_t process = 0;
   /// The front end's live sites, for an object compiled with LowerOptions::live_sites: a
   /// program whose place has a site with a free slot takes it, and attaches nothing; one
   /// whose place has none attaches a site and hands it to `sites`.

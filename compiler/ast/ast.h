@@ -293,6 +293,19 @@ struct IntervalTarget {
   uint64_t period_ns;
 };
 
+/// `watchpoint:0x404038:8:w`, `watchpoint:kaddr("jiffies"):8:rw`: a hardware breakpoint on
+/// `length` bytes at an address (a number, or a kernel symbol's), firing as they are read
+/// (`r`), written (`w`) or run (`x`).
+struct WatchpointTarget {
+  uint64_t address = 0;
+  std::string symbol;  // `kaddr("sym")`'s name, else empty
+  SourceRange address_range;
+  uint64_t length = 0;
+  SourceRange length_range;
+  std::string mode;
+  SourceRange mode_range;
+};
+
 /// `begin`, `end`: once, as the session starts (its probes attached) and as it ends.
 struct SessionTarget {
   bool at_end = false;
@@ -320,7 +333,7 @@ struct Target {
 
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
                                UsdtTarget, PacketTarget, IntervalTarget, ProfileTarget,
-                               PerfEventTarget, SessionTarget>;
+                               PerfEventTarget, SessionTarget, WatchpointTarget>;
   Variant kind;
   SourceRange range;
 };

@@ -229,6 +229,10 @@ class Dumper : public ExprVisitor<Dumper> {
   void target(const IntervalTarget& t) { line(fmt::format("interval {}ns", t.period_ns)); }
   void target(const ProfileTarget& t) { line(fmt::format("profile {}hz", t.frequency_hz)); }
   void target(const SessionTarget& t) { line(t.at_end ? "end" : "begin"); }
+  void target(const WatchpointTarget& t) {
+    std::string at = t.symbol.empty() ? fmt::format("0x{:x}", t.address) : fmt::format("kaddr(\"{}\")", t.symbol);
+    line(fmt::format("watchpoint:{}:{}:{}", at, t.length, t.mode));
+  }
   void target(const PerfEventTarget& t) {
     line(fmt::format("{}:{}{}", t.hardware ? "hardware" : "software", t.event,
                      t.frequency_hz ? fmt::format(":{}hz", t.frequency_hz)

@@ -165,6 +165,15 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
     lowerPerfEvent(p, {i->period_ns, 0, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, false});
   } else if (const auto* pr = std::get_if<ast::ProfileTarget>(&ast_target.kind)) {
     lowerPerfEvent(p, {0, pr->frequency_hz, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, true});
+  } else if (std::holds_alternative<ast::WatchpointTarget>(ast_target.kind)) {
+    // Every access: a period of 1; a kernel address on every CPU, a user one in the traced
+    // process (the loader's).
+    const sema::ResolvedTarget::Watch& w = *target.watch;
+    PerfSampling sampling{1, 0, PERF_TYPE_BREAKPOINT, 0, w.address >= kKernelAddresses};
+    sampling.bp_addr = w.address;
+    sampling.bp_len = w.length;
+    sampling.bp_type = w.type;
+    lowerPerfEvent(p, sampling);
   } else if (std::holds_alternative<ast::PerfEventTarget>(ast_target.kind)) {
     lowerPerfEvent(p, {target.perf_period, target.perf_frequency_hz, target.perf_event->type,
                        target.perf_event->config, true});
@@ -649,6 +658,9 @@ void ProbePlanner::lowerPerfEvent(const ProbeUnit& p, const PerfSampling& sampli
   s.perf_type = sampling.type;
   s.perf_config = sampling.config;
   s.every_cpu = sampling.every_cpu;
+  s.bp_addr = sampling.bp_addr;
+  s.bp_len = sampling.bp_len;
+  s.bp_type = sampling.bp_type;
   emitter_.emitMain(p, s);
 }
 

@@ -62,7 +62,13 @@ class ProbePlanner {
     uint32_t type;
     uint64_t config;
     bool every_cpu;
+    uint64_t bp_addr = 0;  // a watchpoint's (PERF_TYPE_BREAKPOINT)
+    uint32_t bp_len = 0;
+    uint32_t bp_type = 0;
   };
+  /// Where x86-64's kernel half of the address space begins (a watchpoint there is the
+  /// kernel's, on every CPU).
+  static constexpr uint64_t kKernelAddresses = 0xffff800000000000ull;
   void lowerPerfEvent(const ProbeUnit& p, const PerfSampling& sampling);
   /// The query's stash (one per query, made on first use), keyed by (thread, site).
   llvm::GlobalVariable* stashFor(const sema::ResolvedQuery& query, uint32_t args);

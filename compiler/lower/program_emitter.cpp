@@ -68,6 +68,9 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.perf_config = site.perf_config;
   planned.every_cpu = site.every_cpu;
   planned.uprobe_offset = site.uprobe_offset;
+  planned.bp_addr = site.bp_addr;
+  planned.bp_len = site.bp_len;
+  planned.bp_type = site.bp_type;
   planned.ref_ctr_offset = site.ref_ctr_offset;
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);

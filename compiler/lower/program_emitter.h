@@ -44,6 +44,10 @@ struct ProgramSite {
   uint32_t perf_type = 1;
   uint64_t perf_config = 0;
   bool every_cpu = false;
+  /// Watchpoints: see plan::PlannedProgram.
+  uint64_t bp_addr = 0;
+  uint32_t bp_len = 0;
+  uint32_t bp_type = 0;
   /// Uprobe: see plan::PlannedProgram.
   uint64_t uprobe_offset = 0;
   uint64_t ref_ctr_offset = 0;

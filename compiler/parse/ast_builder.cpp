@@ -284,6 +284,29 @@ class Builder {
       out.kind = std::move(packet);
     } else if (auto* t = dynamic_cast<P::IntervalTargetContext*>(ctx)) {
       out.kind = IntervalTarget{unitNumber(t->NUMBER(), NumberUnit::Nanoseconds, "interval")};
+    } else if (auto* t = dynamic_cast<P::WatchpointTargetContext*>(ctx)) {
+      // WATCHPOINT (NUMBER | IDENT '(' STRING ')') ':' NUMBER ':' IDENT
+      WatchpointTarget w;
+      std::vector<antlr4::tree::TerminalNode*> numbers = t->NUMBER();
+      size_t next = 0;
+      if (t->STRING()) {
+        if (t->IDENT(0)->getText() != "kaddr") {
+          diags_.report(DiagKind::UnexpectedToken, range(t->IDENT(0)),
+                        fmt::format("a watchpoint's address is a number or `kaddr(\"symbol\")`, not `{}(...)`",
+                                    t->IDENT(0)->getText()));
+        }
+        w.symbol = decodeString(text(t->STRING())).value;
+        w.address_range = source_.range(t->IDENT(0)->getSymbol(), t->RPAREN()->getSymbol());
+      } else {
+        w.address = unitNumber(numbers[next], NumberUnit::None, "watchpoint");
+        w.address_range = range(numbers[next++]);
+      }
+      w.length = unitNumber(numbers[next], NumberUnit::None, "watchpoint");
+      w.length_range = range(numbers[next]);
+      antlr4::tree::TerminalNode* mode = t->IDENT(t->STRING() ? 1 : 0);
+      w.mode = mode->getText();
+      w.mode_range = range(mode);
+      out.kind = std::move(w);
     } else if (auto* t = dynamic_cast<P::SessionTargetContext*>(ctx)) {
       // (SESSION_BEGIN | SESSION_END)
       out.kind = SessionTarget{t->SESSION_END() != nullptr};

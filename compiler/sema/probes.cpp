@@ -581,6 +581,67 @@ std::optional<ResolvedTarget> resolveUsdt(Context& ctx, const ast::UsdtTarget& t
   return out;
 }
 
+/// `watchpoint:ADDR:LEN:MODE`: a hardware breakpoint (linux/hw_breakpoint.h's kinds).
+std::optional<ResolvedTarget> resolveWatchpoint(Context& ctx, const ast::WatchpointTarget& t) {
+  constexpr uint32_t kRead = 1, kWrite = 2, kExecute = 4;
+  ResolvedTarget::Watch watch;
+  watch.address = t.address;
+  if (!t.symbol.empty()) {
+    Result<std::optional<uint64_t>> address = ctx.kernel.symbolAddress(t.symbol);
+    if (!address) {
+      ctx.diags.report(DiagKind::NotAvailableHere, t.address_range,
+                       fmt::format("cannot find kernel symbols here: {}", address.error().message))
+          .note("kq reads symbol addresses from /proc/kallsyms, as root");
+      return std::nullopt;
+    }
+    if (!*address) {
+      Diagnostic& diag = ctx.diags.report(DiagKind::UnknownSymbol, t.address_range,
+                                          fmt::format("the kernel has no symbol `{}`", t.symbol));
+      if (auto close = closestName(t.symbol, ctx.kernel.symbolNames())) diag.note(fmt::format("did you mean `{}`?", *close));
+      return std::nullopt;
+    }
+    watch.address = **address;
+  }
+  for (char c : t.mode) {
+    uint32_t bit = c == 'r' ? kRead : c == 'w' ? kWrite : c == 'x' ? kExecute : 0;
+    if (!bit || (watch.type & bit)) {
+      ctx.diags.report(DiagKind::ValueOutOfRange, t.mode_range,
+                       fmt::format("a watchpoint fires on `r` (reads), `w` (writes), `rw` or `x` (runs), not `{}`", t.mode));
+      return std::nullopt;
+    }
+    watch.type |= bit;
+  }
+  if ((watch.type & kExecute) && watch.type != kExecute) {
+    ctx.diags.report(DiagKind::ValueOutOfRange, t.mode_range,
+                     fmt::format("`x` watches an instruction, and cannot be combined with `r` or `w`: `{}`", t.mode));
+    return std::nullopt;
+  }
+  if (watch.type == kRead) watch.type = kRead | kWrite;  // x86 has no read-only breakpoints (bpftrace's `r` too)
+  if (t.length != 1 && t.length != 2 && t.length != 4 && t.length != 8) {
+    ctx.diags.report(DiagKind::ValueOutOfRange, t.length_range,
+                     fmt::format("a watchpoint covers 1, 2, 4 or 8 bytes, not {}", t.length));
+    return std::nullopt;
+  }
+  if (watch.type == kExecute && t.length != 8) {
+    ctx.diags.report(DiagKind::ValueOutOfRange, t.length_range, "an `x` watchpoint covers 8 bytes (a long)");
+    return std::nullopt;
+  }
+  if (watch.address % t.length != 0) {
+    ctx.diags.report(DiagKind::ValueOutOfRange, t.address_range,
+                     fmt::format("a watchpoint of {} bytes needs an address aligned to {}, not 0x{:x}", t.length,
+                                 t.length, watch.address));
+    return std::nullopt;
+  }
+  watch.length = static_cast<uint32_t>(t.length);
+  ResolvedTarget out;
+  out.attach = {{AttachKind::PerfEvent, Known::Yes, ""}};
+  out.watch = watch;
+  out.description = fmt::format("watchpoint:{}:{}:{}", t.symbol.empty() ? fmt::format("0x{:x}", t.address)
+                                                                        : fmt::format("kaddr(\"{}\")", t.symbol),
+                                t.length, t.mode);
+  return out;
+}
+
 /// `software:page-faults:100`: the event by its name or alias; the period given, or the
 /// event's own.
 std::optional<ResolvedTarget> resolvePerfEvent(Context& ctx, const ast::PerfEventTarget& t) {
@@ -649,6 +710,8 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out->description = fmt::format("profile {}hz", t->frequency_hz);
   } else if (const auto* t = std::get_if<ast::PerfEventTarget>(&target.kind)) {
     out = resolvePerfEvent(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::WatchpointTarget>(&target.kind)) {
+    out = resolveWatchpoint(ctx, *t);
   } else if (const auto* t = std::get_if<ast::SessionTarget>(&target.kind)) {
     out.emplace();
     out->attach = {{t->at_end ? AttachKind::End : AttachKind::Begin, Known::Yes, ""}};

@@ -75,6 +75,13 @@ struct ResolvedTarget {
   /// `software:`/`hardware:`: the event (host/perf_events.h) and how often the program
   /// runs: every `perf_period` events, or `perf_frequency_hz` times a second.
   const host::PerfEventKind* perf_event = nullptr;
+  /// `watchpoint:`: the breakpoint's address, bytes and kind (HW_BREAKPOINT_R, _W, _RW, _X).
+  struct Watch {
+    uint64_t address = 0;
+    uint32_t length = 0;
+    uint32_t type = 0;
+  };
+  std::optional<Watch> watch;
   uint64_t perf_period = 0;
   uint64_t perf_frequency_hz = 0;
   std::vector<std::string> symbols;                // uprobe symbols matched

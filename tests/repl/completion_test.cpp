@@ -49,7 +49,7 @@ TEST_F(CompletionTest, KernelFunctionsAfterTrace) {
   // Nothing typed: the kinds of probe, not every function.
   EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "packet", "profile", "rawtracepoint:",
                                                 "software:", "syscall:", "tracepoint:", "uprobe:",
-                                                "uretprobe:", "usdt:"));
+                                                "uretprobe:", "usdt:", "watchpoint:"));
   EXPECT_THAT(candidates("trace tr"), ElementsAre("tracepoint:"));
   // Functions that cannot be traced are not offered.
   EXPECT_THAT(candidates("trace inlined"), ElementsAre());

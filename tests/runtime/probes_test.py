@@ -170,6 +170,52 @@ def json_rows(out):
     return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"summary"' not in line]
 
 
+# Adds 0..4 to a global, so 5 writes and 5 reads, then reads it once more.
+WATCHED = harness.write_file(WORKDIR, "watched.c", r"""
+#include <stdio.h>
+volatile long watched = 1;
+long other = 0;
+int main(void) { for (int i = 0; i < 5; i++) watched += i; other = watched; printf("%ld\n", other); return 0; }
+""")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class Watchpoints(harness.KqTestCase):
+
+    def counts(self, mode):
+        binary = os.path.join(WORKDIR, "watched")
+        subprocess.run(["gcc", "-O1", "-no-pie", "-o", binary, WATCHED], check=True)
+        address = subprocess.run(["sh", "-c", f"nm {binary} | awk '/ watched$/ {{print $1}}'"],
+                                 capture_output=True, text=True).stdout.strip()
+        status, out, err = kq("-f", "json", f"trace watchpoint:0x{address}:8:{mode} group by comm select count()",
+                              "-c", binary)
+        if status != 0 and "perf event" in err:
+            self.skipTest(f"this machine has no hardware breakpoints: {err.strip()}")
+        self.assertEqual(status, 0, err)
+        [table] = [json.loads(line) for line in out.splitlines() if '"rows"' in line]
+        return {r["comm"]: r["count()"] for r in table["rows"]}
+
+    def test_writes_of_a_global(self):
+        self.assertEqual(self.counts("w"), {"watched": 5})
+
+    def test_reads_and_writes(self):
+        self.assertEqual(self.counts("rw"), {"watched": 11})
+
+    def test_a_user_address_needs_a_process(self):
+        status, out, err = kq("trace watchpoint:0x404028:8:w")
+        self.assertEqual(status, 1, out)
+        self.assertIn("name the process with -p PID", err)
+
+    def test_bad_watchpoints_are_located_errors(self):
+        for query, message in [("trace watchpoint:0x404028:3:w", "covers 1, 2, 4 or 8 bytes"),
+                               ("trace watchpoint:0x404028:8:q", "not `q`"),
+                               ("trace watchpoint:0x404029:8:w", "aligned to 8"),
+                               ("trace watchpoint:kaddr(\"kq_no_symbol\"):8:w", "no symbol `kq_no_symbol`")]:
+            status, out, err = kq("check", "-e", query)
+            self.assertEqual(status, 1, query)
+            self.assertIn(message, err, query)
+
+
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
 class ShortBinaryNames(harness.KqTestCase):
 
