@@ -48,6 +48,8 @@ PROFILE : 'profile' ;
 // `trace begin`, `trace end`: once as the session starts and as it ends.
 SESSION_BEGIN : 'begin' ;
 SESSION_END : 'end' ;
+// `join ... as NAME optional`: a row even where the join finds nothing.
+OPTIONAL : 'optional' ;
 TRACEPOINT : 'tracepoint' ;
 SYSCALL : 'syscall' ;
 

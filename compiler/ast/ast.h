@@ -374,6 +374,9 @@ struct Join {
   ExprPtr on;
   std::optional<NumberClause> within;
   SourceRange range;
+  /// `optional`: the query's event makes a row even when no joined event waits (an outer
+  /// join); what it would have kept is then zero (`NAME.time` is 0).
+  bool optional = false;
 };
 
 struct Clauses {

@@ -254,8 +254,9 @@ class Dumper : public ExprVisitor<Dumper> {
 
   void clauses(const Clauses& c) {
     for (const Join& join : c.joins) {
-      line(join.within ? fmt::format("join as {} within {}ns", join.name, join.within->value)
-                       : "join as " + join.name);
+      std::string optional = join.optional ? " optional" : "";
+      line(join.within ? fmt::format("join as {}{} within {}ns", join.name, optional, join.within->value)
+                       : "join as " + join.name + optional);
       Nest nest(*this);
       probe(join.source);
       if (join.where) expr("where", *join.where);

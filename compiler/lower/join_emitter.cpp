@@ -118,16 +118,26 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
   for (size_t j = 0; j < p.joins.size(); ++j) {
     const JoinTable& table = *p.joins[j];
     llvm::Value* key = joinKey(program, lower, table, false);
+    bool optional = table.join->join->optional;
+    // A copy: once the entry is deleted, another CPU may reuse its memory. An optional
+    // join's is zeros where nothing was found, and the row goes on.
+    llvm::Value* copy = program.frame.allocate(table.value.bytes);
+    llvm::Value* was_found = optional ? program.frame.allocate(8) : nullptr;
+    auto* joined = optional ? llvm::BasicBlock::Create(b.getContext(), "join_done", program.fn) : program.bail;
+    if (optional) {
+      for (uint32_t i = 0; i < table.value.bytes; i += 8) {
+        b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(i)), /*isVolatile=*/true);
+      }
+      b.CreateStore(b.getInt64(0), was_found);
+    }
     llvm::Value* entry = emitter.mapLookup(program, table.map, key);
     auto* found = llvm::BasicBlock::Create(b.getContext(), "join_found", program.fn);
     auto* missing = llvm::BasicBlock::Create(b.getContext(), "join_missing", program.fn);
     b.CreateCondBr(b.CreateIsNotNull(entry), found, missing);
     b.SetInsertPoint(missing);
     count(emitter, program, table, plan::JoinCount::Unmatched);
-    b.CreateBr(program.bail);
+    b.CreateBr(joined);
     b.SetInsertPoint(found);
-    // A copy: once the entry is deleted, another CPU may reuse its memory.
-    llvm::Value* copy = program.frame.allocate(table.value.bytes);
     if (table.value.bytes <= kCopyInlineBytes) {
       for (uint32_t i = 0; i < table.value.bytes; i += 8) {
         llvm::Value* word = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), entry, b.getInt64(i)));
@@ -148,14 +158,25 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
       b.SetInsertPoint(expired);
       module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {table.map, key});
       count(emitter, program, table, plan::JoinCount::Expired);
-      b.CreateBr(program.bail);
+      if (optional) {
+        // What was copied is too old: zeros again, as where nothing was found.
+        for (uint32_t i = 0; i < table.value.bytes; i += 8) {
+          b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(i)), /*isVolatile=*/true);
+        }
+      }
+      b.CreateBr(joined);
       b.SetInsertPoint(recent);
+    }
+    if (optional) {
+      b.CreateStore(b.getInt64(1), was_found);
+      b.CreateBr(joined);
+      b.SetInsertPoint(joined);
     }
     for (const Field& f : table.value.fields) {
       args.joined[j].push_back({b.CreateGEP(b.getInt8Ty(), copy, b.getInt64(f.layout.offset)),
                                 f.layout.size});
     }
-    matches.push_back({&table, key});
+    matches.push_back({&table, key, was_found});
   }
   return matches;
 }
@@ -163,8 +184,20 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
 void emitJoinConsume(ProgramEmitter& emitter, Program& program, const std::vector<JoinMatch>& matches) {
   llvm::IRBuilder<>& b = program.b;
   for (const JoinMatch& m : matches) {
+    llvm::BasicBlock* next = nullptr;
+    if (m.found) {
+      // An optional join's event, where there was one.
+      auto* take = llvm::BasicBlock::Create(b.getContext(), "join_take", program.fn);
+      next = llvm::BasicBlock::Create(b.getContext(), "join_taken", program.fn);
+      b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), m.found), b.getInt64(0)), take, next);
+      b.SetInsertPoint(take);
+    }
     emitter.object().module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {m.table->map, m.key});
     count(emitter, program, *m.table, plan::JoinCount::Matched);
+    if (next) {
+      b.CreateBr(next);
+      b.SetInsertPoint(next);
+    }
   }
 }
 

@@ -198,6 +198,8 @@ void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower
 struct JoinMatch {
   const JoinTable* table = nullptr;
   llvm::Value* key = nullptr;
+  /// An optional join: a stack word, 1 where its event was found (0: nothing to take out).
+  llvm::Value* found = nullptr;
 };
 /// In a program of a query with joins: finds each join's waiting event by this event's key
 /// (ending the program when one is missing, or too old: then it is taken out), copies what

@@ -186,6 +186,7 @@ class Builder {
              std::nullopt, range(ctx)};
     if (ctx->WHERE()) out.where = expr(ctx->expr(0));
     out.on = expr(ctx->expr(ctx->WHERE() ? 1 : 0));
+    out.optional = ctx->OPTIONAL() != nullptr;
     if (ctx->WITHIN()) {
       out.within = numberClause(ctx->NUMBER(), NumberUnit::Nanoseconds, "within", range(ctx));
     }

@@ -106,6 +106,32 @@ server.close()
             self.assertEqual(sorted(tuple(map(int, r)) for r in rows), sorted(expected), output[-3000:])
         self.compare(bt, check)
 
+    def test_tcplife_a_connection_reset_by_its_server(self):
+        # The accepted side is reset (SO_LINGER 0): never in SYN_SENT, FIN_WAIT1 or LAST_ACK,
+        # it is owned by the task that frees it (the optional owner join found nothing).
+        path = workload("kqex-tcpreset", """
+import struct
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+client = socket.create_connection(listener.getsockname())
+server, _ = listener.accept()
+report(pid=os.getpid(), server=listener.getsockname()[1], client=client.getsockname()[1])
+server.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+server.close()
+time.sleep(0.1)
+try:
+    client.recv(10)
+except ConnectionResetError:
+    pass
+client.close()
+""")
+        events = traced("tcplife", path)
+        f = facts(path)
+        ports = sorted(int(e["laddr_lport"].rsplit(":", 1)[1]) for e in events if e["owner_pid"] == f["pid"])
+        self.assertEqual(ports, sorted([f["server"], f["client"]]), events)
+        self.assertEqual({e["owner_comm"] for e in events if e["owner_pid"] == f["pid"]}, {"kqex-tcpreset"}, events)
+
     def syn_dropped(self):
         """A connect in a network namespace of its own, whose loopback drops every packet (a
         token bucket smaller than a packet): it sends its SYN (dropped), retransmits it after
