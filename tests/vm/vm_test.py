@@ -478,7 +478,7 @@ class KernelFunctionExamples(unittest.TestCase):
     def test_vfsstat(self):
         self.assert_dd(self.calls("vfsstat"))
 
-    def test_undump_prints_each_message_whole(self):
+    def test_undump(self):
         # A short and a long message over a Unix stream socket: each read shows exactly its
         # bytes (a length known only as the event happens), through fentry and kprobes.
         pair = ("import socket; a, b = socket.socketpair(); "
