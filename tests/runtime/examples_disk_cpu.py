@@ -4,8 +4,8 @@ import re
 import subprocess
 import time
 
-from examples_support import (PYTHON, WORKDIR, ExampleTestCase, bpftrace_histograms, bpftrace_rows, traced,
-                              workload)
+from examples_support import (PYTHON, WORKDIR, ExampleTestCase, bpftrace_histograms, bpftrace_rows, facts,
+                              run_kq, traced, workload)
 
 
 class DiskAndCpuExamples(ExampleTestCase):
@@ -128,6 +128,34 @@ os.waitpid(sleeper, 0)
         self.assertGreaterEqual(longest(preempted), 131072, preempted)  # the spinner: ~250 ms
         self.assertGreaterEqual(sum(b["count"] for b in created), 2, created)  # two forks, at least
         self.not_comparable("runqlat", "it sums every run queue wait of the machine in one histogram")
+
+    def test_cpuwalk(self):
+        # A process spinning for a second on one CPU: about 99 samples, all of that CPU.
+        path = workload("kqex-cpuwalk", """
+cpu = max(os.sched_getaffinity(0))
+os.sched_setaffinity(0, {cpu})
+report(cpu=cpu)
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    pass
+""")
+        (table,) = traced("cpuwalk", path)
+        samples = {b["lo"]: b["count"] for b in table["rows"][0]["cpu"] if b["count"]}
+        # The start, before the workload pins itself, may be sampled elsewhere.
+        cpu = facts(path)["cpu"]
+        self.assertIn(samples.get(cpu, 0), range(30, 140), samples)  # fewer when others share it
+        self.assertGreaterEqual(samples.get(cpu, 0), 0.8 * sum(samples.values()), samples)
+        self.not_comparable("cpuwalk", "it samples every process of the machine")
+
+    def test_loads(self):
+        # The three load averages of /proc/loadavg, once a second, after the header line.
+        events = run_kq("loads", "-d", "2500ms")
+        lines = [e["loads"] for e in events if "loads" in e]
+        self.assertEqual(lines[0], "Reading load averages... Hit Ctrl-C to end.")
+        self.assertIn(len(lines), (2, 3, 4), lines)  # an interval's first tick is a second after the start
+        for line in lines[1:]:
+            self.assertRegex(line, r"^load averages: \d+\.\d\d \d+\.\d\d \d+\.\d\d ")
+        self.not_comparable("loads", "its values are the whole machine's")
 
     def test_runqlen(self):
         # Three processes spinning for a second on one CPU: whichever runs has (at least) two
