@@ -225,6 +225,63 @@ subprocess.run(["/bin/echo", {long_arg!r}, "after"], stdout=subprocess.DEVNULL, 
         self.assertEqual([e["args"] for e in events if e["comm"] == "kqex-execlong"],
                          [f"/bin/echo {long_arg} after"])
 
+    def tls_exchange(self, comm):
+        """A workload that makes a TLS connection to itself over loopback (a key and
+        certificate made by openssl for the test), the client writing `hello` and the server
+        answering it upper-cased: two handshakes, two writes, two reads."""
+        if shutil.which("openssl") is None:
+            self.skipTest("`openssl` is not installed; the workload needs a certificate")
+        key, cert = os.path.join(WORKDIR, "tls-key.pem"), os.path.join(WORKDIR, "tls-cert.pem")
+        if not os.path.exists(cert):
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                            "-keyout", key, "-out", cert, "-days", "1"], check=True, capture_output=True)
+        return workload(comm, f"""
+import ssl, threading
+server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+server_ctx.load_cert_chain({cert!r}, {key!r})
+client_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+client_ctx.check_hostname = False
+client_ctx.verify_mode = ssl.CERT_NONE
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+def serve():
+    conn, _ = listener.accept()
+    with server_ctx.wrap_socket(conn, server_side=True) as s:
+        s.sendall(s.recv(100).upper())
+t = threading.Thread(target=serve)
+t.start()
+with client_ctx.wrap_socket(socket.create_connection(listener.getsockname())) as c:
+    c.sendall(b"hello")
+    assert c.recv(100) == b"HELLO"
+t.join()
+""")
+
+    def test_sslsnoop(self):
+        path = self.tls_exchange("kqex-sslsnoop")
+        bt = self.bpftrace("sslsnoop")
+        events = traced("sslsnoop", path)
+        calls = sorted((e["func"], e["ret"]) for e in events)
+        # Python calls OpenSSL 3's SSL_read_ex and SSL_write_ex, each returning 1.
+        self.assertEqual(calls, [("SSL_do_handshake", 1)] * 2 + [("SSL_read_ex", 1)] * 2 + [("SSL_write_ex", 1)] * 2,
+                         events)
+        self.assertEqual(len({e["tid"] for e in events}), 2, events)  # the client's thread and the server's
+
+        def check(output):
+            rows = bpftrace_rows(output, r"\d+\s+\d+\s+kqex-ss\S*\s+\d+\s+(-?\d+)\s+(\S+)$")
+            self.assertEqual(sorted((f, int(r)) for r, f in rows if f == "SSL_do_handshake"),
+                             [("SSL_do_handshake", 1)] * 2, output[-3000:])
+        self.compare(bt, check)
+
+    def test_ssllatency(self):
+        path = self.tls_exchange("kqex-ssllat")
+        (table,) = traced("ssllatency", path)
+        counts = {(r["func"], r["(s8)return >= 1"]): r["count()"] for r in table["rows"]}
+        self.assertEqual(counts, {("SSL_do_handshake", True): 2, ("SSL_read_ex", True): 2, ("SSL_write_ex", True): 2})
+        for r in table["rows"]:
+            self.assertEqual(sum(b["count"] for b in r["usecs"]), r["count()"], r)
+        self.not_comparable("ssllatency", "Python calls SSL_read_ex and SSL_write_ex, which the tool does not trace")
+
     def test_capable(self):
         target = os.path.join(WORKDIR, "owned")
         path = workload("kqex-capable", f"""
