@@ -70,6 +70,13 @@ JoinTable makeJoinTable(ObjectBuilder& object, const sema::ResolvedJoin& join, u
   return table;
 }
 
+JoinTable feederTable(const JoinTable& first, const sema::ResolvedJoin& join) {
+  JoinTable table = first;
+  table.join = &join;
+  table.feeder = true;
+  return table;
+}
+
 void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
                   const JoinTable& table) {
   llvm::IRBuilder<>& b = program.b;
@@ -117,6 +124,7 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
   args.joined.assign(p.joins.size(), {});
   for (size_t j = 0; j < p.joins.size(); ++j) {
     const JoinTable& table = *p.joins[j];
+    if (table.feeder) continue;  // its events are looked up as the first source's
     llvm::Value* key = joinKey(program, lower, table, false);
     bool optional = table.join->join->optional;
     // A copy: once the entry is deleted, another CPU may reuse its memory. An optional

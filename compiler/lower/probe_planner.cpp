@@ -105,7 +105,10 @@ void ProbePlanner::lowerQuery(const sema::ResolvedQuery& query, uint32_t query_n
   LayoutOptions options{object_.options().string_bytes, object_.options().dump_bytes, false,
                         &query.joins};
   for (const sema::ResolvedJoin& join : query.joins) {
-    join_tables_.push_back(std::make_unique<JoinTable>(makeJoinTable(object_, join, query_number, options)));
+    // Another source of a join: its events go into that join's map, laid out as there.
+    JoinTable table = join.feeds ? feederTable(*joins[*join.feeds], join)
+                                 : makeJoinTable(object_, join, query_number, options);
+    join_tables_.push_back(std::make_unique<JoinTable>(std::move(table)));
     joins.push_back(join_tables_.back().get());
   }
   for (size_t j = 0; j < query.joins.size(); ++j) {

@@ -62,6 +62,9 @@ struct ProgramSite {
 /// A join's map and what it keeps (join_emitter.cpp).
 struct JoinTable {
   const sema::ResolvedJoin* join = nullptr;
+  /// Another source of an earlier join (sema::ResolvedJoin::feeds): the query looks up only
+  /// that join, whose map, counters and layout this one shares.
+  bool feeder = false;
   uint32_t counters = 0;  // its first counter (plan::PlannedJoin)
   llvm::GlobalVariable* map = nullptr;
   uint32_t key_bytes = 0;
@@ -195,6 +198,10 @@ JoinTable makeJoinTable(ObjectBuilder& object, const sema::ResolvedJoin& join, u
 void emitJoinKeep(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
                   const JoinTable& table);
 /// A join's waiting event an event of the query found, and the key it is kept under.
+/// A join's other source (`join A as q ... join B as q`): `first`'s map, counters and
+/// layout, with `join`'s keys and values.
+JoinTable feederTable(const JoinTable& first, const sema::ResolvedJoin& join);
+
 struct JoinMatch {
   const JoinTable* table = nullptr;
   llvm::Value* key = nullptr;

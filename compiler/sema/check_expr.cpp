@@ -193,6 +193,7 @@ void checkQueries(Context& ctx, Program& program) {
         }
       }
     }
+    checkJoinFeeders(ctx, query);
   }
 }
 

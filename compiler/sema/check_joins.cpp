@@ -260,11 +260,19 @@ void checkJoins(Context& ctx, ResolvedQuery& query) {
   for (size_t j = 0; j < query.joins.size(); ++j) {
     ResolvedJoin& join = query.joins[j];
     const ast::Join& decl = *join.join;
-    for (size_t k = 0; k < j; ++k) {
+    // A second join of a name is another source of the first: its events wait in the
+    // first's map (`within` and `optional` are the first's to say).
+    for (size_t k = 0; k < j && !join.feeds; ++k) {
       if (query.joins[k].join->name != decl.name) continue;
-      ctx.diags.report(DiagKind::DuplicateDeclaration, decl.name_range,
-                       fmt::format("the query already has a join named `{}`", decl.name))
-          .note(query.joins[k].join->name_range, "the first is here");
+      join.feeds = static_cast<uint32_t>(k);
+      if (decl.within || decl.optional) {
+        ctx.diags
+            .report(DiagKind::JoinMisuse, decl.name_range,
+                    fmt::format("`{}` is another source of the join named `{}` first: `within` and "
+                                "`optional` go on that one",
+                                decl.name, decl.name))
+            .note(query.joins[k].join->name_range, "the first is here");
+      }
     }
     if (join.probe.chain.empty()) continue;
     // Captures name the source's arguments, as in the query's own probes.
@@ -338,6 +346,45 @@ void checkJoinKeys(Context& ctx, ResolvedQuery& query, ResolvedProbe& probe) {
                   "same thing");
       }
     }
+  }
+}
+
+void checkJoinFeeders(Context& ctx, ResolvedQuery& query) {
+  for (ResolvedJoin& feeder : query.joins) {
+    if (!feeder.feeds || feeder.probe.chain.empty()) continue;
+    const ResolvedJoin& first = query.joins[*feeder.feeds];
+    if (first.probe.chain.empty()) continue;
+    // The same key of the query's, in the same order: one lookup finds either source's.
+    bool same_keys = feeder.keys.size() == first.keys.size();
+    for (size_t k = 0; same_keys && k < feeder.keys.size(); ++k) {
+      same_keys = ast::sameExpr(*feeder.keys[k].main, *first.keys[k].main);
+    }
+    if (!same_keys) {
+      ctx.diags
+          .report(DiagKind::JoinKeyMismatch, feeder.join->on->range,
+                  fmt::format("every source of `{}` is looked up by the same value of the query's: "
+                              "this `on` differs from the first's",
+                              feeder.join->name))
+          .note(first.join->on->range, "the first source's `on`");
+      continue;
+    }
+    // What the query reads through `NAME.`, as this source sees it.
+    ExprChecker checker(ctx, joinScope(feeder), feeder.probe.exprs);
+    for (const ast::Expr* e : first.stored) {
+      const Type* mine = checker.check(*e);
+      const Type* theirs = first.probe.exprs.at(e).type;
+      if (mine->isError() || theirs->isError()) continue;
+      bool text = [](const Type* t) { return t->kind == TypeKind::String || t->kind == TypeKind::Array; }(mine);
+      bool their_text = theirs->kind == TypeKind::String || theirs->kind == TypeKind::Array;
+      if (!storable(mine) || text != their_text) {
+        ctx.diags.report(DiagKind::JoinMisuse, e->range,
+                         fmt::format("this is a `{}` in {} but a `{}` in {}, the first source of `{}`",
+                                     mine->spelling, feeder.probe.chain.back().description,
+                                     theirs->spelling, first.probe.chain.back().description,
+                                     feeder.join->name));
+      }
+    }
+    feeder.stored = first.stored;
   }
 }
 

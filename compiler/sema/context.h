@@ -103,6 +103,10 @@ void checkJoins(Context& ctx, ResolvedQuery& query);
 /// Type-checks the query's side of each join's `on` in one of its probes.
 void checkJoinKeys(Context& ctx, ResolvedQuery& query, ResolvedProbe& probe);
 
+/// Once the query's expressions are checked (each join's `stored` is whole): each join that
+/// feeds another, checked to keep the same values under the same query key.
+void checkJoinFeeders(Context& ctx, ResolvedQuery& query);
+
 /// The script's `config` settings, into `program.config` (config.cpp).
 void readConfig(Context& ctx, Program& program);
 

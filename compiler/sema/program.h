@@ -237,6 +237,11 @@ struct ResolvedJoin {
   /// (the largest expressions of the query that read nothing else): slot i is stored[i].
   std::vector<const ast::Expr*> stored;
   uint64_t within_ns = 0;  // 0: no limit
+  /// Another source of an earlier join of the same name (`join A as q ... join B as q ...`,
+  /// as runqlat's wakeups and preemptions feed one wait): the number of that join, whose
+  /// map its events go into, keeping the same values (`stored` is that join's, evaluated in
+  /// this source's scope) under a key of its own `on` whose query side is the same.
+  std::optional<uint32_t> feeds;
 };
 
 struct ResolvedQuery {
