@@ -76,6 +76,29 @@ int listRawTracepoints(const std::string& pattern, const btf::Btf& btf, Io& io) 
   return count ? 0 : (io.err << fmt::format("kq: error: no raw tracepoint matches `{}`\n", pattern), 1);
 }
 
+/// `iter:*`: the kernel's BPF iterators (a `bpf_iter_NAME` function with its context
+/// struct), each with what an event sees.
+int listIterators(const std::string& pattern, const btf::Btf& btf, Io& io) {
+  std::string glob = pattern.substr(5);
+  size_t count = 0;
+  std::vector<std::string_view> names = btf.functionNames();
+  std::sort(names.begin(), names.end());
+  for (std::string_view f : names) {
+    constexpr std::string_view kPrefix = "bpf_iter_";
+    if (f.rfind(kPrefix, 0) != 0) continue;
+    std::string name(f.substr(kPrefix.size()));
+    if (!btf.findStruct("bpf_iter__" + name) || !btf::globMatch(glob, name)) continue;
+    auto fn = btf.findFunction(f);
+    std::string args;
+    for (size_t i = 1; fn && i < fn->params.size(); ++i) {
+      args += (args.empty() ? "" : ", ") + fn->params[i].type.declaration(fn->params[i].name);
+    }
+    io.out << fmt::format("iter:{}({})\n", name, args);
+    ++count;
+  }
+  return count ? 0 : (io.err << fmt::format("kq: error: no BPF iterator matches `{}`\n", pattern), 1);
+}
+
 /// Whether this machine opens `kind` (disabled, on CPU 0): a virtual machine often has no
 /// hardware counters.
 bool opensHere(const host::PerfEventKind& kind) {
@@ -200,6 +223,7 @@ int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
     return listRawTracepoints(pattern, *env.btf, io);
   }
   if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
+  if (pattern.rfind("iter:", 0) == 0) return listIterators(pattern, *env.btf, io);
   if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);
   return listFunctions(pattern, *env.btf, *env.kernel, io);
 }

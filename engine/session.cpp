@@ -336,6 +336,8 @@ SessionResult Session::run() {
   // `trace begin`: once every probe is attached (kq run has run it already where a command
   // waits for it: its records are in the ring).
   if (auto failed = object_.runOnce(plan::Attach::Begin)) sink_.onError(*failed);
+  // `iter:`: each object an event, now.
+  if (auto failed = object_.runOnce(plan::Attach::Iter)) sink_.onError(*failed);
   // A query that ended: its programs detached, its tables shown as at the end.
   auto endQuery = [&](uint32_t query) {
     object_.detach(query);

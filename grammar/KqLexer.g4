@@ -61,6 +61,8 @@ USDT : 'usdt' [ \t]* ':' -> pushMode(PATH_MODE) ;
 // `software:` and `hardware:` switch to a mode that reads the perf event's name, dashes and
 // all, with its period or frequency: `software:page-faults:100`, `hardware:cycles:99hz`.
 SOFTWARE : 'software' [ \t]* ':' -> pushMode(PERF_MODE) ;
+// `iter:task`, `iter:task_file`: a BPF iterator, run once.
+ITER : 'iter' [ \t]* ':' ;
 // `watchpoint:0x404038:8:w`, `watchpoint:kaddr("jiffies"):8:r`.
 WATCHPOINT : 'watchpoint' [ \t]* ':' ;
 HARDWARE : 'hardware' [ \t]* ':' -> pushMode(PERF_MODE) ;

@@ -108,6 +108,7 @@ target
   | (SESSION_BEGIN | SESSION_END)                     # sessionTarget
   | (SOFTWARE | HARDWARE) PERF_EVENT                  # perfEventTarget
   | WATCHPOINT (NUMBER | IDENT '(' STRING ')') ':' NUMBER ':' IDENT   # watchpointTarget
+  | ITER IDENT captureList?                           # iterTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget

@@ -33,6 +33,7 @@ enum class Feature : uint8_t {
   Uprobe,
   PerfEvent,       // CPU-clock perf events
   RunOnce,         // raw_tp programs run by BPF_PROG_TEST_RUN (`begin`, `end`)
+  Iter,            // BPF iterators (tracing programs of BPF_TRACE_ITER)
 };
 
 /// How a program attaches: one enumerator per line of plan/attach_kinds.def.

@@ -24,7 +24,7 @@ constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "inf
 constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
 constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "true", "false"};
 constexpr std::string_view kTargetWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "uprobe:",
-                                             "uretprobe:", "usdt:", "software:", "hardware:", "watchpoint:", "packet",
+                                             "uretprobe:", "usdt:", "software:", "hardware:", "watchpoint:", "iter:", "packet",
                                              "interval", "profile"};
 constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "rawtracepoint:", "syscall:",
                                            "usdt:"};

@@ -30,6 +30,7 @@ const char* featureName(plan::Feature feature) {
     case plan::Feature::Uprobe: return "uprobe";
     case plan::Feature::PerfEvent: return "perf_event";
     case plan::Feature::RunOnce: return "raw_tp test run";
+    case plan::Feature::Iter: return "BPF iterators";
   }
   return "?";
 }
@@ -37,7 +38,7 @@ const char* featureName(plan::Feature feature) {
 std::optional<std::string> WithoutAttach::missing(plan::Feature feature) {
   for (plan::Attach a : {plan::Attach::Fentry, plan::Attach::Fexit, plan::Attach::Kprobe, plan::Attach::Kretprobe,
                    plan::Attach::KprobeMulti, plan::Attach::KretprobeMulti, plan::Attach::TpBtf,
-                   plan::Attach::Tracepoint, plan::Attach::Uprobe, plan::Attach::Uretprobe, plan::Attach::PerfEvent, plan::Attach::Begin, plan::Attach::End}) {
+                   plan::Attach::Tracepoint, plan::Attach::Uprobe, plan::Attach::Uretprobe, plan::Attach::PerfEvent, plan::Attach::Begin, plan::Attach::End, plan::Attach::Iter}) {
     if (attach_ == plan::attachName(a) && plan::featureOf(a) == feature) {
       return std::string("failed on purpose (KQ_TEST_FAIL_ATTACH)");
     }
@@ -134,6 +135,7 @@ class RunningKernel : public KernelFeatures {
       case plan::Feature::Uprobe: return probeUprobe();
       case plan::Feature::PerfEvent: return probePerfEvent();
       case plan::Feature::RunOnce: return probeRunOnce();
+      case plan::Feature::Iter: return probeIter();
     }
     return std::nullopt;
   }
@@ -266,6 +268,17 @@ class RunningKernel : public KernelFeatures {
     }
     OwnedFd prog(loadProgram(BPF_PROG_TYPE_KPROBE, kAnyAttach, 0, kTrivial));
     if (prog.fd < 0) return refused("loading", "uprobe", prog.fd);
+    return std::nullopt;
+  }
+
+  /// `iter:`: a tracing program of BPF_TRACE_ITER on the task iterator.
+  std::optional<std::string> probeIter() {
+    const ::btf* btf = vmlinux();
+    if (!btf) return std::string("kq cannot read the kernel's BTF, which names the iterators");
+    int id = btf__find_by_name_kind(btf, "bpf_iter_task", BTF_KIND_FUNC);
+    if (id <= 0) return std::string("the kernel has no task iterator (bpf_iter_task, Linux 5.8)");
+    OwnedFd prog(loadProgram(BPF_PROG_TYPE_TRACING, BPF_TRACE_ITER, static_cast<uint32_t>(id), kTrivial));
+    if (prog.fd < 0) return refused("loading", "BPF iterator (tracing)", prog.fd);
     return std::nullopt;
   }
 

@@ -90,6 +90,9 @@ void LoadedObject::release(std::vector<Link> links) const {
 
 LoadedObject::~LoadedObject() {
   release(std::move(links_));
+  for (RunOnce& r : run_once_) {
+    if (r.link) bpf_link__destroy(r.link);
+  }
   if (object_) bpf_object__close(object_);
 }
 
@@ -121,7 +124,9 @@ void LoadedObject::detachAll() {
 
 bool LoadedObject::onlyBegins() const {
   return links_.empty() && !run_once_.empty() &&
-         std::all_of(run_once_.begin(), run_once_.end(), [](const RunOnce& r) { return r.attach == plan::Attach::Begin; });
+         std::all_of(run_once_.begin(), run_once_.end(), [](const RunOnce& r) {
+           return r.attach == plan::Attach::Begin || r.attach == plan::Attach::Iter;
+         });
 }
 
 std::optional<std::string> LoadedObject::runOnce(plan::Attach which) {
@@ -131,6 +136,19 @@ std::optional<std::string> LoadedObject::runOnce(plan::Attach which) {
     bool ended = !r.queries.empty() && std::all_of(r.queries.begin(), r.queries.end(),
                                                    [&](uint32_t q) { return ended_.count(q) != 0; });
     if (ended) continue;
+    if (which == plan::Attach::Iter) {
+      // Reading the iterator runs the program for each object; it prints nothing itself.
+      int fd = bpf_iter_create(r.fd);
+      if (fd < 0) return fmt::format("cannot start an iterator: {}", std::strerror(errno));
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) {
+      }
+      int err = errno;
+      close(fd);
+      if (n < 0) return fmt::format("reading an iterator failed: {}", std::strerror(err));
+      continue;
+    }
     LIBBPF_OPTS(bpf_test_run_opts, opts);
     if (bpf_prog_test_run_opts(r.fd, &opts) != 0) {
       return fmt::format("cannot run the `{}` program: {}", plan::attachName(which), std::strerror(errno));
@@ -437,6 +455,16 @@ class Loader {
         attachLive(loaded, prog, *p, live->second, refusal, failure);
       } else if (p->attach == plan::Attach::Begin || p->attach == plan::Attach::End) {
         loaded.run_once_.push_back({bpf_program__fd(prog), p->attach, linkQueries(*p)});
+      } else if (p->attach == plan::Attach::Iter) {
+        // Attached now, read once as the session starts (LoadedObject::runOnce).
+        bpf_link* link = bpf_program__attach_iter(prog, nullptr);
+        if (!link) {
+          int err = errno;
+          refusal = Refusal{p->group, explain(p->attach, err, false)};
+          failure = LoadFailure{fmt::format("cannot attach the iterator {}: {}", p->target, std::strerror(err))};
+        } else {
+          loaded.run_once_.push_back({bpf_link__fd(link), p->attach, linkQueries(*p), link});
+        }
       } else if (p->attach == plan::Attach::PerfEvent) {
         attachPerfEvents(loaded, prog, *p, options_.process, failure);
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {

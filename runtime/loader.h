@@ -61,12 +61,13 @@ class LoadedObject {
   void detach(uint32_t query);
   /// Detaches every program: nothing more is counted or written (the session is ending).
   void detachAll();
-  /// Runs the programs of `trace begin` (or `trace end`: `which` is Attach::Begin or End)
-  /// in kq's own process, but not those of queries that ended; the first call for each
-  /// runs them, later ones do nothing. What failed, in words, or nothing.
+  /// Runs the programs of `trace begin` (or `trace end`, or the iterators of `iter:`:
+  /// `which` is Attach::Begin, End or Iter) in kq's own process, but not those of queries
+  /// that ended; the first call for each runs them, later ones do nothing. What failed, in
+  /// words, or nothing.
   std::optional<std::string> runOnce(plan::Attach which);
-  /// Whether the object has `begin` programs and nothing else: once they ran, nothing more
-  /// can happen.
+  /// Whether the object has `begin` programs and iterators and nothing else: once they ran,
+  /// nothing more can happen.
   bool onlyBegins() const;
   /// With LoadOptions::verifier_log: each loaded program's name and verifier log.
   const std::vector<std::pair<std::string, std::string>>& verifierLogs() const { return logs_; }
@@ -90,9 +91,10 @@ class LoadedObject {
   void release(std::vector<Link> links) const;
   std::vector<Link> links_;
   struct RunOnce {
-    int fd;
+    int fd;  // the program's; an iterator's link's
     plan::Attach attach;
     std::vector<uint32_t> queries;
+    bpf_link* link = nullptr;  // an iterator's, destroyed with the object
   };
   std::vector<RunOnce> run_once_;  // `begin` and `end` programs, attached to nothing
   std::set<plan::Attach> ran_;     // which of them ran

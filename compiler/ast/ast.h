@@ -306,6 +306,14 @@ struct WatchpointTarget {
   SourceRange mode_range;
 };
 
+/// `iter:task`, `iter:task_file`: a BPF iterator over the kernel's objects, run once as the
+/// session starts; each object is an event.
+struct IterTarget {
+  std::string name;
+  SourceRange name_range;
+  std::optional<CaptureList> captures;
+};
+
 /// `begin`, `end`: once, as the session starts (its probes attached) and as it ends.
 struct SessionTarget {
   bool at_end = false;
@@ -333,7 +341,7 @@ struct Target {
 
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
                                UsdtTarget, PacketTarget, IntervalTarget, ProfileTarget,
-                               PerfEventTarget, SessionTarget, WatchpointTarget>;
+                               PerfEventTarget, SessionTarget, WatchpointTarget, IterTarget>;
   Variant kind;
   SourceRange range;
 };

@@ -229,6 +229,10 @@ class Dumper : public ExprVisitor<Dumper> {
   void target(const IntervalTarget& t) { line(fmt::format("interval {}ns", t.period_ns)); }
   void target(const ProfileTarget& t) { line(fmt::format("profile {}hz", t.frequency_hz)); }
   void target(const SessionTarget& t) { line(t.at_end ? "end" : "begin"); }
+  void target(const IterTarget& t) {
+    line("iter:" + t.name);
+    captures(t.captures);
+  }
   void target(const WatchpointTarget& t) {
     std::string at = t.symbol.empty() ? fmt::format("0x{:x}", t.address) : fmt::format("kaddr(\"{}\")", t.symbol);
     line(fmt::format("watchpoint:{}:{}:{}", at, t.length, t.mode));
@@ -295,6 +299,7 @@ const std::optional<CaptureList>* Target::captures() const {
   if (const auto* s = std::get_if<SyscallTarget>(&kind)) return &s->captures;
   if (const auto* u = std::get_if<UprobeTarget>(&kind)) return &u->captures;
   if (const auto* u = std::get_if<UsdtTarget>(&kind)) return &u->captures;
+  if (const auto* i = std::get_if<IterTarget>(&kind)) return &i->captures;
   return nullptr;
 }
 

@@ -22,6 +22,11 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
   switch (args_.kind) {
     case ArgAccess::Kind::CtxArray: {
       uint32_t slot = index < args_.arg_positions.size() ? args_.arg_positions[index] : index;
+      if (auto read = args_.read_slots.find(slot); read != args_.read_slots.end()) {
+        Val out = extend(read->second, type);
+        out.btf = type->isPointer();
+        return out;
+      }
       llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(slot));
       Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
       out.btf = type->isPointer();

@@ -109,6 +109,10 @@ struct ArgAccess {
   std::vector<btf::MemberSteps> compat_status;
   /// Arguments are user-space pointers (syscalls, uprobes).
   bool user_args = false;
+  /// CtxArray: arguments already read (by slot), which reading them again returns: an
+  /// iterator's objects, read once and checked for NULL, as the verifier tracks that check
+  /// on the register it was made on.
+  std::map<uint32_t, llvm::Value*> read_slots;
   /// PtRegs: the register of each argument, when it differs from its index (packet mode:
   /// `skb` is wherever each function takes it).
   std::vector<uint32_t> arg_positions;

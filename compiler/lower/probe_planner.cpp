@@ -184,6 +184,12 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
   } else if (const auto* u = std::get_if<ast::UsdtTarget>(&ast_target.kind)) {
     lowerUsdt(p, *u);
+  } else if (const auto* it = std::get_if<ast::IterTarget>(&ast_target.kind)) {
+    // The iterator's context is its arguments' array, as a trampoline's; the session reads
+    // the iterator once, which runs the program for each object.
+    uint32_t group = object_.newGroup(p.target.description);
+    emitter_.emitMain(p, site("iter/" + it->name, Attach::Iter, it->name, group, 0,
+                              ArgAccess{ArgAccess::Kind::CtxArray}));
   } else if (const auto* s = std::get_if<ast::SessionTarget>(&ast_target.kind)) {
     // A raw_tp program attached to nothing: the session runs it once (BPF_PROG_TEST_RUN),
     // in kq's own process, so no process filter applies.

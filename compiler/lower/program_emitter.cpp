@@ -25,7 +25,7 @@ std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const st
   auto* bail = llvm::BasicBlock::Create(ctx, "bail", fn);
   // A raw_tp program run on request is not under the kernel's bpf_prog_active guard either.
   bool trampoline = section.rfind("fentry/", 0) == 0 || section.rfind("fexit/", 0) == 0 ||
-                    section.rfind("tp_btf/", 0) == 0 || section == "raw_tp";
+                    section.rfind("tp_btf/", 0) == 0 || section == "raw_tp" || section.rfind("iter/", 0) == 0;
   auto p = std::make_unique<Program>(object_, fn, setup, bail, trampoline);
   p->section = section;
   p->offset = offset;
@@ -289,8 +289,19 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   }
   // A join's source keeps events of every process: the thread woken by another, the
   // request completed in an interrupt.
-  // `begin` and `end` run in kq itself, whatever process -p or -c names.
-  bool run_once = site.attach == Attach::Begin || site.attach == Attach::End;
+  // An iterator's last call, after its last object, has them null: no event.
+  if (site.attach == Attach::Iter) {
+    for (const sema::ProbeArg& a : p.target.args) {
+      if (!a.type->isPointer()) continue;
+      llvm::Value* v = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), args.ctx, b.getInt64(a.index)));
+      auto* present = llvm::BasicBlock::Create(b.getContext(), "iter_object", program->fn);
+      b.CreateCondBr(b.CreateICmpEQ(v, b.getInt64(0)), program->bail, present);
+      b.SetInsertPoint(present);
+      args.read_slots[a.index] = v;
+    }
+  }
+  // `begin`, `end` and iterators run in kq itself, whatever process -p or -c names.
+  bool run_once = site.attach == Attach::Begin || site.attach == Attach::End || site.attach == Attach::Iter;
   if (!p.keeps && !run_once) processFilter(*program);
   contextFilter(*this, *program, p);
   if (from_stash) takeStash(*program, p, site, args);

@@ -285,6 +285,9 @@ class Builder {
       out.kind = std::move(packet);
     } else if (auto* t = dynamic_cast<P::IntervalTargetContext*>(ctx)) {
       out.kind = IntervalTarget{unitNumber(t->NUMBER(), NumberUnit::Nanoseconds, "interval")};
+    } else if (auto* t = dynamic_cast<P::IterTargetContext*>(ctx)) {
+      // ITER IDENT captureList?
+      out.kind = IterTarget{text(t->IDENT()), range(t->IDENT()), captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::WatchpointTargetContext*>(ctx)) {
       // WATCHPOINT (NUMBER | IDENT '(' STRING ')') ':' NUMBER ':' IDENT
       WatchpointTarget w;

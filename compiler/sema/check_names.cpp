@@ -472,6 +472,8 @@ void ExprChecker::warnIfShadowing(const ast::Identifier& id, const ProbeArg& arg
   bool shadows = std::any_of(builtins.begin(), builtins.end(),
                              [&](const BuiltinVariable& b) { return b.name == arg.name; });
   if (!shadows || !shadowing_said_.emplace(scope_.target, arg.name).second) return;
+  // An iterator runs in kq itself: its `task` is the one iterated, the builtin kq's own.
+  if (scope_.target->target && std::holds_alternative<ast::IterTarget>(scope_.target->target->kind)) return;
   bool field = scope_.target->functions.empty() && scope_.target->format;
   const char* what = field ? "field" : "argument";
   report(DiagKind::ShadowedBuiltin, id.range,

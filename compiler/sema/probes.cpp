@@ -581,6 +581,37 @@ std::optional<ResolvedTarget> resolveUsdt(Context& ctx, const ast::UsdtTarget& t
   return out;
 }
 
+/// `iter:task`: the kernel's iterator `bpf_iter_task`, whose arguments after its `meta` are
+/// what each event sees (`task`; `task`, `fd` and `file` of `iter:task_file`).
+std::optional<ResolvedTarget> resolveIter(Context& ctx, const ast::IterTarget& t) {
+  auto fn = ctx.btf.findFunction("bpf_iter_" + t.name);
+  if (!fn || fn->params.empty()) {
+    Diagnostic& diag = ctx.diags.report(DiagKind::UnknownEvent, t.name_range,
+                                        fmt::format("the kernel has no BPF iterator `{}`", t.name));
+    std::vector<std::string> names;
+    for (std::string_view f : ctx.btf.functionNames()) {
+      constexpr std::string_view kPrefix = "bpf_iter_";
+      if (f.rfind(kPrefix, 0) != 0) continue;
+      std::string name(f.substr(kPrefix.size()));
+      if (ctx.btf.findStruct("bpf_iter__" + name)) names.push_back(name);
+    }
+    addDidYouMean(diag, t.name, views(names));
+    if (!names.empty()) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "`" : ", `") + n + "`";
+      diag.note(fmt::format("this kernel iterates {}", list));
+    }
+    return std::nullopt;
+  }
+  ResolvedTarget out;
+  for (uint32_t i = 1; i < fn->params.size(); ++i) {
+    out.args.push_back({fn->params[i].name, ctx.types.fromBtf(fn->params[i].type), i});
+  }
+  out.attach = {{AttachKind::Iter, Known::Yes, ""}};
+  out.description = "iter:" + t.name;
+  return out;
+}
+
 /// `watchpoint:ADDR:LEN:MODE`: a hardware breakpoint (linux/hw_breakpoint.h's kinds).
 std::optional<ResolvedTarget> resolveWatchpoint(Context& ctx, const ast::WatchpointTarget& t) {
   constexpr uint32_t kRead = 1, kWrite = 2, kExecute = 4;
@@ -712,6 +743,8 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out = resolvePerfEvent(ctx, *t);
   } else if (const auto* t = std::get_if<ast::WatchpointTarget>(&target.kind)) {
     out = resolveWatchpoint(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::IterTarget>(&target.kind)) {
+    out = resolveIter(ctx, *t);
   } else if (const auto* t = std::get_if<ast::SessionTarget>(&target.kind)) {
     out.emplace();
     out->attach = {{t->at_end ? AttachKind::End : AttachKind::Begin, Known::Yes, ""}};

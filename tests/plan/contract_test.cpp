@@ -234,8 +234,8 @@ TEST(PlanCodec, WhatIsNotAPlanIsNamedByItsPath) {
             "probes[0].fields[0].kind is 24, which is no field kind (0 to 23)");
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0]["slots"][0]["kind"] = 8; }),
             "aggregates[0].slots[0].kind is 8, which is no aggregate kind (0 to 7)");
-  EXPECT_EQ(decodeError([](Json& j) { j["programs"][0]["attach"] = 13; }),
-            "programs[0].attach is 13, which is no attach kind (0 to 12)");
+  EXPECT_EQ(decodeError([](Json& j) { j["programs"][0]["attach"] = 14; }),
+            "programs[0].attach is 14, which is no attach kind (0 to 13)");
   EXPECT_EQ(decodeError([](Json& j) { j["programs"][0]["stack_bytes"] = 1.5; }),
             "programs[0].stack_bytes is 1.5, not an integer");
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0]["columns"][0] = Json::array({true}); }),

@@ -47,7 +47,7 @@ TEST_F(CompletionTest, KernelFunctionsAfterTrace) {
   EXPECT_THAT(c.candidates, ElementsAre("tcp_v4_connect", "tcp_v4_do_rcv", "tcp_v4_rcv"));
   EXPECT_EQ(c.start, 6u);
   // Nothing typed: the kinds of probe, not every function.
-  EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "packet", "profile", "rawtracepoint:",
+  EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "iter:", "packet", "profile", "rawtracepoint:",
                                                 "software:", "syscall:", "tracepoint:", "uprobe:",
                                                 "uretprobe:", "usdt:", "watchpoint:"));
   EXPECT_THAT(candidates("trace tr"), ElementsAre("tracepoint:"));

@@ -216,6 +216,66 @@ class Watchpoints(harness.KqTestCase):
             self.assertIn(message, err, query)
 
 
+# A process with three threads more, each named, holding a file open; it says it is ready,
+# then waits until its standard input closes.
+ITERATED = harness.write_file(WORKDIR, "iterated.py", """
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None)
+def named(name):
+    libc.prctl(15, name.encode(), 0, 0, 0)
+    done.wait()
+done = threading.Event()
+threads = [threading.Thread(target=named, args=(f"kqiter-{i}",)) for i in range(3)]
+for t in threads:
+    t.start()
+held = open(sys.argv[1], "w")
+print(held.fileno(), flush=True)
+sys.stdin.read()
+done.set()
+""")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class Iterators(harness.KqTestCase):
+
+    def setUp(self):
+        super().setUp()
+        path = os.path.join(WORKDIR, "held-open")
+        self.proc = subprocess.Popen([sys.executable, ITERATED, path], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.fd = int(self.proc.stdout.readline())
+        self.addCleanup(self.proc.wait)
+        self.addCleanup(self.proc.stdout.close)
+        self.addCleanup(self.proc.stdin.close)
+
+    def rows(self, query):
+        status, out, err = kq("-f", "json", query, timeout=30)
+        if status != 0 and "BPF iterators" in err:
+            self.skipTest(f"this kernel cannot run BPF iterators: {err.strip()}")
+        self.assertEqual(status, 0, err)
+        return json_rows(out)
+
+    def test_each_thread_of_a_process(self):
+        rows = self.rows(f"trace iter:task where task->tgid == {self.proc.pid} select task->pid, task->comm")
+        with open(f"/proc/{self.proc.pid}/comm") as f:
+            main = f.read().strip()
+        self.assertEqual(sorted(r["task->comm"] for r in rows), sorted(["kqiter-0", "kqiter-1", "kqiter-2", main]), rows)
+        self.assertEqual(len({r["task->pid"] for r in rows}), 4, rows)
+        self.assertEqual({r["comm"] for r in rows}, {"kq"}, rows)  # the iterator runs in kq
+
+    def test_each_open_file_of_a_process(self):
+        rows = self.rows(f"trace iter:task_file where task->pid == {self.proc.pid} "
+                         "select fd, str(file->f_path.dentry->d_name.name) as name")
+        self.assertIn({"fd": self.fd, "name": "held-open"}, [{"fd": r["fd"], "name": r["name"]} for r in rows], rows)
+        self.assertEqual(len({r["fd"] for r in rows}), len(rows), rows)  # each descriptor once
+
+    def test_an_unknown_iterator_names_those_there_are(self):
+        status, out, err = kq("check", "-e", "trace iter:tsk")
+        self.assertEqual(status, 1, out)
+        self.assertIn("no BPF iterator `tsk`", err)
+        self.assertIn("did you mean `task`?", err)
+
+
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
 class ShortBinaryNames(harness.KqTestCase):
 
