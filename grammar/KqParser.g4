@@ -113,7 +113,7 @@ target
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget
   | USDT UPROBE_PATH ':' symbolPattern (':' symbolPattern)? (typedParams | captureList)?   # usdtTarget
-  | pattern (':' pattern)? captureList?               # functionTarget
+  | pattern (':' pattern)? (PLUS NUMBER)? captureList?   # functionTarget
   ;
 
 // A function or tracepoint name, or a glob over them (`tcp_*`, `*_skb`). Its parts must

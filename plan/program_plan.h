@@ -96,6 +96,8 @@ struct PlannedProgram {
   /// (0 for none), as USDT probes guarded by `PROBE_ENABLED()` need.
   uint64_t uprobe_offset = 0;
   uint64_t ref_ctr_offset = 0;
+  /// A kprobe this many bytes into `target` (`vfs_read+0x10`), not at its entry.
+  uint64_t kprobe_offset = 0;
   /// A watchpoint (perf_type PERF_TYPE_BREAKPOINT): its address, bytes and HW_BREAKPOINT_*
   /// kind. At a user-space address it is opened in the traced process (-p, -c).
   uint64_t bp_addr = 0;
@@ -139,6 +141,7 @@ struct PlannedProgram {
     visit("?every_cpu", self.every_cpu...);
     visit("?uprobe_offset", self.uprobe_offset...);
     visit("?ref_ctr_offset", self.ref_ctr_offset...);
+    visit("?kprobe_offset", self.kprobe_offset...);
     visit("?bp_addr", self.bp_addr...);
     visit("?bp_len", self.bp_len...);
     visit("?bp_type", self.bp_type...);

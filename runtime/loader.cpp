@@ -240,6 +240,10 @@ std::string explain(plan::Attach attach, int err, bool at_load) {
                        std::strerror(err));
   }
   if (err == ENOENT && !at_load) return "the kernel has no such attach point (ENOENT)";
+  if (err == EILSEQ && kprobe) {
+    return "the offset is not at the start of an instruction of the function (EILSEQ): a kprobe "
+           "goes on an instruction boundary, as `objdump -d` of the function shows them";
+  }
   bool uprobe = attach == plan::Attach::Uprobe || attach == plan::Attach::Uretprobe;
   if (uprobe && !at_load && (err == EPERM || err == EACCES) && geteuid() != 0) {
     // perf's uprobe events are root's: CAP_BPF and CAP_PERFMON load the program, not this.
@@ -687,8 +691,11 @@ class Loader {
   static bpf_link* attach(bpf_program* prog, const plan::PlannedProgram& p) {
     switch (p.attach) {
       case plan::Attach::Kprobe:
-      case plan::Attach::Kretprobe:
-        return bpf_program__attach_kprobe(prog, p.attach == plan::Attach::Kretprobe, p.target.c_str());
+      case plan::Attach::Kretprobe: {
+        LIBBPF_OPTS(bpf_kprobe_opts, opts, .offset = static_cast<size_t>(p.kprobe_offset),
+                    .retprobe = p.attach == plan::Attach::Kretprobe);
+        return bpf_program__attach_kprobe_opts(prog, p.target.c_str(), &opts);
+      }
       case plan::Attach::KprobeMulti:
       case plan::Attach::KretprobeMulti: {
         std::vector<const char*> syms;

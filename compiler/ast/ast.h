@@ -234,6 +234,9 @@ struct FunctionTarget {
   std::optional<Pattern> module;
   Pattern function;
   std::optional<CaptureList> captures;
+  /// `vfs_read+0x10`: a kprobe at this many bytes into the function (an instruction's start).
+  std::optional<uint64_t> offset = std::nullopt;
+  SourceRange offset_range = {};
 };
 
 /// `tracepoint:net:net_dev_xmit`; `rawtracepoint:sched_switch` (bpftrace's spelling: an

@@ -222,6 +222,15 @@ void ProbePlanner::lowerFunctions(ProbeUnit& p) {
   // as an address: fine to print, not to compare in `where`.
   bool multi = glob && !p.context && !p.probe.func.in_where;
   uint32_t group = p.group ? *p.group : object_.newGroup(t.description);
+  if (t.kprobe_offset) {
+    // Inside the function: a kprobe there, its only method.
+    const btf::Function& fn = t.functions.front();
+    ProgramSite s = site("kprobe/" + fn.name, Attach::Kprobe, fn.name, group, 0, ArgAccess{ArgAccess::Kind::PtRegs});
+    s.func = fn.name;
+    s.kprobe_offset = t.kprobe_offset;
+    emitter_.emitMain(p, s);
+    return;
+  }
   for (const btf::Function& fn : t.functions) lowerFunction(p, fn, group, multi ? 2 : 1);
   if (multi) lowerKprobeMulti(p, group);
 }

@@ -68,6 +68,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.perf_config = site.perf_config;
   planned.every_cpu = site.every_cpu;
   planned.uprobe_offset = site.uprobe_offset;
+  planned.kprobe_offset = site.kprobe_offset;
   planned.bp_addr = site.bp_addr;
   planned.bp_len = site.bp_len;
   planned.bp_type = site.bp_type;

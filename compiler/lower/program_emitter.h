@@ -44,6 +44,8 @@ struct ProgramSite {
   uint32_t perf_type = 1;
   uint64_t perf_config = 0;
   bool every_cpu = false;
+  /// A kprobe inside its function: see plan::PlannedProgram.
+  uint64_t kprobe_offset = 0;
   /// Watchpoints: see plan::PlannedProgram.
   uint64_t bp_addr = 0;
   uint32_t bp_len = 0;

@@ -354,6 +354,17 @@ class Builder {
       if (parts.size() == 2) f.module = pattern(parts[0]);
       f.function = pattern(parts.back());
       f.captures = captureList(t->captureList());
+      if (t->PLUS()) {
+        // pattern (':' pattern)? ('+' NUMBER)?: an offset into the function
+        DecodedNumber decoded = std::get<DecodedNumber>(decodeNumber(text(t->NUMBER())));
+        if (decoded.unit != NumberUnit::None) {
+          diags_.report(DiagKind::WrongUnit, range(t->NUMBER()),
+                        fmt::format("an offset into a function is a number of bytes, like `+0x10`, not `{}`",
+                                    text(t->NUMBER())));
+        }
+        f.offset = decoded.value;
+        f.offset_range = range(t->NUMBER());
+      }
       out.kind = std::move(f);
     }
     return out;

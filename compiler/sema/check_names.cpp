@@ -282,6 +282,16 @@ void ExprChecker::unknownName(const ast::Identifier& id) {
     }
   }
   Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
+  // An argument of a function probed at an offset into it.
+  if (scope_.target && scope_.target->kprobe_offset && !scope_.target->functions.empty()) {
+    for (const btf::FunctionParam& param : scope_.target->functions.front().params) {
+      if (param.name != id.name) continue;
+      diag.note(fmt::format("`{}` is an argument of `{}`, read at its entry only: at an offset into "
+                            "it, the register that held it may hold anything",
+                            id.name, scope_.target->functions.front().name));
+      return;
+    }
+  }
   // An argument of a tracepoint's handler, where the query reads its classic record.
   if (scope_.target && !scope_.target->record_because.empty()) {
     const ResolvedTarget& t = *scope_.target;

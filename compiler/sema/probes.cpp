@@ -158,6 +158,30 @@ std::optional<std::vector<btf::Function>> globFunctions(Context& ctx, const ast:
   return out;
 }
 
+/// `vfs_read+0x10`: one function, by a kprobe inside it; its arguments are not in scope
+/// (the registers that held them may hold anything there), nor is its return.
+std::optional<ResolvedTarget> atOffset(Context& ctx, const ast::FunctionTarget& t, ResolvedTarget out) {
+  if (out.functions.size() != 1 || t.function.isGlob()) {
+    ctx.diags.report(DiagKind::Unsupported, t.offset_range,
+                     "an offset is into one function: name it, not a glob");
+    return std::nullopt;
+  }
+  if (t.captures) {
+    for (const ast::Capture& c : t.captures->items) {
+      if (c.expr && c.expr->kind == ast::ExprKind::ReturnValue) {
+        ctx.diags.report(DiagKind::Unsupported, c.expr->range,
+                         "a probe at an offset into a function is not at its return");
+        return std::nullopt;
+      }
+    }
+  }
+  std::vector<AttachMethod> methods = functionAttachMethods(ctx.kernel, out.functions);
+  out.attach = {methods.back()};  // the kprobe: a trampoline is only at a function's entry
+  out.kprobe_offset = *t.offset;
+  out.description = fmt::format("{}+0x{:x}", out.functions.front().name, *t.offset);
+  return out;
+}
+
 std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& target,
                                               const ast::FunctionTarget& t) {
   ResolvedTarget out;
@@ -189,6 +213,7 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
     if (t.module) diag.note("module functions are searched in /sys/kernel/btf/<module>");
     return std::nullopt;
   }
+  if (t.offset) return atOffset(ctx, t, std::move(out));
   out.args = sharedArgs(ctx, out.functions);
   out.return_type = ctx.types.fromBtf(out.functions.front().return_type);
   out.attach = functionAttachMethods(ctx.kernel, out.functions);

@@ -82,6 +82,8 @@ struct ResolvedTarget {
     uint32_t type = 0;
   };
   std::optional<Watch> watch;
+  /// `vfs_read+0x10`: a kprobe this many bytes into the one function (no arguments).
+  uint64_t kprobe_offset = 0;
   uint64_t perf_period = 0;
   uint64_t perf_frequency_hz = 0;
   std::vector<std::string> symbols;                // uprobe symbols matched

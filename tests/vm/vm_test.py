@@ -241,6 +241,25 @@ class KernelFunctions(unittest.TestCase):
         self.check_call_context("--attach", "kprobe")
 
 
+    def test_a_kprobe_at_an_offset_into_a_function(self):
+        # The instructions of vfs_read start somewhere in its first bytes (endbr64, the
+        # ftrace call): of the offsets 1 to 15, those at an instruction's start count each
+        # of dd's 500 one-byte reads, the others are refused, saying why; at least one is.
+        counted = []
+        for offset in range(1, 16):
+            status, out, err = kq("-f", "json", f"trace vfs_read+{offset} where comm == \"dd\" select count()",
+                                  "-c", DD)
+            if status != 0:
+                self.assertIn("instruction", err, (offset, err))
+                continue
+            [table] = [json.loads(line) for line in out.splitlines() if '"rows"' in line]
+            self.assertIn(table["rows"][0]["count()"] - 500, range(0, 20), (offset, table))
+            counted.append(offset)
+        self.assertTrue(counted, "no offset of 1 to 15 into vfs_read attached")
+        status, out, err = kq("check", "-e", "trace vfs_read+4(return)")
+        self.assertEqual(status, 1, out)
+        self.assertIn("not at its return", err)
+
     def test_aggregates_through_fentry_and_kprobes(self):
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
