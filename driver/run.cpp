@@ -89,7 +89,9 @@ bool reportCannotAttach(const runtime::LoadFailure& failure, const sema::Checked
                                   fmt::format("cannot attach to {} on this kernel", plan.group_names[*failure.group]));
   for (const std::string& why : failure.reasons) diag.note(why);
   if (!std::holds_alternative<ast::FunctionTarget>(target->target->kind)) return true;
-  if (target->functions.size() == 1) {
+  // The compiler's BTF is freed once the load no longer needs it (vmlinux_done): a failure
+  // at attach comes after, and goes without the stand-ins BTF would name.
+  if (target->functions.size() == 1 && env.btf) {
     for (const std::string& note : sema::standInNotes(*env.btf, *env.kernel, target->functions.front().name)) {
       diag.note(note);
     }
