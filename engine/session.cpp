@@ -362,8 +362,8 @@ SessionResult Session::run() {
                   cancellation_.fd(), control_fd_);
   const auto& aggregates = plan_.layout.aggregates;
   std::vector<int64_t> ticks = firstTicks(plan_);
-  // Only `begin`: nothing else can happen, unless a command is to be waited for.
-  bool nothing_to_wait_for = object_.onlyBegins() && !options_.child && !options_.traced && !options_.duration_ns;
+  // Only `begin` and iterators: nothing else can happen, unless a command is waited for.
+  bool nothing_to_wait_for = object_.onlyRunsAtStart() && !options_.child && !options_.traced && !options_.duration_ns;
   while (!nothing_to_wait_for && !cancellation_.cancelled() && !ends.allEnded()) {
     for (uint32_t q = 0; q < states_.size(); ++q) {
       if (states_[q].stop && !ends.ended(q)) {

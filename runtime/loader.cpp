@@ -122,7 +122,7 @@ void LoadedObject::detachAll() {
   links_.clear();
 }
 
-bool LoadedObject::onlyBegins() const {
+bool LoadedObject::onlyRunsAtStart() const {
   return links_.empty() && !run_once_.empty() &&
          std::all_of(run_once_.begin(), run_once_.end(), [](const RunOnce& r) {
            return r.attach == plan::Attach::Begin || r.attach == plan::Attach::Iter;

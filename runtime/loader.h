@@ -68,7 +68,7 @@ class LoadedObject {
   std::optional<std::string> runOnce(plan::Attach which);
   /// Whether the object has `begin` programs and iterators and nothing else: once they ran,
   /// nothing more can happen.
-  bool onlyBegins() const;
+  bool onlyRunsAtStart() const;
   /// With LoadOptions::verifier_log: each loaded program's name and verifier log.
   const std::vector<std::pair<std::string, std::string>>& verifierLogs() const { return logs_; }
 

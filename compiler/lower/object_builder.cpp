@@ -79,7 +79,10 @@ llvm::GlobalVariable* ObjectBuilder::addMap(const MapSpec& spec) {
 llvm::GlobalVariable* ObjectBuilder::joinCounts() {
   if (!join_counts_) {
     uint32_t joins = 0;
-    for (const sema::ResolvedQuery& query : checked_.program.queries) joins += query.joins.size();
+    // A join's other sources count in its own counters (sema::ResolvedJoin::feeds).
+    for (const sema::ResolvedQuery& query : checked_.program.queries) {
+      for (const sema::ResolvedJoin& join : query.joins) joins += join.feeds ? 0 : 1;
+    }
     join_counts_ = addMap({"join_counts", MapType::PercpuArray,
                            std::max<uint32_t>(joins, 1) * plan::kJoinCounts, 4, 8});
     plan_.join_counts_map = "join_counts";
