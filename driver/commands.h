@@ -29,5 +29,13 @@ int listUsdt(const std::string& pattern, Io& io);
 /// `kq info usdt:PATH:[PROVIDER:]NAME`: each site of the probes, where its arguments are.
 int usdtInfo(const std::string& what, Io& io);
 
+/// `kq list 'bpf:*'`: the BPF programs loaded now, each as a `bpf:` probe sees it.
+int listBpfPrograms(const std::string& pattern, host::KernelInfo& kernel, Io& io);
+/// `kq info bpf:PROG`: one program's id, tag, traced signature and verdicts.
+int bpfProgramInfo(const std::string& name, host::KernelInfo& kernel, Io& io);
+
+/// `note: did you mean ...?` on standard error, when a candidate is close to `name`.
+void didYouMean(Io& io, std::string_view name, const std::vector<std::string_view>& candidates);
+
 
 }  // namespace kq::driver

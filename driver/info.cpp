@@ -8,6 +8,13 @@
 #include "driver/commands.h"
 
 namespace kq::driver {
+
+void didYouMean(Io& io, std::string_view name, const std::vector<std::string_view>& candidates) {
+  if (auto close = sema::closestName(name, candidates)) {
+    io.err << "note: did you mean `" << *close << "`?\n";
+  }
+}
+
 namespace {
 
 using host::Known;
@@ -19,12 +26,6 @@ std::string_view knownWord(Known k) {
     case Known::Unknown: return "unknown";
   }
   return "unknown";
-}
-
-void didYouMean(Io& io, std::string_view name, const std::vector<std::string_view>& candidates) {
-  if (auto close = sema::closestName(name, candidates)) {
-    io.err << "note: did you mean `" << *close << "`?\n";
-  }
 }
 
 /// Spaces from column `at` to column `column` (at least one).
@@ -237,6 +238,7 @@ int describe(const std::string& what, KernelEnvironment& env, Io& io) {
   }
   if (what.rfind("syscall:", 0) == 0) return syscallInfo(what.substr(8), *env.kernel, io);
   if (what.rfind("usdt:", 0) == 0) return usdtInfo(what, io);
+  if (what.rfind("bpf:", 0) == 0) return bpfProgramInfo(what.substr(4), *env.kernel, io);
   return functionInfo(what, *env.btf, *env.kernel, io);
 }
 

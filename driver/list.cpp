@@ -224,6 +224,7 @@ int listMatches(const std::string& pattern, KernelEnvironment& env, Io& io) {
   }
   if (pattern.rfind("syscall:", 0) == 0) return listSyscalls(pattern, *env.kernel, io);
   if (pattern.rfind("iter:", 0) == 0) return listIterators(pattern, *env.btf, io);
+  if (pattern.rfind("bpf:", 0) == 0) return listBpfPrograms(pattern, *env.kernel, io);
   if (pattern == "packet") return listPacketFunctions(*env.btf, *env.kernel, io);
   return listFunctions(pattern, *env.btf, *env.kernel, io);
 }

@@ -88,6 +88,12 @@ bool reportCannotAttach(const runtime::LoadFailure& failure, const sema::Checked
   Diagnostic& diag = diags.report(DiagKind::CannotAttach, target->target->range,
                                   fmt::format("cannot attach to {} on this kernel", plan.group_names[*failure.group]));
   for (const std::string& why : failure.reasons) diag.note(why);
+  if (std::holds_alternative<ast::BpfProgramTarget>(target->target->kind)) {
+    diag.note("only fentry and fexit (BPF trampolines) trace a BPF program: kprobes do not go into "
+              "one; without them, the kernel's hooks around it still show its effects "
+              "(`kq list 'tracepoint:xdp:*'`: exceptions, redirects)");
+    return true;
+  }
   if (!std::holds_alternative<ast::FunctionTarget>(target->target->kind)) return true;
   // The compiler's BTF is freed once the load no longer needs it (vmlinux_done): a failure
   // at attach comes after, and goes without the stand-ins BTF would name.

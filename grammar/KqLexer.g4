@@ -63,6 +63,8 @@ USDT : 'usdt' [ \t]* ':' -> pushMode(PATH_MODE) ;
 SOFTWARE : 'software' [ \t]* ':' -> pushMode(PERF_MODE) ;
 // `iter:task`, `iter:task_file`: a BPF iterator, run once.
 ITER : 'iter' [ \t]* ':' ;
+// `bpf:xdp_drop_udp`: a loaded BPF program.
+BPF : 'bpf' [ \t]* ':' ;
 // `watchpoint:0x404038:8:w`, `watchpoint:kaddr("jiffies"):8:r`.
 WATCHPOINT : 'watchpoint' [ \t]* ':' ;
 HARDWARE : 'hardware' [ \t]* ':' -> pushMode(PERF_MODE) ;

@@ -109,6 +109,7 @@ target
   | (SOFTWARE | HARDWARE) PERF_EVENT                  # perfEventTarget
   | WATCHPOINT (NUMBER | IDENT '(' STRING ')') ':' NUMBER ':' IDENT   # watchpointTarget
   | ITER IDENT captureList?                           # iterTarget
+  | BPF pattern captureList?                          # bpfTarget
   | TRACEPOINT ':' pattern ':' pattern captureList?   # tracepointTarget
   | SYSCALL ':' pattern captureList?                  # syscallTarget
   | (UPROBE | URETPROBE) UPROBE_PATH ':' symbolPattern (typedParams | captureList)?   # uprobeTarget

@@ -140,6 +140,11 @@ class SystemKernel : public KernelInfo {
     return names;
   }
 
+  Result<std::vector<BpfProgram>> bpfPrograms() override {
+    if (!programs_) programs_ = loadedBpfPrograms();
+    return *programs_;
+  }
+
  private:
   // tracefs where it is mounted; kq mounts it only to run a query (mountTracefs).
   Result<std::string> tracefs() {
@@ -199,6 +204,7 @@ class SystemKernel : public KernelInfo {
   bool symbols_loaded_ = false;
   std::unordered_map<std::string, uint64_t> symbols_;
   std::string symbols_problem_;
+  std::optional<Result<std::vector<BpfProgram>>> programs_;
 };
 
 class UnknownKernel : public KernelInfo {
@@ -217,6 +223,7 @@ class UnknownKernel : public KernelInfo {
   Known hasKprobes() override { return Known::Unknown; }
   Result<std::optional<uint64_t>> symbolAddress(const std::string&) override { return Error{why_}; }
   std::vector<std::string_view> symbolNames() override { return {}; }
+  Result<std::vector<BpfProgram>> bpfPrograms() override { return Error{why_}; }
 
  private:
   std::string why_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/diag/result.h"
+#include "host/bpf_programs.h"
 
 namespace kq::host {
 
@@ -63,6 +64,9 @@ class KernelInfo {
   /// Every kernel symbol's name, for `did you mean` hints; empty when unknown. Valid until
   /// the next call.
   virtual std::vector<std::string_view> symbolNames() = 0;
+
+  /// The BPF programs loaded now (`bpf:PROG`); an error says why they cannot be listed.
+  virtual Result<std::vector<BpfProgram>> bpfPrograms() = 0;
 };
 
 /// The running kernel, through tracefs (where it is mounted: it never mounts it),

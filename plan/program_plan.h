@@ -103,6 +103,8 @@ struct PlannedProgram {
   uint64_t bp_addr = 0;
   uint32_t bp_len = 0;
   uint32_t bp_type = 0;
+  /// Fentry/Fexit on a loaded BPF program (`bpf:`): its id, and `target` its function.
+  uint32_t attach_program = 0;
   /// Programs of the same group and method load together; a group's methods are tried in
   /// order (fentry before kprobe) until one loads and attaches.
   uint32_t group = 0;
@@ -145,6 +147,7 @@ struct PlannedProgram {
     visit("?bp_addr", self.bp_addr...);
     visit("?bp_len", self.bp_len...);
     visit("?bp_type", self.bp_type...);
+    visit("?attach_program", self.attach_program...);
   }
 };
 

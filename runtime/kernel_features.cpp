@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include "host/owned_fd.h"
+
 namespace kq::runtime {
 
 const char* featureName(plan::Feature feature) {
@@ -49,16 +51,7 @@ std::optional<std::string> WithoutAttach::missing(plan::Feature feature) {
 namespace {
 
 
-/// A file descriptor closed when it goes away.
-struct OwnedFd {
-  int fd = -1;
-  explicit OwnedFd(int f) : fd(f) {}
-  ~OwnedFd() {
-    if (fd >= 0) close(fd);
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-};
+using host::OwnedFd;
 
 constexpr bpf_insn kReturnZero[] = {
     {BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0},

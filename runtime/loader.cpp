@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "host/elf_file.h"
+#include "host/owned_fd.h"
 #include "plan/live_site.h"
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
@@ -28,6 +29,8 @@
 #include "runtime/verifier_log.h"
 
 namespace kq::runtime {
+
+using host::OwnedFd;
 
 
 namespace {
@@ -283,8 +286,14 @@ class Loader {
       return LoadResult{nullptr, LoadFailure{methods_.failure(*group), std::nullopt, *group, methods_.reasons(*group)}};
     }
     ownTracingSections();
+    for (const plan::PlannedProgram& p : plan_.programs) {
+      if (p.attach_program == 0) continue;
+      in_programs_[p.function] = &p;
+      in_programs_[plan::liveDispatcher(p.function)] = &p;  // at the same place
+    }
     if (options_.vmlinux_attach_id) {
       for (const plan::PlannedProgram& p : plan_.programs) {
+        if (p.attach_program != 0) continue;  // a function of a BPF program, not the kernel's
         if (p.attach == plan::Attach::TpBtf || p.attach == plan::Attach::Fentry || p.attach == plan::Attach::Fexit) {
           uint32_t id = options_.vmlinux_attach_id(p.attach, p.target);
           attach_ids_[p.function] = id;
@@ -338,8 +347,10 @@ class Loader {
     configure(loaded);
     configureLive(loaded);
     AttachIds ids;
-    giveAttachIds(loaded, ids);
+    std::vector<OwnedFd> targets;
+    if (auto failure = giveAttachIds(loaded, ids, targets)) return failure;
     if (auto failure = load(loaded, refusal)) return failure;
+    targets.clear();  // a loaded program holds its target BPF program itself
     loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
     if (!plan_.start_map.empty()) {
       // `elapsed` counts from here, before any program can run.
@@ -386,10 +397,26 @@ class Loader {
 
   /// Each tracing program to load, its attach id: the one kq knows, or what libbpf finds
   /// (parsing vmlinux BTF) for one it does not.
-  void giveAttachIds(LoadedObject& loaded, AttachIds& ids) {
+  /// A program on a BPF program's function finds its id in that program's BTF, through a
+  /// descriptor of the program (`targets` holds it until the load).
+  std::optional<LoadFailure> giveAttachIds(LoadedObject& loaded, AttachIds& ids, std::vector<OwnedFd>& targets) {
     bpf_program* prog;
     bpf_object__for_each_program(prog, loaded.object_) {
       if (!bpf_program__autoload(prog) || !ownedTracingProgram(prog)) continue;
+      if (auto in = in_programs_.find(bpf_program__name(prog)); in != in_programs_.end()) {
+        const plan::PlannedProgram& p = *in->second;
+        targets.emplace_back(bpf_prog_get_fd_by_id(p.attach_program));
+        if (targets.back().fd < 0) {
+          return LoadFailure{fmt::format("the BPF program `{}` (id {}) is not loaded any more: {}", p.target,
+                                         p.attach_program, std::strerror(errno))};
+        }
+        if (int err = bpf_program__set_attach_target(prog, targets.back().fd, p.target.c_str())) {
+          return LoadFailure{fmt::format("the BPF program of id {} has no function `{}` in its BTF ({}): "
+                                         "was it replaced since kq looked?",
+                                         p.attach_program, p.target, std::strerror(-err))};
+        }
+        continue;
+      }
       auto known = attach_ids_.find(bpf_program__name(prog));
       if (known != attach_ids_.end() && known->second != 0) {
         ids.give(prog, known->second);
@@ -399,6 +426,7 @@ class Loader {
         if (target) bpf_program__set_attach_target(prog, 0, target + 1);
       }
     }
+    return std::nullopt;
   }
 
   /// Autoload only the chosen method's programs; verifier logs only when asked for.
@@ -730,6 +758,8 @@ class Loader {
   AttachMethods methods_;
   std::map<std::string, LiveSlot> live_;  // by program name
   std::map<std::string, uint32_t> attach_ids_;  // by program name: vmlinux_attach_id's
+  /// Programs on a BPF program's function (`bpf:`), by program name (their dispatchers too).
+  std::map<std::string, const plan::PlannedProgram*> in_programs_;
   bool live_off_ = false;  // a load with live slots failed: they are not tried again
 };
 

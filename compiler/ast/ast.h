@@ -317,6 +317,13 @@ struct IterTarget {
   std::optional<CaptureList> captures;
 };
 
+/// `bpf:xdp_drop_udp`, `bpf:42`, `bpf:xdp_*`: a BPF program loaded in the kernel (an XDP or
+/// TC program, anyone's), by its name, a glob or its id; fentry on it, fexit for `return`.
+struct BpfProgramTarget {
+  Pattern program;
+  std::optional<CaptureList> captures;
+};
+
 /// `begin`, `end`: once, as the session starts (its probes attached) and as it ends.
 struct SessionTarget {
   bool at_end = false;
@@ -344,7 +351,8 @@ struct Target {
 
   using Variant = std::variant<FunctionTarget, TracepointTarget, SyscallTarget, UprobeTarget,
                                UsdtTarget, PacketTarget, IntervalTarget, ProfileTarget,
-                               PerfEventTarget, SessionTarget, WatchpointTarget, IterTarget>;
+                               PerfEventTarget, SessionTarget, WatchpointTarget, IterTarget,
+                               BpfProgramTarget>;
   Variant kind;
   SourceRange range;
 };

@@ -233,6 +233,10 @@ class Dumper : public ExprVisitor<Dumper> {
     line("iter:" + t.name);
     captures(t.captures);
   }
+  void target(const BpfProgramTarget& t) {
+    line("bpf:" + t.program.text);
+    captures(t.captures);
+  }
   void target(const WatchpointTarget& t) {
     std::string at = t.symbol.empty() ? fmt::format("0x{:x}", t.address) : fmt::format("kaddr(\"{}\")", t.symbol);
     line(fmt::format("watchpoint:{}:{}:{}", at, t.length, t.mode));
@@ -300,6 +304,7 @@ const std::optional<CaptureList>* Target::captures() const {
   if (const auto* u = std::get_if<UprobeTarget>(&kind)) return &u->captures;
   if (const auto* u = std::get_if<UsdtTarget>(&kind)) return &u->captures;
   if (const auto* i = std::get_if<IterTarget>(&kind)) return &i->captures;
+  if (const auto* b = std::get_if<BpfProgramTarget>(&kind)) return &b->captures;
   return nullptr;
 }
 

@@ -184,6 +184,8 @@ void ProbePlanner::lowerProbe(const sema::ResolvedQuery& query, const sema::Reso
     for (const std::string& symbol : target.symbols) lowerUprobe(p, *u, symbol);
   } else if (const auto* u = std::get_if<ast::UsdtTarget>(&ast_target.kind)) {
     lowerUsdt(p, *u);
+  } else if (std::holds_alternative<ast::BpfProgramTarget>(ast_target.kind)) {
+    lowerBpfPrograms(p);
   } else if (const auto* it = std::get_if<ast::IterTarget>(&ast_target.kind)) {
     // The iterator's context is its arguments' array, as a trampoline's; the session reads
     // the iterator once, which runs the program for each object.
@@ -292,6 +294,40 @@ void ProbePlanner::lowerKprobeMulti(const ProbeUnit& p, uint32_t group) {
   leave.symbols = symbols;
   leave.site_is_func_ip = true;
   emitter_.emitMain(p, leave, /*from_stash=*/true);
+}
+
+void ProbePlanner::lowerBpfPrograms(const ProbeUnit& p) {
+  // A trampoline on each program's function, and nothing to fall back to: kprobes cannot go
+  // into BPF programs.
+  uint32_t group = p.group ? *p.group : object_.newGroup(p.target.description);
+  object_.noteGroup(group, "a BPF program: fentry on its function, through a BPF trampoline (fexit "
+                           "for `return`); kprobes cannot go into a BPF program, so there is no "
+                           "other method");
+  ArgAccess ctx_args{ArgAccess::Kind::CtxArray};
+  for (const host::BpfProgram& prog : p.target.bpf_programs) {
+    auto at = [&](const char* kind, Attach attach, ArgAccess args) {
+      ProgramSite s = site(std::string(kind) + "/" + prog.function, attach, prog.function, group, 0, std::move(args));
+      s.func = prog.displayName();
+      s.attach_program = prog.id;
+      return s;
+    };
+    if (!p.probe.at_exit) {
+      emitter_.emitMain(p, at("fentry", Attach::Fentry, ctx_args));
+      continue;
+    }
+    // fexit sees the arguments and the verdict; the entry time comes from fentry.
+    uint64_t where = next_site_++;
+    ProgramSite enter = at("fentry", Attach::Fentry, ctx_args);
+    enter.site = where;
+    enter.arity = 0;
+    emitter_.emitStash(p, enter);
+    ArgAccess fexit = ctx_args;
+    fexit.ret = ArgAccess::Ret::CtxSlot;
+    fexit.return_slot = static_cast<uint32_t>(prog.params.size());
+    ProgramSite leave = at("fexit", Attach::Fexit, fexit);
+    leave.site = where;
+    emitter_.emitMain(p, leave, /*from_stash=*/true);
+  }
 }
 
 void ProbePlanner::lowerTracepoint(const ProbeUnit& p) {

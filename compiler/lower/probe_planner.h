@@ -34,6 +34,7 @@ class ProbePlanner {
   void lowerFunction(const ProbeUnit& p, const btf::Function& fn, uint32_t group,
                      uint32_t kprobe_method);
   void lowerKprobeMulti(const ProbeUnit& p, uint32_t group);
+  void lowerBpfPrograms(const ProbeUnit& p);
   void lowerTracepoint(const ProbeUnit& p);
   /// `syscall:NAME`: raw_syscalls filtered to the call's number, then the syscalls
   /// tracepoint as the fallback method (or only that, where kq cannot use raw_syscalls).

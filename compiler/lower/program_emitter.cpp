@@ -72,6 +72,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.bp_addr = site.bp_addr;
   planned.bp_len = site.bp_len;
   planned.bp_type = site.bp_type;
+  planned.attach_program = site.attach_program;
   planned.ref_ctr_offset = site.ref_ctr_offset;
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);

@@ -50,6 +50,8 @@ struct ProgramSite {
   uint64_t bp_addr = 0;
   uint32_t bp_len = 0;
   uint32_t bp_type = 0;
+  /// Fentry/Fexit on a BPF program: see plan::PlannedProgram.
+  uint32_t attach_program = 0;
   /// Uprobe: see plan::PlannedProgram.
   uint64_t uprobe_offset = 0;
   uint64_t ref_ctr_offset = 0;

@@ -84,7 +84,8 @@ std::string placeOf(const ProgramPart& part) {
                                   static_cast<int>(p.attach), p.target, p.binary, p.period_ns,
                                   p.frequency_hz, p.perf_type, p.perf_config, p.every_cpu,
                                   p.uprobe_offset, p.ref_ctr_offset);
-  place += fmt::format("\n{:x} {} {} +{:x}", p.bp_addr, p.bp_len, p.bp_type, p.kprobe_offset);
+  place += fmt::format("\n{:x} {} {} +{:x} bpf {}", p.bp_addr, p.bp_len, p.bp_type, p.kprobe_offset,
+                       p.attach_program);
   for (const std::string& symbol : p.symbols) place += "\n" + symbol;
   place += "\n#";
   for (uint64_t cookie : p.cookies) place += fmt::format("\n{}", cookie);

@@ -288,6 +288,9 @@ class Builder {
     } else if (auto* t = dynamic_cast<P::IterTargetContext*>(ctx)) {
       // ITER IDENT captureList?
       out.kind = IterTarget{text(t->IDENT()), range(t->IDENT()), captureList(t->captureList())};
+    } else if (auto* t = dynamic_cast<P::BpfTargetContext*>(ctx)) {
+      // BPF pattern captureList?
+      out.kind = BpfProgramTarget{pattern(t->pattern()), captureList(t->captureList())};
     } else if (auto* t = dynamic_cast<P::WatchpointTargetContext*>(ctx)) {
       // WATCHPOINT (NUMBER | IDENT '(' STRING ')') ':' NUMBER ':' IDENT
       WatchpointTarget w;

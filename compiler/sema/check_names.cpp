@@ -180,7 +180,8 @@ void ExprChecker::checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at
   bool traces_functions = scope_.target->target &&
                           (std::holds_alternative<ast::FunctionTarget>(scope_.target->target->kind) ||
                            std::holds_alternative<ast::UprobeTarget>(scope_.target->target->kind) ||
-                           std::holds_alternative<ast::PacketTarget>(scope_.target->target->kind));
+                           std::holds_alternative<ast::PacketTarget>(scope_.target->target->kind) ||
+                           std::holds_alternative<ast::BpfProgramTarget>(scope_.target->target->kind));
   if (builtin.id == BuiltinVar::Func && scope_.func) {
     scope_.func->anywhere = true;
     scope_.func->in_where = scope_.func->in_where || scope_.in_where;

@@ -1,6 +1,11 @@
 // Probe targets against the kernel: which functions, tracepoints, syscalls or symbols a
 // target names, what arguments it brings into scope, and how it can be attached.
+#include <bpf/btf.h>
 #include <fmt/format.h>
+
+#include <map>
+#include <algorithm>
+#include <mutex>
 
 #include "host/binary_path.h"
 #include "host/elf_symbols.h"
@@ -637,6 +642,109 @@ std::optional<ResolvedTarget> resolveIter(Context& ctx, const ast::IterTarget& t
   return out;
 }
 
+/// A program type's return value: an enum of its verdicts (`enum xdp_action`, `enum
+/// tc_action` of pkt_cls.h's TC_ACT_* defines, which the kernel's BTF lacks), so that each
+/// prints by its name and `return == TC_ACT_SHOT` reads as written; an integer for a type
+/// without verdicts. The enums are made once per process, as a header's types are: values
+/// of a BTF of kq's own, never relocated.
+const Type* verdictType(Context& ctx, const host::BpfProgram& prog) {
+  const auto& names = host::verdictNames(prog.type);
+  if (names.empty()) return ctx.types.integer(prog.return_size ? prog.return_size : 4, prog.return_signed);
+  static std::mutex mutex;
+  static std::map<uint32_t, std::pair<std::unique_ptr<btf::BtfFile>, int>> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& [file, id] = made[prog.type];
+  if (!file) {
+    std::string name(host::verdictEnum(prog.type));
+    ::btf* verdicts = btf__new_empty();
+    id = btf__add_enum(verdicts, name.c_str(), 4);
+    for (const auto& [value, enumerator] : names) {
+      btf__add_enum_value(verdicts, std::string(enumerator).c_str(), value);
+    }
+    file = std::make_unique<btf::BtfFile>(btf::BtfFile{"verdicts of " + name, verdicts, true});
+  }
+  return ctx.types.fromBtf({file.get(), static_cast<btf::TypeId>(id)});
+}
+
+/// `bpf:xdp_drop_udp`: fentry (fexit for `return`) on each loaded BPF program the pattern
+/// names (by its function's name, its kernel name, or its id), typed by the program's own
+/// BTF: its context is the kernel struct the verifier gives a tracing program (`struct
+/// xdp_md *` of XDP is a `struct xdp_buff *`, `struct __sk_buff *` of TC a `struct sk_buff *`).
+std::optional<ResolvedTarget> resolveBpfProgram(Context& ctx, const ast::BpfProgramTarget& t) {
+  Result<std::vector<host::BpfProgram>> loaded = ctx.kernel.bpfPrograms();
+  if (!loaded) {
+    ctx.diags.report(DiagKind::UnknownEvent, t.program.range, "kq cannot list the loaded BPF programs")
+        .note(loaded.error().message);
+    return std::nullopt;
+  }
+  const std::string& pattern = t.program.text;
+  bool by_id = !pattern.empty() && pattern.find_first_not_of("0123456789") == std::string::npos;
+  std::vector<host::BpfProgram> matched;
+  for (const host::BpfProgram& p : *loaded) {
+    bool match = by_id ? std::to_string(p.id) == pattern
+                       : btf::globMatch(pattern, p.displayName()) || btf::globMatch(pattern, p.name);
+    if (match) matched.push_back(p);
+  }
+  if (matched.empty()) {
+    Diagnostic& diag = ctx.diags.report(
+        DiagKind::UnknownEvent, t.program.range,
+        by_id ? fmt::format("no BPF program of id {} is loaded", pattern)
+              : fmt::format("no loaded BPF program is named `{}`", pattern));
+    std::vector<std::string> names;
+    for (const host::BpfProgram& p : *loaded) names.push_back(p.displayName());
+    if (!by_id) addDidYouMean(diag, pattern, views(names));
+    diag.note(loaded->empty() ? "no BPF program is loaded now"
+                              : fmt::format("`kq list 'bpf:*'` lists those loaded now ({})", loaded->size()));
+    return std::nullopt;
+  }
+  // A glob passes over the programs loaded without BTF, as a function glob passes over what
+  // cannot be traced; a name or an id that finds only those says why.
+  bool glob = pattern.find_first_of("*?[") != std::string::npos;
+  auto no_btf = [](const host::BpfProgram& p) { return !p.hasBtf(); };
+  if (glob && !std::all_of(matched.begin(), matched.end(), no_btf)) {
+    matched.erase(std::remove_if(matched.begin(), matched.end(), no_btf), matched.end());
+  }
+  for (const host::BpfProgram& p : matched) {
+    if (p.hasBtf()) continue;
+    ctx.diags
+        .report(DiagKind::NotTraceable, t.program.range,
+                fmt::format("the BPF program `{}` (id {}) was loaded without BTF", p.name, p.id))
+        .note("fentry on a program attaches by its function's BTF type: load it with BTF (`clang -g`)");
+    return std::nullopt;
+  }
+  const host::BpfProgram& first = matched.front();
+  for (const host::BpfProgram& p : matched) {
+    if (p.type == first.type && p.params.size() == first.params.size()) continue;
+    ctx.diags
+        .report(DiagKind::ArgumentNotShared, t.program.range,
+                fmt::format("`{}` names programs of different kinds: `{}` is {} and `{}` is {}",
+                            pattern, first.displayName(), first.type_name, p.displayName(), p.type_name))
+        .note("name one kind of program in a probe, and trace the other in one of its own");
+    return std::nullopt;
+  }
+  ResolvedTarget out;
+  for (uint32_t i = 0; i < first.params.size(); ++i) {
+    const host::BpfProgramParam& param = first.params[i];
+    const Type* type = nullptr;
+    if (param.kind == host::BpfProgramParam::Kind::Integer) {
+      type = ctx.types.integer(param.size, param.is_signed);
+    } else if (param.kind == host::BpfProgramParam::Kind::Context) {
+      std::optional<std::string_view> kernel = host::kernelContextStruct(first.type, param.type_name);
+      std::optional<btf::BtfType> record = kernel ? ctx.btf.findStruct(*kernel) : std::nullopt;
+      if (record) type = ctx.types.pointerTo(ctx.types.fromBtf(*record));
+    }
+    // Other pointers the verifier does not let a tracing program read: no name for them.
+    if (type) out.args.push_back({param.name, type, i});
+  }
+  out.return_type = verdictType(ctx, first);
+  out.bpf_programs = std::move(matched);
+  out.attach = {{AttachKind::Fentry, Known::Yes, ""}};
+  out.description = out.bpf_programs.size() == 1
+                        ? "bpf:" + out.bpf_programs.front().displayName()
+                        : fmt::format("bpf:{} ({} programs)", pattern, out.bpf_programs.size());
+  return out;
+}
+
 /// `watchpoint:ADDR:LEN:MODE`: a hardware breakpoint (linux/hw_breakpoint.h's kinds).
 std::optional<ResolvedTarget> resolveWatchpoint(Context& ctx, const ast::WatchpointTarget& t) {
   constexpr uint32_t kRead = 1, kWrite = 2, kExecute = 4;
@@ -770,6 +878,8 @@ std::optional<ResolvedTarget> resolveTarget(Context& ctx, const ast::Target& tar
     out = resolveWatchpoint(ctx, *t);
   } else if (const auto* t = std::get_if<ast::IterTarget>(&target.kind)) {
     out = resolveIter(ctx, *t);
+  } else if (const auto* t = std::get_if<ast::BpfProgramTarget>(&target.kind)) {
+    out = resolveBpfProgram(ctx, *t);
   } else if (const auto* t = std::get_if<ast::SessionTarget>(&target.kind)) {
     out.emplace();
     out->attach = {{t->at_end ? AttachKind::End : AttachKind::Begin, Known::Yes, ""}};

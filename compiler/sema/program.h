@@ -87,6 +87,8 @@ struct ResolvedTarget {
   uint64_t perf_period = 0;
   uint64_t perf_frequency_hz = 0;
   std::vector<std::string> symbols;                // uprobe symbols matched
+  /// `bpf:`: the BPF programs matched, each traced by fentry (fexit) on its function.
+  std::vector<host::BpfProgram> bpf_programs;
   /// `usdt:`: the probes matched, each with its sites and where their arguments are.
   std::vector<host::UsdtProbe> usdt_probes;
   std::vector<ProbeArg> args;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <bpf/btf.h>
+#include <linux/bpf.h>
 
 #include <cstdio>
 #include <map>
@@ -174,6 +175,10 @@ class Builder {
          {"inner_transport_header", b.type("__u16"), 992},
          {"inner_network_header", b.type("__u16"), 1008}}));
 
+  // What an XDP program's `struct xdp_md *` is to a tracing program.
+  b.record(true, "xdp_buff", 56,
+           {{"data", b.ptr("void"), 0}, {"data_end", b.ptr("void"), 64},
+            {"data_meta", b.ptr("void"), 128}, {"data_hard_start", b.ptr("void"), 192}});
   b.record(true, "iphdr", 20,
            {{"ihl", b.type("__u8"), 0, 4}, {"version", b.type("__u8"), 4, 4},
             {"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
@@ -324,6 +329,16 @@ class FakeKernelInfo : public host::KernelInfo {
     std::vector<std::string_view> names;
     for (const auto& [name, address] : symbols_) names.push_back(name);
     return names;
+  }
+  /// An XDP program and a TC one with BTF, and one loaded without.
+  Result<std::vector<host::BpfProgram>> bpfPrograms() override {
+    using Param = host::BpfProgramParam;
+    host::BpfProgram xdp{17, "xdp_drop_udp", BPF_PROG_TYPE_XDP, "xdp", "d441f87c8ad2f9b3",
+                         "xdp_drop_udp", {{"ctx", Param::Kind::Context, "xdp_md", 8, false}}, 4, true};
+    host::BpfProgram tc{23, "tc_ingress_filt", BPF_PROG_TYPE_SCHED_CLS, "sched_cls", "0123456789abcdef",
+                        "tc_ingress_filter", {{"skb", Param::Kind::Context, "__sk_buff", 8, false}}, 4, true};
+    host::BpfProgram bare{31, "no_btf", BPF_PROG_TYPE_XDP, "xdp", "fedcba9876543210", "", {}, 0, false};
+    return std::vector<host::BpfProgram>{xdp, tc, bare};
   }
 
  private:
