@@ -8,6 +8,7 @@
 
 #include "compiler/sema/stdlib.h"
 #include "driver/commands.h"
+#include "host/bpf_programs.h"
 #include "host/perf_events.h"
 #include "host/usdt.h"
 #include "repl/input_tokens.h"
@@ -24,12 +25,12 @@ constexpr std::string_view kCommands[] = {"check", "decls", "fn",   "help", "inf
 constexpr std::string_view kClauses[] = {"where", "select", "group", "every", "for", "limit", "join", "track"};
 constexpr std::string_view kExpressionWords[] = {"and", "or", "not", "true", "false"};
 constexpr std::string_view kTargetWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "uprobe:",
-                                             "uretprobe:", "usdt:", "software:", "hardware:", "watchpoint:", "iter:", "packet",
+                                             "uretprobe:", "usdt:", "software:", "hardware:", "watchpoint:", "iter:", "bpf:", "packet",
                                              "interval", "profile"};
 constexpr std::string_view kInfoWords[] = {"struct ", "union ", "enum ", "tracepoint:", "rawtracepoint:", "syscall:",
-                                           "usdt:"};
+                                           "usdt:", "bpf:"};
 constexpr std::string_view kListWords[] = {"tracepoint:", "rawtracepoint:", "syscall:", "software:",
-                                           "hardware:", "usdt:", "packet"};
+                                           "hardware:", "usdt:", "bpf:", "packet"};
 
 /// Words that are never names (docs/language.md, "Reserved words"), and `on`.
 constexpr std::string_view kReserved[] = {
@@ -50,7 +51,7 @@ bool isClause(const InputToken& t) {
 /// Where the word being completed stands, and what is in scope there.
 struct Place {
   enum What {
-    Nothing, Command, Target, Categories, Events, RawTracepoints, Syscalls, PerfEvents, UsdtProbes, Files, AfterTarget, Expression,
+    Nothing, Command, Target, Categories, Events, RawTracepoints, Iterators, BpfPrograms, Syscalls, PerfEvents, UsdtProbes, Files, AfterTarget, Expression,
     Member, InfoWhat, ListWhat, StructName, Module, Words,
   } what = Nothing;
   std::string category;            // Events; PerfEvents: `software` or `hardware`; UsdtProbes: the binary
@@ -171,6 +172,22 @@ Completion Completer::candidates(const Place& place, size_t start) const {
       break;
     }
     case Place::RawTracepoints: names = context_.btf.tracepointNames(); break;
+    case Place::Iterators:
+      // The kernel's iterators: a `bpf_iter_NAME` function with its `struct bpf_iter__NAME`.
+      for (std::string_view f : context_.btf.functionNames()) {
+        constexpr std::string_view kPrefix = "bpf_iter_";
+        if (f.rfind(kPrefix, 0) != 0) continue;
+        std::string name(f.substr(kPrefix.size()));
+        if (context_.btf.findStruct("bpf_iter__" + name)) names.push_back(name);
+      }
+      break;
+    case Place::BpfPrograms:
+      if (auto programs = context_.kernel.bpfPrograms()) {
+        for (const host::BpfProgram& p : *programs) {
+          if (p.hasBtf()) names.push_back(p.displayName());
+        }
+      }
+      break;
     case Place::Syscalls: {
       auto events = context_.kernel.tracepointEvents("syscalls");
       if (!events) break;
@@ -269,6 +286,8 @@ std::optional<Place> Completer::targetPart(size_t first, size_t end) const {
     return p;
   }
   if (n >= 2 && at(1).is(":") && at(2).is("rawtracepoint")) return Place{Place::RawTracepoints};
+  if (n >= 2 && at(1).is(":") && at(2).is("iter")) return Place{Place::Iterators};
+  if (n >= 2 && at(1).is(":") && at(2).is("bpf")) return Place{Place::BpfPrograms};
   if (n >= 2 && at(1).is(":") && at(2).is("syscall")) return Place{Place::Syscalls};
   if (n >= 2 && at(1).is(":") && (at(2).is("software") || at(2).is("hardware"))) {
     Place p{Place::PerfEvents};

@@ -23,6 +23,11 @@ std::optional<std::pair<std::string, bool>> probeOf(const std::string& probe) {
   static const std::regex raw(R"(^(rawtracepoint|rt):(?:[\w]+:)?([\w*]+)$)");
   static const std::regex user(R"(^(uprobe|u|uretprobe|ur):([^:]+):([\w.*]+)$)");
   if (probe == "BEGIN" || probe == "END") return std::pair{probe == "BEGIN" ? "begin" : "end", false};
+  static const std::regex program(R"(^(fentry|f|kfunc|fexit|fr|kretfunc):bpf:(?:\d+:)?([\w*]+)$)");
+  if (std::regex_match(probe, m, program)) {
+    bool at_exit = m[1] == "fexit" || m[1] == "fr" || m[1] == "kretfunc";
+    return std::pair{"bpf:" + m[2].str(), at_exit};
+  }
   if (std::regex_match(probe, m, function)) return std::pair{m[2].str(), false};
   if (std::regex_match(probe, m, exit)) return std::pair{m[2].str(), true};
   if (std::regex_match(probe, m, tracepoint)) return std::pair{"tracepoint:" + m[2].str() + ":" + m[3].str(), false};

@@ -182,6 +182,21 @@ std::string SyntaxErrorStrategy::bpftraceProbeHint(antlr4::TokenStream* tokens,
   if (!entries.count(text) && !returns.count(text)) return "";
   Token* colon = nextToken(tokens, word->getTokenIndex());
   Token* function = colon ? nextToken(tokens, colon->getTokenIndex()) : nullptr;
+  if (colon && colon->getType() == P::COLON && function && function->getType() == P::BPF) {
+    // bpftrace's `fentry:bpf:[ID:]NAME`: a loaded BPF program.
+    Token* program = nextToken(tokens, function->getTokenIndex());
+    if (program && program->getType() == P::NUMBER) {
+      Token* second = nextToken(tokens, program->getTokenIndex());
+      Token* name = second && second->getType() == P::COLON ? nextToken(tokens, second->getTokenIndex()) : nullptr;
+      if (name && name->getType() == P::IDENT) program = name;
+    }
+    if (!program || (program->getType() != P::IDENT && program->getType() != P::NUMBER)) return "";
+    std::string name(source_.text(program));
+    return returns.count(text)
+               ? fmt::format("kq names a loaded BPF program `bpf:NAME` (or `bpf:ID`), and `return` "
+                             "is its verdict at its exit: `trace bpf:{} select return`", name)
+               : fmt::format("kq names a loaded BPF program `bpf:NAME` (or `bpf:ID`): `trace bpf:{}`", name);
+  }
   if (!colon || colon->getType() != P::COLON || !function || function->getType() != P::IDENT) {
     return "";
   }

@@ -23,6 +23,10 @@ TEST(BpftraceSpelling, TheCommonOneLinersAreSaidAsQueries) {
             "trace tracepoint:sched:sched_switch where prev_pid == 1 and x != 0 select count()");
   EXPECT_EQ(kq("uprobe:/bin/bash:readline { printf(\"hi\\n\"); }"),
             "trace uprobe:/bin/bash:readline select fmt(\"hi\")");
+  // A loaded BPF program, by name with or without its id.
+  EXPECT_EQ(kq("fexit:bpf:17:xdp_drop_udp { @[retval] = count(); }"),
+            "trace bpf:xdp_drop_udp(return) group by return select return, count()");
+  EXPECT_EQ(kq("fentry:bpf:xdp_drop_udp { @ = count(); }"), "trace bpf:xdp_drop_udp select count()");
 }
 
 TEST(BpftraceSpelling, AProgramNotSaidInOneQueryIsStillKnown) {

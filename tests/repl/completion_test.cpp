@@ -47,7 +47,7 @@ TEST_F(CompletionTest, KernelFunctionsAfterTrace) {
   EXPECT_THAT(c.candidates, ElementsAre("tcp_v4_connect", "tcp_v4_do_rcv", "tcp_v4_rcv"));
   EXPECT_EQ(c.start, 6u);
   // Nothing typed: the kinds of probe, not every function.
-  EXPECT_THAT(candidates("trace "), ElementsAre("hardware:", "interval", "iter:", "packet", "profile", "rawtracepoint:",
+  EXPECT_THAT(candidates("trace "), ElementsAre("bpf:", "hardware:", "interval", "iter:", "packet", "profile", "rawtracepoint:",
                                                 "software:", "syscall:", "tracepoint:", "uprobe:",
                                                 "uretprobe:", "usdt:", "watchpoint:"));
   EXPECT_THAT(candidates("trace tr"), ElementsAre("tracepoint:"));
@@ -87,6 +87,15 @@ TEST_F(CompletionTest, Syscalls) {
 TEST_F(CompletionTest, RawTracepointsByTheirBtfNames) {
   EXPECT_THAT(candidates("trace rawtracepoint:sched_w"), ElementsAre("sched_wakeup", "sched_waking"));
   EXPECT_THAT(candidates("list raw"), ElementsAre("rawtracepoint:"));
+}
+
+TEST_F(CompletionTest, IteratorsAndLoadedBpfPrograms) {
+  EXPECT_THAT(candidates("trace iter:task"), ElementsAre("task", "task_file"));
+  // Programs by the name of their function; one loaded without BTF cannot be traced.
+  EXPECT_THAT(candidates("trace bpf:"), ElementsAre("tc_ingress_filter", "xdp_drop_udp"));
+  EXPECT_THAT(candidates("trace bpf:x"), ElementsAre("xdp_drop_udp"));
+  EXPECT_THAT(candidates("list bp"), Contains("bpf:"));
+  EXPECT_THAT(candidates("info bpf:t"), ElementsAre("tc_ingress_filter"));
 }
 
 TEST_F(CompletionTest, PerfEvents) {
@@ -195,7 +204,7 @@ TEST_F(CompletionTest, NothingInsideAString) {
 
 TEST_F(CompletionTest, InfoAndList) {
   EXPECT_THAT(candidates("info "),
-              ElementsAre("enum ", "rawtracepoint:", "struct ", "syscall:", "tracepoint:", "union ",
+              ElementsAre("bpf:", "enum ", "rawtracepoint:", "struct ", "syscall:", "tracepoint:", "union ",
                           "usdt:"));
   EXPECT_THAT(candidates("info rawtracepoint:sched_waki"), ElementsAre("sched_waking"));
   EXPECT_THAT(candidates("info struct sk_"), ElementsAre("sk_buff"));

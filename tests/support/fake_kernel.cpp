@@ -251,6 +251,16 @@ class Builder {
               {"length", b.type("int")}, {"transhdrlen", b.type("int")}, {"ipc", b.ptr("void")},
               {"rtp", b.ptr("void")}, {"flags", b.type("unsigned int")}});
   b.function("int", "takes_opaque", {{"o", b.ptr("struct opaque")}});
+  // BPF iterators: `bpf_iter_NAME(meta, ...)` with its context `struct bpf_iter__NAME`.
+  b.record(true, "bpf_iter_meta", 8, {{"seq_num", b.type("u64"), 0}});
+  int meta = b.ptr("struct bpf_iter_meta");
+  int task = b.ptr("struct task_struct");
+  b.record(true, "bpf_iter__task", 16, {{"meta", meta, 0}, {"task", task, 64}});
+  b.record(true, "bpf_iter__task_file", 32,
+           {{"meta", meta, 0}, {"task", task, 64}, {"fd", b.type("u32"), 128}, {"file", b.ptr("struct file"), 192}});
+  b.function("int", "bpf_iter_task", {{"meta", meta}, {"task", task}});
+  b.function("int", "bpf_iter_task_file",
+             {{"meta", meta}, {"task", task}, {"fd", b.type("u32")}, {"file", b.ptr("struct file")}});
   b.function("long int", "__x64_sys_openat", {{"regs", b.ptr("void")}});
   // Just more functions than one probe may attach to (`trace stub_*`), sharing a prototype.
   int stub_proto = btf__add_func_proto(b.take(), 0);
