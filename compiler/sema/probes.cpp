@@ -650,6 +650,9 @@ std::optional<ResolvedTarget> resolveIter(Context& ctx, const ast::IterTarget& t
 const Type* verdictType(Context& ctx, const host::BpfProgram& prog) {
   const auto& names = host::verdictNames(prog.type);
   if (names.empty()) return ctx.types.integer(prog.return_size ? prog.return_size : 4, prog.return_signed);
+  // The kernel's own enum where its BTF has one (`enum xdp_action`), so that the verdict
+  // compares with the kernel's values of it.
+  if (auto kernel = ctx.btf.findEnum(host::verdictEnum(prog.type))) return ctx.types.fromBtf(*kernel);
   static std::mutex mutex;
   static std::map<uint32_t, std::pair<std::unique_ptr<btf::BtfFile>, int>> made;
   std::lock_guard<std::mutex> lock(mutex);

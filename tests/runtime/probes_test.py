@@ -17,6 +17,7 @@ import harness
 from harness import kq, skip_reason
 
 WORKDIR = tempfile.mkdtemp(prefix="kq-probes-")
+SEND_UDP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support", "send_udp.py")
 
 # Three requests, each with an id, a path and a negative short, and a counter read from a
 # global; the semaphores the uprobes count up say at the end whether it was traced.
@@ -381,6 +382,128 @@ class RunTimeLengths(harness.KqTestCase):
     def test_str_stops_at_the_length(self):
         rows = self.writes("str(buf, count - 1, 512) as text")
         self.assertEqual([r["text"] for r in rows], ["xx", "x" * 10, "x" * 199, "x" * 512 + "…"])
+
+# An XDP program that drops UDP (IPv4's protocol byte, past a 14-byte Ethernet header) and a
+# TC one that drops nothing; kq traces them as `bpf:` probes. The XDP function's name is
+# longer than the 15 bytes the kernel keeps, so kq must find it by its BTF name.
+XDP_PROGRAM = harness.write_file(WORKDIR, "xdp.c", r"""
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#define SEC(name) __attribute__((section(name), used))
+SEC("xdp") int kqtest_drop_udp_long(struct xdp_md *ctx) {
+  unsigned char *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+  if (data + 24 > end) return XDP_PASS;
+  return data[23] == 17 ? XDP_DROP : XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
+""")
+TC_PROGRAM = harness.write_file(WORKDIR, "tc.c", r"""
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#define SEC(name) __attribute__((section(name), used))
+SEC("tc") int kqtest_tc_ok(struct __sk_buff *skb) { return skb->len > 100000 ? TC_ACT_SHOT : TC_ACT_OK; }
+char _license[] SEC("license") = "GPL";
+""")
+
+
+def bpf_object(source):
+    """`source` compiled for the BPF target with BTF, or None (with the reason)."""
+    if not shutil.which("clang"):
+        return None, "clang is not installed"
+    out = source[:-2] + ".o"
+    built = subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu",
+                            "-c", source, "-o", out], capture_output=True, text=True)
+    if built.returncode != 0:
+        return None, f"clang cannot build a BPF object here: {built.stderr.strip()}"
+    return out, None
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class BpfPrograms(harness.KqTestCase):
+    """`bpf:` on programs the test attaches to `lo` in a network namespace of its own:
+    XDP (generic) and TC (clsact ingress)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.netns = f"kqbpf{os.getpid()}"
+        xdp, why = bpf_object(XDP_PROGRAM)
+        tc, why_tc = bpf_object(TC_PROGRAM)
+        if not xdp or not tc:
+            raise unittest.SkipTest(why or why_tc)
+        ip = ["ip", "-n", cls.netns]
+        subprocess.run(["ip", "netns", "add", cls.netns], check=True)
+        subprocess.run([*ip, "link", "set", "lo", "up"], check=True)
+        subprocess.run([*ip, "link", "set", "dev", "lo", "xdpgeneric", "obj", xdp, "sec", "xdp"], check=True)
+        subprocess.run(["tc", "-n", cls.netns, "qdisc", "add", "dev", "lo", "clsact"], check=True)
+        subprocess.run(["tc", "-n", cls.netns, "filter", "add", "dev", "lo", "ingress", "bpf", "da", "obj", tc,
+                        "sec", "tc"], check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["ip", "netns", "del", cls.netns])
+
+    def program_id(self, name):
+        progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True).stdout)
+        ids = [p["id"] for p in progs if p.get("name") == name]  # bpftool names it by its BTF
+        self.assertEqual(len(ids), 1, progs)
+        return ids[0]
+
+    def test_list_shows_each_program_typed_by_its_btf(self):
+        status, out, err = kq("list", "bpf:kqtest_*")
+        self.assertEqual(status, 0, err)
+        xdp = self.program_id("kqtest_drop_udp_long")
+        tc = self.program_id("kqtest_tc_ok")
+        self.assertIn(f"bpf:kqtest_drop_udp_long(struct xdp_buff *ctx) -> enum xdp_action  (xdp, id {xdp}, "
+                      "kernel name kqtest_drop_udp)", out)
+        self.assertIn(f"bpf:kqtest_tc_ok(struct sk_buff *skb) -> enum tc_action  (sched_cls, id {tc})", out)
+
+    def test_info_names_the_verdicts(self):
+        status, out, err = kq("info", "bpf:kqtest_drop_udp_long")
+        self.assertEqual(status, 0, err)
+        self.assertIn(f"id {self.program_id('kqtest_drop_udp_long')}", out)
+        for verdict in ("XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"):
+            self.assertIn(verdict, out)
+
+    def test_queries_check_against_the_programs_types(self):
+        xdp = self.program_id("kqtest_drop_udp_long")
+        for query in ["trace bpf:kqtest_drop_udp_long where return == XDP_DROP select ctx->data_end - ctx->data",
+                      f"trace bpf:{xdp} select return",
+                      "trace bpf:kqtest_drop_udp select ctx->data",  # the kernel keeps 15 bytes of the name
+                      "trace bpf:kqtest_tc_ok where return != TC_ACT_OK select skb->len, skb->mark"]:
+            status, out, err = kq("check", "-e", query)
+            self.assertEqual(status, 0, f"{query}: {err}")
+        status, out, err = kq("check", "-e", "trace bpf:kqtest_tc_ok where return == XDP_DROP")
+        self.assertEqual(status, 1, out)
+        self.assertIn("`return` is `enum tc_action` but `XDP_DROP` is `enum xdp_action`", err)
+        status, out, err = kq("check", "-e", "trace bpf:kqtest_drop_udp_lng")
+        self.assertEqual(status, 1, out)
+        self.assertIn("did you mean `kqtest_drop_udp_long`?", err)
+
+    def run_or_skip(self, *args):
+        """Runs kq; where the kernel refuses a trampoline on a BPF program (fentry), checks
+        that kq says so and skips, naming what is missing."""
+        status, out, err = kq(*args, timeout=60)
+        if status == 1 and "cannot attach to bpf:" in err:
+            self.assertIn("fentry", err)
+            self.assertIn("trampolines", err)
+            self.assertNotIn("Segmentation", err)
+            self.skipTest("this kernel does not attach fentry/fexit to BPF programs: " + err.strip().splitlines()[0])
+        return status, out, err
+
+    def test_the_verdict_of_each_packet(self):
+        status, out, err = self.run_or_skip(
+            "-f", "json", "-c", f"ip netns exec {self.netns} {sys.executable} {SEND_UDP}",
+            "trace bpf:kqtest_drop_udp_long where return == XDP_DROP select return, ctx->data_end - ctx->data as len")
+        self.assertEqual(status, 0, err)
+        rows = json_rows(out)
+        # send_udp.py's five datagrams, each 14 + 20 + 8 bytes of headers and its payload.
+        self.assertEqual(sorted(r["len"] for r in rows), sorted(42 + n for n in (200, 300, 50, 400, 500)), rows)
+        self.assertEqual({r["return"] for r in rows}, {"XDP_DROP"}, rows)
+
+    def test_dry_run_says_whether_it_attaches(self):
+        status, out, err = self.run_or_skip("--dry-run", "trace bpf:kqtest_tc_ok select return")
+        self.assertEqual(status, 0, err)
+        self.assertIn("fexit", out + err)
 
 
 if __name__ == "__main__":

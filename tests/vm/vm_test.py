@@ -512,6 +512,86 @@ class KernelFunctionExamples(unittest.TestCase):
                                  [(8, "hi\\x01there"), (703, "L" * 700 + "end")], out[:2000])
 
 
+# An XDP program that drops UDP (IPv4's protocol byte past a 14-byte Ethernet header).
+XDP_SOURCE = r"""
+#include <linux/bpf.h>
+#define SEC(name) __attribute__((section(name), used))
+SEC("xdp") int kqvm_drop_udp(struct xdp_md *ctx) {
+  unsigned char *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+  if (data + 24 > end) return XDP_PASS;
+  return data[23] == 17 ? XDP_DROP : XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
+"""
+# Five datagrams (send_udp.py), then a TCP connect to a closed port: a SYN and its RST.
+TRAFFIC = r"""
+import socket, subprocess, sys
+subprocess.run([sys.executable, sys.argv[1]], check=True)
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=5)
+except ConnectionRefusedError:
+    pass
+"""
+
+
+class BpfPrograms(unittest.TestCase):
+    """`bpf:` through fentry and fexit on an XDP program attached to `lo` in a namespace of
+    the test's (generic XDP: built into every kernel, unlike the TC qdisc's modules)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="kq-vm-xdp-")
+        source = os.path.join(cls.dir, "xdp.c")
+        with open(source, "w") as f:
+            f.write(XDP_SOURCE)
+        cls.traffic = os.path.join(cls.dir, "traffic.py")
+        with open(cls.traffic, "w") as f:
+            f.write(TRAFFIC)
+        obj = os.path.join(cls.dir, "xdp.o")
+        subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu",
+                        "-c", source, "-o", obj], check=True)
+        cls.netns = "kqvmxdp"
+        subprocess.run(["ip", "netns", "add", cls.netns], check=True)
+        subprocess.run(["ip", "-n", cls.netns, "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "-n", cls.netns, "link", "set", "dev", "lo", "xdpgeneric", "obj", obj, "sec", "xdp"],
+                       check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["ip", "netns", "del", cls.netns])
+
+    def tearDown(self):
+        KernelFunctions.tearDown(self)
+
+    def rows(self, query):
+        status, out, err = kq("-f", "json", query, "-c",
+                              f"ip netns exec {self.netns} {sys.executable} {self.traffic} {HERE}/../support/send_udp.py")
+        self.assertEqual(status, 0, err)
+        return [json.loads(l) for l in out.splitlines() if l.startswith("{") and "summary" not in l]
+
+    def test_the_verdict_of_each_packet_through_fexit(self):
+        rows = self.rows("trace bpf:kqvm_drop_udp select return, ctx->data_end - ctx->data as len")
+        dropped = sorted(r["len"] for r in rows if r["return"] == "XDP_DROP")
+        # Each datagram with 14 + 20 + 8 bytes of headers; the SYN and RST pass.
+        self.assertEqual(dropped, sorted(42 + n for n in (200, 300, 50, 400, 500)), rows)
+        self.assertEqual([r["return"] for r in rows].count("XDP_PASS"), 2, rows)
+
+    def test_a_filter_on_the_verdict_and_the_entry(self):
+        rows = self.rows("trace bpf:kqvm_drop_udp where return == XDP_PASS select count() as passed")
+        self.assertEqual(rows[-1]["rows"][0]["passed"], 2, rows)
+        rows = self.rows("trace bpf:kqvm_drop_udp select ctx->data_end - ctx->data as len")
+        self.assertEqual(len(rows), 7, rows)  # fentry alone: every packet, no verdict
+
+    def test_by_id_and_dry_run(self):
+        progs = bpftool_json("prog", "list")
+        ids = [p["id"] for p in progs if p.get("name") == "kqvm_drop_udp"]
+        self.assertEqual(len(ids), 1, progs)
+        status, out, err = kq("--dry-run", f"trace bpf:{ids[0]} select return")
+        self.assertEqual(status, 0, err)
+        self.assertIn("bpf:kqvm_drop_udp: fentry", out + err)
+        self.assertIn("2 programs loaded, 2 links attached", out + err)  # fentry and fexit
+
+
 if __name__ == "__main__":
     KQ = sys.argv[1]
     print(f"kernel {os.uname().release}", flush=True)
