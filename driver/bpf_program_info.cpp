@@ -2,6 +2,10 @@
 // sees each: its context as the kernel's struct, its verdict as an enum.
 #include <fmt/format.h>
 
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include "compiler/btf/btf.h"
 #include "driver/commands.h"
 #include "host/bpf_programs.h"
@@ -23,38 +27,44 @@ std::string what(const host::BpfProgram& p) {
   return out;
 }
 
-}  // namespace
-
-int listBpfPrograms(const std::string& pattern, host::KernelInfo& kernel, Io& io) {
-  std::string glob = pattern.substr(pattern.find(':') + 1);
+/// The loaded programs `pattern` names, and how many are loaded; nothing (said) when kq
+/// cannot list them.
+std::optional<std::pair<std::vector<host::BpfProgram>, size_t>> matching(const std::string& pattern,
+                                                                         host::KernelInfo& kernel, Io& io) {
   auto programs = kernel.bpfPrograms();
   if (!programs) {
     io.err << "kq: error: " << programs.error().message << "\n";
-    return 1;
+    return std::nullopt;
   }
-  size_t count = 0;
+  std::vector<host::BpfProgram> out;
   for (const host::BpfProgram& p : *programs) {
-    if (!matches(glob, p)) continue;
+    if (matches(pattern, p)) out.push_back(p);
+  }
+  return std::pair{std::move(out), programs->size()};
+}
+
+}  // namespace
+
+int listBpfPrograms(const std::string& pattern, host::KernelInfo& kernel, Io& io) {
+  auto found = matching(pattern.substr(pattern.find(':') + 1), kernel, io);
+  if (!found) return 1;
+  for (const host::BpfProgram& p : found->first) {
     std::string shape = p.hasBtf() ? fmt::format("({}) -> {}", host::tracedParams(p), host::tracedReturn(p)) : "";
     io.out << fmt::format("bpf:{}{}  ({})\n", p.displayName(), shape, what(p));
-    ++count;
   }
-  if (count) return 0;
+  if (!found->first.empty()) return 0;
   io.err << fmt::format("kq: error: no loaded BPF program matches `{}`{}\n", pattern,
-                        programs->empty() ? " (none is loaded)" : "");
+                        found->second ? "" : " (none is loaded)");
   return 1;
 }
 
 int bpfProgramInfo(const std::string& name, host::KernelInfo& kernel, Io& io) {
-  auto programs = kernel.bpfPrograms();
-  if (!programs) {
-    io.err << "kq: error: " << programs.error().message << "\n";
-    return 1;
-  }
-  size_t count = 0;
-  for (const host::BpfProgram& p : *programs) {
-    if (!matches(name, p)) continue;
-    io.out << fmt::format("{}bpf:{}  ({}, tag {})\n", count ? "\n" : "", p.displayName(), what(p), p.tag);
+  auto found = matching(name, kernel, io);
+  if (!found) return 1;
+  bool first = true;
+  for (const host::BpfProgram& p : found->first) {
+    io.out << fmt::format("{}bpf:{}  ({}, tag {})\n", first ? "" : "\n", p.displayName(), what(p), p.tag);
+    first = false;
     if (p.hasBtf()) {
       io.out << fmt::format("\nas fentry and fexit see it:\n  {};\n", host::tracedSignature(p));
       const auto& verdicts = host::verdictNames(p.type);
@@ -64,11 +74,11 @@ int bpfProgramInfo(const std::string& name, host::KernelInfo& kernel, Io& io) {
         io.out << "\n`return` (fexit), the verdict:\n  " << names << "\n";
       }
     }
-    ++count;
   }
-  if (count) return 0;
+  if (!found->first.empty()) return 0;
   io.err << fmt::format("kq: error: no loaded BPF program is named `{}`\n", name);
   std::vector<std::string> names;
+  auto programs = kernel.bpfPrograms();
   for (const host::BpfProgram& p : *programs) names.push_back(p.displayName());
   didYouMean(io, name, {names.begin(), names.end()});
   return 1;
