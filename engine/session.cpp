@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/ring_pace.h"
 #include "engine/table.h"
 #include "runtime/query_ends.h"
 #include "runtime/type_dump.h"
@@ -43,6 +44,7 @@ struct Reader {
   std::vector<uint64_t>& query_events;  // the reader's own count; published after each read
   std::atomic<uint64_t>* shared_events;  // may be null
   uint64_t events = 0;
+  uint64_t consumed = 0;                // records read from the ring, shown or not
   std::vector<uint32_t> reached_limit;  // queries to detach once the read is over
   int64_t read_until_ns = 0;            // this read's end (CLOCK_MONOTONIC)
   uint64_t records_left = UINT64_MAX;   // this read's budget of records
@@ -66,6 +68,7 @@ struct Reader {
 
 int onRecord(void* ctx, void* data, size_t size) {
   auto* r = static_cast<Reader*>(ctx);
+  ++r->consumed;
   if (r->not_shown) {
     plan::EventHeader header;
     if (size < sizeof header) return 0;
@@ -360,6 +363,7 @@ SessionResult Session::run() {
   int64_t deadline = runtime::deadlineAfter(nowNs(), options_.duration_ns);
   Wakeups wakeups(ring, options_.child ? options_.child->pid() : options_.traced,
                   cancellation_.fd(), control_fd_);
+  RingPace pace(plan_.pace_map.empty() ? -1 : object_.mapFd(plan_.pace_map), object_.mapFd(plan_.events_map));
   const auto& aggregates = plan_.layout.aggregates;
   std::vector<int64_t> ticks = firstTicks(plan_);
   // Only `begin` and iterators: nothing else can happen, unless a command is waited for.
@@ -394,11 +398,13 @@ SessionResult Session::run() {
       timeout_ms = std::min(timeout_ms, msUntil(deadline));
     }
     std::string error;
-    if (!wakeups.wait(timeout_ms, error)) {
+    if (!wakeups.wait(pace.timeoutMs(timeout_ms), error)) {
       sink_.onError(error);
       break;
     }
+    uint64_t consumed = reader.consumed;
     int read = readSlice(deadline);
+    pace.afterRead(reader.consumed - consumed);
     if (read < 0) {
       sink_.onError(fmt::format("reading events failed: {}", std::strerror(-read)));
       break;

@@ -230,6 +230,13 @@ struct ProgramPlan {
   /// An array of one 64-bit word the loader sets, before attaching, to the CLOCK_MONOTONIC
   /// nanoseconds the session started at (`elapsed`; empty when not used).
   std::string start_map;
+  /// An array of one 32-bit word, how the reader reads the event ring: 0 while it sleeps
+  /// until a record wakes it (each record is submitted as the kernel chooses: it wakes a
+  /// reader that has read everything); otherwise it reads on a short timer, and the word is
+  /// how many bytes waiting in the ring wake it at once (the record that takes the ring past
+  /// them is submitted with BPF_RB_FORCE_WAKEUP, every other with BPF_RB_NO_WAKEUP). Empty
+  /// in objects made before it, whose records wake the reader as the kernel chooses.
+  std::string pace_map;
   /// Every join of every query, and the per-CPU array of their counters.
   std::vector<PlannedJoin> joins;
   std::string join_counts_map;
@@ -255,6 +262,7 @@ struct ProgramPlan {
     visit("group_notes", self.group_notes...);
     visit("packet_groups", self.packet_groups...);
     visit("?start_map", self.start_map...);
+    visit("?pace_map", self.pace_map...);
   }
 };
 

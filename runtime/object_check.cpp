@@ -226,6 +226,15 @@ std::string objectMismatch(const plan::ProgramPlan& plan, const ObjectContents& 
       }
     }
   }
+  if (!plan.pace_map.empty()) {
+    if (const ObjectMap* pace = c.map("pace_map", plan.pace_map)) {
+      std::string which = fmt::format("pace_map names map `{}`, which", shownName(plan.pace_map));
+      if (pace->type != BPF_MAP_TYPE_ARRAY || pace->key_size != 4 || pace->value_size != 4 ||
+          pace->max_entries < 1) {
+        c.fail(fmt::format("{} is not an array of one 32-bit word", which));
+      }
+    }
+  }
   if (!plan.joins.empty()) {
     uint64_t counters = 0;
     for (const plan::PlannedJoin& join : plan.joins) {

@@ -6,7 +6,7 @@
 // the reader is caught up queues a wakeup (an irq_work, a self-IPI: about 1-2 us in a VM),
 // and a reader that keeps up with every event would have each pay for one.
 //
-//   loader OBJECT.bpf.o [-d SECONDS | -c COMMAND]
+//   loader OBJECT.bpf.o [-d SECONDS | -c COMMAND]     (LOADER_RING_BYTES=N: the ring's size)
 //
 // With -c it runs COMMAND (with /bin/sh -c) once everything is attached and stops when it
 // exits, as `kq -c` does, for bench/run's start-up rows.
@@ -75,6 +75,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "loader: cannot open %s: %s\n", argv[1], strerror(errno));
     return 1;
   }
+  // LOADER_RING_BYTES resizes the ring (a power of two), as kq's --buffer-size does.
+  const char *ring_bytes = getenv("LOADER_RING_BYTES");
+  struct bpf_map *ring_map = bpf_object__find_map_by_name(obj, "events");
+  if (ring_bytes && ring_map) bpf_map__set_max_entries(ring_map, (unsigned)strtoul(ring_bytes, NULL, 0));
   int err = bpf_object__load(obj);
   if (err) {
     fprintf(stderr, "loader: cannot load %s: %s\n", argv[1], strerror(-err));

@@ -39,6 +39,7 @@ enum class Helper : int {
   ProbeReadKernelStr = 115,
   RingbufReserve = 131,
   RingbufSubmit = 132,
+  RingbufQuery = 134,
   GetCurrentTaskBtf = 158,
   GetFuncIp = 173,
   GetAttachCookie = 174,

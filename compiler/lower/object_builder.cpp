@@ -119,6 +119,14 @@ llvm::GlobalVariable* ObjectBuilder::sessionStart() {
   return session_start_;
 }
 
+llvm::GlobalVariable* ObjectBuilder::ringPace() {
+  if (!ring_pace_) {
+    ring_pace_ = addMap({"ring_pace", MapType::Array, 1, 4, 4});
+    plan_.pace_map = "ring_pace";
+  }
+  return ring_pace_;
+}
+
 llvm::GlobalVariable* ObjectBuilder::targetPid() {
   if (target_pid_) return target_pid_;
   llvm::LLVMContext& ctx = module_.context();

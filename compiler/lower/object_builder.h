@@ -63,6 +63,8 @@ class ObjectBuilder {
   /// The array of one 64-bit word the loader sets to when the session started (CLOCK_MONOTONIC,
   /// bpf_ktime_get_ns's clock): `elapsed` (made on first use).
   llvm::GlobalVariable* sessionStart();
+  /// The one-word map in which the reader says how it reads the ring (plan::ProgramPlan::pace_map).
+  llvm::GlobalVariable* ringPace();
 
   /// The query being lowered (the programs added now belong to it).
   uint32_t query = 0;
@@ -103,6 +105,7 @@ class ObjectBuilder {
   std::vector<ProgramPart> parts_;
   llvm::GlobalVariable* query_stops_ = nullptr;
   llvm::GlobalVariable* session_start_ = nullptr;
+  llvm::GlobalVariable* ring_pace_ = nullptr;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;
   llvm::GlobalVariable* join_counts_ = nullptr;

@@ -369,7 +369,44 @@ void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const Pr
   b.SetInsertPoint(reserved);
   writeHeader(program, record, p.id);
   for (const Field& f : p.fields) writeField(program, lower, record, f, p.fields);
-  object_.module().callHelper(b, Helper::RingbufSubmit, b.getVoidTy(), {record, b.getInt64(0)});
+  object_.module().callHelper(b, Helper::RingbufSubmit, b.getVoidTy(), {record, submitFlags(program, p.record_bytes)});
+}
+
+llvm::Value* ProgramEmitter::submitFlags(Program& program, uint32_t record_bytes) {
+  // The reader's pace (plan::ProgramPlan::pace_map): while it sleeps until woken, the kernel's own
+  // choice (wake a reader that has read everything); while it reads on a timer, no wakeup,
+  // but for the record that fills the ring past the mark, which wakes it at once. A wakeup
+  // costs the traced thread an interrupt of its own CPU: on a timer, it pays none.
+  constexpr uint64_t kNoWakeup = 1, kForceWakeup = 2, kAvailData = 0;  // BPF_RB_*
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = object_.module();
+  llvm::Value* key = program.frame.allocate(4);
+  b.CreateStore(b.getInt32(0), key);
+  llvm::Value* pace = mapLookup(program, object_.ringPace(), key);
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  auto* read = llvm::BasicBlock::Create(b.getContext(), "pace", program.fn);
+  auto* timed = llvm::BasicBlock::Create(b.getContext(), "reader_on_a_timer", program.fn);
+  auto* submit = llvm::BasicBlock::Create(b.getContext(), "submit", program.fn);
+  b.CreateCondBr(b.CreateIsNull(pace), submit, read);
+  b.SetInsertPoint(read);
+  llvm::Value* wake_at = b.CreateLoad(b.getInt32Ty(), pace);
+  b.CreateCondBr(b.CreateICmpEQ(wake_at, b.getInt32(0)), submit, timed);
+  b.SetInsertPoint(timed);
+  llvm::Value* avail = module.callHelper(b, Helper::RingbufQuery, b.getInt64Ty(),
+                                         {object_.events, b.getInt64(kAvailData)});
+  // This record (with its 8-byte header, 8-aligned) took the ring past the mark.
+  uint64_t bytes = (uint64_t{record_bytes} + 8 + 7) / 8 * 8;
+  llvm::Value* mark = b.CreateZExt(wake_at, b.getInt64Ty());
+  llvm::Value* crossed = b.CreateAnd(b.CreateICmpUGE(avail, mark),
+                                     b.CreateICmpULT(avail, b.CreateAdd(mark, b.getInt64(bytes))));
+  llvm::Value* on_timer = b.CreateSelect(crossed, b.getInt64(kForceWakeup), b.getInt64(kNoWakeup));
+  b.CreateBr(submit);
+  b.SetInsertPoint(submit);
+  llvm::PHINode* flags = b.CreatePHI(b.getInt64Ty(), 3);
+  flags->addIncoming(b.getInt64(0), from);
+  flags->addIncoming(b.getInt64(0), read);
+  flags->addIncoming(on_timer, timed);
+  return flags;
 }
 
 void ProgramEmitter::writeHeader(Program& program, llvm::Value* record, uint32_t probe_id) {

@@ -142,6 +142,8 @@ class ProgramEmitter {
   void finish(Program& program, const std::string& name, const ProgramSite& site);
   ExprLowering lowering(Program& program, const sema::ExprTable& exprs, const ArgAccess& args);
   llvm::Value* mapLookup(Program& program, llvm::GlobalVariable* map, llvm::Value* key);
+  /// bpf_ringbuf_submit's flags for a record of `record_bytes`, as the reader's pace asks.
+  llvm::Value* submitFlags(Program& program, uint32_t record_bytes);
   /// The entry of `key` in `map`; when missing, added from the value `initial` makes
   /// (update flags `flags`) and looked up again: null only if it could not be added, and
   /// then `update_error`, if given, is why (the update's negative errno; 0 when it was
