@@ -360,6 +360,68 @@ __attribute__((noinline)) void call_getppid(void) { getppid(); asm volatile("");
 int main(int argc, char **argv) { call_getppid(); usleep(atoi(argv[1]) * 1000); return 0; }
 """
 
+# Named kqpace: calls getppid once for each line it reads, then `flood N` calls it N times.
+PACED = r"""
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(15, b"kqpace", 0, 0, 0)
+for line in sys.stdin:
+    words = line.split()
+    for _ in range(int(words[1]) if words[0] == "flood" else 1):
+        os.getppid()
+    print("done", flush=True)
+"""
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class RingPace(harness.KqTestCase):
+    """The session reads the ring on a timer while records come and sleeps when they stop
+    (engine/ring_pace.h): a lone event still prints at once, asleep or not, and a flood
+    reaches the output whole."""
+
+    def test_lone_events_print_at_once_and_a_flood_whole(self):
+        out = tempfile.TemporaryFile(mode="w+")
+        self.addCleanup(out.close)
+        proc = subprocess.Popen([harness.KQ, "-f", "json", "--buffer-size", "64M",
+                                 'trace syscall:getppid where comm == "kqpace" select pid'],
+                                stdout=out, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait)
+        self.addCleanup(lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
+        script = harness.write_file(WORKDIR, "paced.py", PACED)
+        paced = subprocess.Popen([sys.executable, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(paced.wait)
+        self.addCleanup(paced.stdin.close)
+
+        def ask(what):
+            paced.stdin.write(what + "\n")
+            paced.stdin.flush()
+            paced.stdout.readline()
+
+        def events():
+            out.seek(0)
+            whole = out.read().split("\n")[:-1]  # the last is cut short (or empty)
+            return [json.loads(l) for l in whole if l.startswith("{") and "summary" not in l]
+
+        deadline = time.monotonic() + 30
+        while not events() and time.monotonic() < deadline:  # kq is ready once it prints an event
+            ask("one")
+            time.sleep(0.05)
+        time.sleep(0.2)  # the last ask's event, if it came after the first
+        before = len(events())
+        self.assertGreater(before, 0, "kq printed nothing in 30 s")
+        for n, pause in enumerate((0.0, 0.01, 0.2, 0.2), 1):  # on the timer, then asleep after a quiet while
+            time.sleep(pause)
+            ask("one")
+            wait_for(lambda: len(events()) == before + n, 0.5, f"event {n} (after {pause} s) to print")
+        ask("flood 100000")
+        paced.stdin.close()
+        paced.wait()
+        wait_for(lambda: len(events()) == before + 100004, 10, "the flood to print")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        self.assertEqual({e["pid"] for e in events()}, {paced.pid})
+        summary = json.loads(err.splitlines()[-1])["summary"]
+        self.assertEqual((summary["events"], summary["lost"]), (before + 100004, 0), summary)
+
 
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
 class UserStacks(harness.KqTestCase):
