@@ -20,6 +20,7 @@
 #include "kq_commit.h"
 #include "kq_version.h"
 #include "plan/portable_plan.h"
+#include "host/cache_directory.h"
 
 namespace kq::driver {
 namespace fs = std::filesystem;
@@ -89,13 +90,6 @@ bool takeBlock(std::string_view& in, std::string_view& block) {
   return true;
 }
 
-/// A file only its owner (this user) can have written.
-bool ownedAndPrivate(const fs::path& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
-         S_ISREG(st.st_mode);
-}
-
 /// The cache stays under kMostBytes: the objects used longest ago go first (a hit
 /// renews its file's time). Reading every file's size and time takes milliseconds once
 /// thousands are kept, so one write in kPruneEvery (by its key) prunes: the cache may pass
@@ -142,7 +136,7 @@ std::optional<std::string> objectCacheKey(const std::string& source_name, const 
 std::optional<lower::CompiledProgram> cachedObject(const fs::path& directory, const std::string& key) {
   if (directory.empty()) return std::nullopt;
   fs::path file = fileFor(directory, key);
-  if (!ownedAndPrivate(file)) return std::nullopt;
+  if (!host::ownCacheFile(file)) return std::nullopt;
   std::ifstream in(file, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string_view rest(bytes);
@@ -204,7 +198,7 @@ void keepObject(const fs::path& directory, const std::string& key, const lower::
 
 fs::path objectCacheDirectory() {
   if (const char* off = std::getenv("KQ_NO_OBJECT_CACHE"); off && *off) return {};
-  fs::path kq = c::cacheDirectory();  // where the C plugin keeps its answers too
+  fs::path kq = host::cacheDirectory();  // where the C plugin keeps its answers too
   return kq.empty() ? kq : kq / "objects";
 }
 

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "host/owned_fd.h"
+#include "runtime/remembered_features.h"
 
 namespace kq::runtime {
 
@@ -336,6 +337,8 @@ class RunningKernel : public KernelFeatures {
 
 }  // namespace
 
-std::unique_ptr<KernelFeatures> probeRunningKernel() { return std::make_unique<RunningKernel>(); }
+std::unique_ptr<KernelFeatures> probeRunningKernel() {
+  return std::make_unique<RememberedFeatures>(std::make_unique<RunningKernel>(), featureCacheFile());
+}
 
 }  // namespace kq::runtime

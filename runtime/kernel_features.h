@@ -36,7 +36,8 @@ class KernelFeatures {
 };
 
 /// The running kernel, probed on first use of each feature and remembered by the object
-/// (the engine's Host keeps one for as long as it lives).
+/// (the engine's Host keeps one for as long as it lives), and what it offers for the rest
+/// of its boot (remembered_features.h).
 std::unique_ptr<KernelFeatures> probeRunningKernel();
 
 /// While it lives, `features`' probes take the type ids they need (a function to try

@@ -15,6 +15,8 @@
 #include <tuple>
 #include <vector>
 
+#include "host/cache_directory.h"
+
 namespace kq::c {
 namespace {
 
@@ -85,7 +87,7 @@ struct MacroEntry {
 /// Where a `macros` answer is kept on disk: by what was asked (the answer names the header
 /// Clang found, and its bytes' hash, checked on reading); "" without a cache directory.
 fs::path macroCacheFile(const CInput& input, const std::string& prefix) {
-  fs::path dir = cacheDirectory();
+  fs::path dir = host::cacheDirectory();
   if (dir.empty()) return {};
   std::string asked = std::to_string(kInterfaceVersion) + "\n" + input.file + "\n" +
                       fs::absolute(input.directory.empty() ? "." : input.directory).string() +
@@ -132,12 +134,6 @@ void writeMacroCache(const fs::path& file, const MacroEntry& entry) {
 }
 
 }  // namespace
-
-fs::path cacheDirectory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "kq";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "kq";
-  return {};
-}
 
 Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& prefix) {
   static std::map<std::tuple<std::string, std::string, std::string>, MacroEntry> cache;

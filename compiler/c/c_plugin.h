@@ -21,9 +21,6 @@ Result<CFrontend*> loadFrontend();
 /// An Error when the plugin is needed and missing.
 Result<const MacroResult*> cachedMacros(const CInput& input, const std::string& prefix);
 
-/// $XDG_CACHE_HOME/kq, or ~/.cache/kq; empty when neither is set.
-std::filesystem::path cacheDirectory();
-
 /// Whether `input.file`, where it is looked for first (next to the script), is something
 /// other than a regular file (a directory, /dev/zero): then kq reads nothing of it.
 bool namesNoRegularFile(const CInput& input);

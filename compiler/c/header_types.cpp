@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "compiler/c/c_plugin.h"
+#include "host/cache_directory.h"
 
 namespace kq::c {
 namespace {
@@ -72,7 +73,7 @@ Result<HeaderTypesAnswer> headerTypes(const CInput& input) {
   if (auto it = loaded.find(key); it != loaded.end()) {
     return HeaderTypesAnswer{true, {}, &it->second.second};
   }
-  fs::path dir = cacheDirectory();
+  fs::path dir = host::cacheDirectory();
   std::error_code ec;
   if (dir.empty() || (fs::create_directories(dir, ec), ec)) dir = fs::temp_directory_path();
   fs::path object = dir / ("types-" + key + ".o");

@@ -1,6 +1,7 @@
 #include "compiler/c/ipft_header.h"
 
 #include "compiler/c/c_plugin.h"
+#include "host/cache_directory.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -31,7 +32,7 @@ const char* const kIpftModuleHeader =
 
 Result<std::string> ipftIncludeDirectory() {
   namespace fs = std::filesystem;
-  fs::path dir = cacheDirectory();
+  fs::path dir = host::cacheDirectory();
   if (dir.empty()) dir = fs::temp_directory_path() / "kq";
   dir /= "ipft-include";
   std::error_code ec;
