@@ -2,11 +2,12 @@
 """What printing costs the traced thread: a thread named kqflood calls getppid a million
 times while a tracer prints an event for each, kq against the hand-written C (a libbpf
 loader reading its ring every millisecond, bench/c/loader.c) and bpftrace in the same run.
-The figure is the flood's own CPU per call beyond its untraced run: what the tracer's
-program and its wakeups cost the thread it traces. Two buffers: one that holds the whole
-flood (64 MiB; the cost of printing once the reader keeps up), and each tool's default (what
-a burst loses). Every run is kept, so a run far from the median (a reader that falls into
-being woken by every record) shows in the spread.
+The figure is what a call costs the flood beyond its untraced run (bench/flood.c): what the
+tracer's program and its wakeups cost the thread it traces. Three runs of the flood: paced,
+a call every 2 µs (slow enough for a reader to keep up, where a reader woken by each record
+makes each call pay for a wakeup), and flat out, with a buffer that holds it all (64 MiB)
+and with each tool's default buffer (what a burst loses). Every run is kept, so a run far
+from the median shows in the spread.
 
     bench/print_cost.py [--kq build/kq] [--runs 5] [--calls 1000000]   (root; a bench/run section)
 """
@@ -35,10 +36,13 @@ def flood_tool():
     return out
 
 
-def flood(calls):
-    """The flood's CPU ns per call."""
-    out = subprocess.run([flood_tool(), str(calls)], capture_output=True, text=True, check=True)
-    return float(re.search(r"flood: ([\d.]+) ns CPU", out.stderr).group(1))
+GAP_NS = 2000
+
+
+def flood(calls, gap):
+    """What a call cost the flood, in ns."""
+    out = subprocess.run([flood_tool(), str(calls), str(gap)], capture_output=True, text=True, check=True)
+    return float(re.search(r"flood: ([\d.]+) ns per call", out.stderr).group(1))
 
 
 def commands(kq, big, c_missing, bt_missing):
@@ -60,8 +64,8 @@ def lost(tool, err):
     return int(m.group(1)) if m else 0
 
 
-def traced(tool, cmd, env, calls):
-    """(flood CPU ns per call, events lost) under one tracer run, or None."""
+def traced(tool, cmd, env, calls, gap):
+    """(ns per call, events lost) of the flood under one tracer run, or None."""
     with tempfile.TemporaryFile() as err:
         tracer = benchlib.Measured(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
         if tool == "bpftrace":
@@ -69,48 +73,54 @@ def traced(tool, cmd, env, calls):
         if not benchlib.wait_for_programs(tracer):
             tracer.finish(signal.SIGINT)
             return None
-        per_call = flood(calls)
+        per_call = flood(calls, gap)
         time.sleep(0.5)  # the tracer reads what is left
         tracer.finish(signal.SIGINT)
         err.seek(0)
         return per_call, lost(tool, err.read().decode(errors="replace"))
 
 
+MODES = (("paced", GAP_NS, True), ("flood", 0, True), ("flood, default buffer", 0, False))
+
+
 def measure(kq, runs, calls, c_missing, bt_missing):
-    """{(tool, big): [(ns per call beyond the untraced run, lost), ...]} and the untraced ns."""
-    untraced = benchlib.median([flood(calls) for _ in range(runs)])
+    """{(tool, mode): [(ns per call beyond the untraced run, lost), ...]} and the untraced ns
+    of each mode."""
+    untraced = {gap: benchlib.median([flood(calls, gap) for _ in range(runs)]) for gap in (0, GAP_NS)}
     results = {}
-    for big in (True, False):
+    for mode, gap, big in MODES:
         cmds = commands(kq, big, c_missing, bt_missing)
         for _ in range(runs):
             for tool, (cmd, env) in cmds.items():
-                r = traced(tool, cmd, env, calls)
+                r = traced(tool, cmd, env, calls, gap)
                 if r:
-                    results.setdefault((tool, big), []).append((r[0] - untraced, r[1]))
+                    results.setdefault((tool, mode), []).append((r[0] - untraced[gap], r[1]))
     return results, untraced
 
 
 def print_rows(table, kq, runs, c_missing, bt_missing, calls=1000000):
     results, untraced = measure(kq, runs, calls, c_missing, bt_missing)
-    table.section(f"printing: {calls // 1000}k getppid calls, each an event printed "
-                  f"(the flood's CPU beyond its untraced {untraced:.0f} ns a call; C reads every 1 ms)")
+    table.section(f"printing: {calls // 1000}k getppid calls, each an event printed; what a call costs the "
+                  f"traced thread beyond its untraced {untraced[0]:.0f} ns (C reads every 1 ms)")
 
-    def cost(tool, big):
-        return benchlib.median([c for c, _ in results.get((tool, big), [])])
+    def cost(tool, mode):
+        return benchlib.median([c for c, _ in results.get((tool, mode), [])])
 
-    def worst(tool, big):
-        costs = [c for c, _ in results.get((tool, big), [])]
+    def worst(tool, mode):
+        costs = [c for c, _ in results.get((tool, mode), [])]
         med = benchlib.median(costs)
         return max(costs) / med if costs and med else None
 
-    def lost_share(tool, big):
-        return benchlib.median([100.0 * n / calls for _, n in results.get((tool, big), [])])
+    def lost_share(tool, mode):
+        return benchlib.median([100.0 * n / calls for _, n in results.get((tool, mode), [])])
 
-    refs = lambda f, big: [(t, f(t, big)) for t in ("C", "bpftrace") if (t, big) in results]
-    table.add("traced thread per printed event, 64 MiB buffer", "ns", cost("kq", True), refs(cost, True))
-    table.add("slowest run / median, 64 MiB buffer", "x", worst("kq", True), refs(worst, True))
-    table.add("traced thread per event, default buffer", "ns", cost("kq", False), refs(cost, False))
-    table.add("events lost, default buffer", "%", lost_share("kq", False), refs(lost_share, False))
+    refs = lambda f, mode: [(t, f(t, mode)) for t in ("C", "bpftrace") if (t, mode) in results]
+    table.add(f"per printed event, a call every {GAP_NS // 1000} µs", "ns", cost("kq", "paced"), refs(cost, "paced"))
+    table.add("  slowest run / median", "x", worst("kq", "paced"), refs(worst, "paced"))
+    table.add("per printed event, flat out (64 MiB buffer)", "ns", cost("kq", "flood"), refs(cost, "flood"))
+    table.add("  slowest run / median", "x", worst("kq", "flood"), refs(worst, "flood"))
+    table.add("events lost flat out, default buffer", "%", lost_share("kq", "flood, default buffer"),
+              refs(lost_share, "flood, default buffer"))
 
 
 def main():
@@ -121,10 +131,9 @@ def main():
     args = parser.parse_args()
     results, untraced = measure(args.kq, args.runs, args.calls, benchlib.c_references_missing(),
                                 benchlib.bpftrace_missing())
-    print(f"untraced: {untraced:.1f} ns a call")
-    for (tool, big), runs in sorted(results.items()):
-        buffer = "64 MiB" if big else "default"
-        print(f"{tool:9} {buffer:8} ns beyond: {' '.join(f'{c:7.1f}' for c, _ in runs)}   "
+    print(f"untraced: {untraced[0]:.1f} ns a call flat out, {untraced[GAP_NS]:.1f} ns paced")
+    for (tool, mode), runs in sorted(results.items()):
+        print(f"{tool:9} {mode:22} ns beyond: {' '.join(f'{c:7.1f}' for c, _ in runs)}   "
               f"lost: {' '.join(str(n) for _, n in runs)}")
     return 0
 

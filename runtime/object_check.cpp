@@ -64,6 +64,15 @@ class Comparison {
     return nullptr;
   }
 
+  /// The map `name` (where the plan names one) is an array of one word of `bytes`.
+  void oneWord(const std::string& path, const std::string& name, uint32_t bytes) {
+    if (name.empty()) return;
+    const ObjectMap* m = map(path, name);
+    if (m && (m->type != BPF_MAP_TYPE_ARRAY || m->key_size != 4 || m->value_size != bytes || m->max_entries < 1)) {
+      fail(fmt::format("{} names map `{}`, which is not an array of one {}-bit word", path, shownName(name), bytes * 8));
+    }
+  }
+
   bool hasProgram(const std::string& name) const {
     return std::find(contents_.programs.begin(), contents_.programs.end(), name) != contents_.programs.end();
   }
@@ -217,24 +226,8 @@ std::string objectMismatch(const plan::ProgramPlan& plan, const ObjectContents& 
       }
     }
   }
-  if (!plan.start_map.empty()) {
-    if (const ObjectMap* start = c.map("start_map", plan.start_map)) {
-      std::string which = fmt::format("start_map names map `{}`, which", shownName(plan.start_map));
-      if (start->type != BPF_MAP_TYPE_ARRAY || start->key_size != 4 || start->value_size != 8 ||
-          start->max_entries < 1) {
-        c.fail(fmt::format("{} is not an array of one 64-bit word", which));
-      }
-    }
-  }
-  if (!plan.pace_map.empty()) {
-    if (const ObjectMap* pace = c.map("pace_map", plan.pace_map)) {
-      std::string which = fmt::format("pace_map names map `{}`, which", shownName(plan.pace_map));
-      if (pace->type != BPF_MAP_TYPE_ARRAY || pace->key_size != 4 || pace->value_size != 4 ||
-          pace->max_entries < 1) {
-        c.fail(fmt::format("{} is not an array of one 32-bit word", which));
-      }
-    }
-  }
+  c.oneWord("start_map", plan.start_map, 8);
+  c.oneWord("pace_map", plan.pace_map, 4);
   if (!plan.joins.empty()) {
     uint64_t counters = 0;
     for (const plan::PlannedJoin& join : plan.joins) {
