@@ -118,6 +118,10 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
       {[](Plan& p, Contents&) { p.joins[0].map = "join_x"; }, "joins[0].map is `join_x`, which is not a map of the object"},
       {[](Plan& p, Contents&) { p.tracked_map = "tracked"; },
        "tracked_map is `tracked`, which is not a map of the object"},
+      {[](Plan& p, Contents&) { p.pace_map = "events"; },
+       "pace_map names map `events`, which is not an array of one 32-bit word"},
+      {[](Plan& p, Contents&) { p.start_map = "lost"; },
+       "start_map names map `lost`, which is not an array of one 64-bit word"},
   };
   for (const Case& c : cases) {
     plan::PortablePlan portable = samplePlan();
