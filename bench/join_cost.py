@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """In-kernel cost of a join: the nanoseconds kq's programs spend per joined pair of events
 (kernel.bpf_stats_enabled: run_time_ns summed over both sides, divided by the pairs), against
+hand-written C (bench/c/join.bpf.c: a plain hash of entry times by thread id) and
 bpftrace's way of writing the same thing (a map keyed by tid, set, read and deleted), on the
 same workload: N getppid() calls, each an enter and an exit.
 
@@ -13,6 +14,9 @@ import shutil
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 KQ_QUERY = ("trace tracepoint:syscalls:sys_exit_getppid "
             "join tracepoint:syscalls:sys_enter_getppid as e on tid select hist(time - e.time)")
@@ -61,6 +65,9 @@ def main():
     try:
         row = {"kq": measure([args.kq, "-d", "60s", KQ_QUERY],
                              lambda p: p.get("name", "").startswith("kq_prog"), args.calls)}
+        c_missing = benchlib.c_references_missing()
+        if not c_missing:
+            row["C"] = measure(benchlib.c_reference("join"), lambda p: p.get("name", "").startswith("join_"), args.calls)
         if shutil.which("bpftrace"):
             row["bpftrace"] = measure(["bpftrace", "-e", BT_QUERY],
                                       lambda p: "getpp" in p.get("name", ""), args.calls)

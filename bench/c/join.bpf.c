@@ -1,0 +1,62 @@
+// A join of a call's entry and exit, written as a careful C author would: a plain hash of
+// entry times by thread id on raw_syscalls filtered to getppid (110 on x86-64), as kq reads
+// the syscalls tracepoints, and a power-of-two histogram of the differences.
+// kq: trace tracepoint:syscalls:sys_exit_getppid
+//       join tracepoint:syscalls:sys_enter_getppid as e on tid select hist(time - e.time)
+#include "common.bpf.h"
+
+#define SLOTS 65
+
+struct hist {
+  __u64 slots[SLOTS];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, __u64);
+} starts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct hist);
+} hists SEC(".maps");
+
+static __always_inline __u32 log2_u64(__u64 v) {
+  __u32 hi = v >> 32, w = hi ? hi : (__u32)v, shift, r;
+  r = (w > 0xFFFF) << 4; w >>= r;
+  shift = (w > 0xFF) << 3; w >>= shift; r |= shift;
+  shift = (w > 0xF) << 2; w >>= shift; r |= shift;
+  shift = (w > 0x3) << 1; w >>= shift; r |= shift;
+  r |= (w >> 1);
+  return hi ? r + 32 : r;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(join_enter, struct pt_regs *regs, long id) {
+  if (id != 110) return 0;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u64 now = bpf_ktime_get_ns();
+  bpf_map_update_elem(&starts, &tid, &now, BPF_ANY);
+  return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(join_exit, struct pt_regs *regs, long ret) {
+  if (regs->orig_ax != 110) return 0;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u64 *start = bpf_map_lookup_elem(&starts, &tid);
+  if (!start) return 0;
+  __u64 delta = bpf_ktime_get_ns() - *start;
+  bpf_map_delete_elem(&starts, &tid);
+  __u32 zero = 0;
+  struct hist *h = bpf_map_lookup_elem(&hists, &zero);
+  if (!h) return 0;
+  __u64 slot = delta ? log2_u64(delta) + 1 : 0;
+  if (slot >= SLOTS) slot = SLOTS - 1;
+  __sync_fetch_and_add(&h->slots[slot], 1);
+  return 0;
+}
