@@ -76,7 +76,8 @@ int bpfProgramInfo(const std::string& name, host::KernelInfo& kernel, Io& io) {
     }
   }
   if (!found->first.empty()) return 0;
-  io.err << fmt::format("kq: error: no loaded BPF program is named `{}`\n", name);
+  io.err << fmt::format("kq: error: no loaded BPF program is named `{}`{}\n", name,
+                        found->second ? "" : " (none is loaded)");
   std::vector<std::string> names;
   auto programs = kernel.bpfPrograms();
   for (const host::BpfProgram& p : *programs) names.push_back(p.displayName());
