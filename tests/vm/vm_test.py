@@ -497,6 +497,54 @@ class KernelFunctionExamples(unittest.TestCase):
     def test_vfsstat(self):
         self.assert_dd(self.calls("vfsstat"))
 
+    def json_rows(self, out):
+        return [json.loads(l) for l in out.splitlines() if l.startswith("{") and "summary" not in l]
+
+    def test_tcpsynbl(self):
+        # A listener with a backlog of 5 that accepts nothing, and three connections to it:
+        # as each handshake ends, 0, 1 and 2 connections are waiting. The handshake's last
+        # packet may be taken in by whatever task the softirq runs in, so kq traces every
+        # process (no -c), for as long as the workload takes.
+        work = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(5); "
+                "c = [socket.create_connection(s.getsockname()) for _ in range(3)]; time.sleep(0.2)")
+        for method in [[], ["--attach", "kprobe"]]:
+            with self.subTest(method=method):
+                proc = subprocess.Popen([KQ, *method, "-f", "json", "-d", "60s", os.path.join(EXAMPLES, "tcpsynbl.kq")],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and not loaded_kq_programs() and proc.poll() is None:
+                    time.sleep(0.2)
+                time.sleep(1)
+                subprocess.run([sys.executable, "-c", work], check=True)
+                proc.send_signal(2)
+                out, err = proc.communicate(timeout=120)
+                self.assertEqual(proc.returncode, 0, err)
+                tables = [row for r in self.json_rows(out) for row in r.get("rows", [])]
+                mine = [row for row in tables if row["backlog_limit"] == 5]
+                self.assertEqual(len(mine), 1, out)
+                # Buckets by their upper bound: [0, 1), [1, 2), [2, 4).
+                self.assertEqual({b["hi"]: b["count"] for b in mine[0]["backlog"]}, {1: 1, 2: 1, 4: 1}, out)
+                self.assertNotIn("dropping a SYN", out)
+
+    def test_dcsnoop(self):
+        # A directory made under a new name: mkdir's lookups of the name miss the cache (M,
+        # d_lookup returns nothing); the stats after it find the name with lookup_fast (R).
+        # Each name is the component alone (`str` of the qstr's length).
+        name = f"kq-dcsnoop-{os.getpid()}-{time.monotonic_ns()}"
+        work = (f"import os; os.mkdir('/tmp/{name}'); [os.path.exists('/tmp/{name}/x') for _ in range(2)]; "
+                f"os.rmdir('/tmp/{name}')")
+        for method in [[], ["--attach", "kprobe"]]:
+            with self.subTest(method=method):
+                status, out, err = kq(*method, "-f", "json", os.path.join(EXAMPLES, "dcsnoop.kq"),
+                                      "-c", f"{sys.executable} -c \"{work}\"")
+                if status != 0 and "lookup_fast" in err and ("inlined" in err or "not traceable" in err):
+                    self.skipTest(f"this kernel cannot trace lookup_fast: {err.strip()}")
+                self.assertEqual(status, 0, err)
+                kinds = [r["t"] for r in self.json_rows(out) if r.get("file") == name]
+                self.assertGreaterEqual(kinds.count("M"), 1, out[-3000:])  # mkdir's lookups of the new name
+                self.assertGreaterEqual(kinds.count("R"), 1, out[-3000:])
+                self.assertEqual(set(kinds), {"M", "R"}, out[-3000:])
+
     def test_undump(self):
         # A short and a long message over a Unix stream socket: each read shows exactly its
         # bytes (a length known only as the event happens), through fentry and kprobes.
