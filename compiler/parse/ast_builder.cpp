@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/parse/lexical.h"
 #include "compiler/parse/literals.h"
 
 namespace kq::parse {
@@ -203,10 +204,21 @@ class Builder {
     return "";
   }
 
+  /// A number token's value; a malformed one (only one right before a `:`, which the token
+  /// checks leave to here) is reported, and reads as 0.
+  DecodedNumber decodedNumber(antlr4::tree::TerminalNode* number) {
+    auto decoded = decodeNumber(text(number));
+    if (auto* error = std::get_if<LiteralError>(&decoded)) {
+      reportLiteralError(*error, range(number), diags_);
+      return DecodedNumber{};
+    }
+    return std::get<DecodedNumber>(decoded);
+  }
+
   /// A number that must carry `unit` and be positive; `keyword` names where it appears.
   uint64_t unitNumber(antlr4::tree::TerminalNode* number, NumberUnit unit,
                       std::string_view keyword) {
-    DecodedNumber decoded = std::get<DecodedNumber>(decodeNumber(text(number)));
+    DecodedNumber decoded = decodedNumber(number);
     if (decoded.unit != unit) {
       diags_.report(DiagKind::WrongUnit, range(number),
                     fmt::format("`{}` takes {}, not `{}`", keyword, unitExample(unit),
@@ -359,7 +371,7 @@ class Builder {
       f.captures = captureList(t->captureList());
       if (t->PLUS()) {
         // pattern (':' pattern)? ('+' NUMBER)?: an offset into the function
-        DecodedNumber decoded = std::get<DecodedNumber>(decodeNumber(text(t->NUMBER())));
+        DecodedNumber decoded = decodedNumber(t->NUMBER());
         if (decoded.unit != NumberUnit::None) {
           diags_.report(DiagKind::WrongUnit, range(t->NUMBER()),
                         fmt::format("an offset into a function is a number of bytes, like `+0x10`, not `{}`",
@@ -493,7 +505,7 @@ class Builder {
     SourceRange at = range(ctx);
     if (auto* p = dynamic_cast<P::NumberLiteralContext*>(ctx)) {
       std::string spelling = text(p->NUMBER());
-      DecodedNumber n = std::get<DecodedNumber>(decodeNumber(spelling));
+      DecodedNumber n = decodedNumber(p->NUMBER());
       return std::make_unique<IntegerLiteral>(at, n.value, n.unit, spelling);
     }
     if (auto* p = dynamic_cast<P::StringLiteralContext*>(ctx)) {
@@ -537,7 +549,7 @@ class Builder {
       out.string = decodeString(text(ctx->STRING())).value;
       return out;
     }
-    DecodedNumber n = std::get<DecodedNumber>(decodeNumber(text(ctx->NUMBER())));
+    DecodedNumber n = decodedNumber(ctx->NUMBER());
     if (n.unit != NumberUnit::None) {
       diags_.report(DiagKind::WrongUnit, range(ctx->NUMBER()),
                     fmt::format("a table's keys and values are plain integers, not `{}`",

@@ -16,13 +16,13 @@ std::string describeCharacter(std::string_view text) {
   return fmt::format("`{}`", text);
 }
 
+}  // namespace
+
 void reportLiteralError(const LiteralError& error, SourceRange token, Diagnostics& diags) {
   SourceRange at{token.file, token.begin + error.begin, token.begin + error.end};
   Diagnostic& diag = diags.report(error.kind, at, error.message);
   if (!error.hint.empty()) diag.note(error.hint);
 }
-
-}  // namespace
 
 bool checkInputText(const SourceFile& file, FileId id, Diagnostics& diags) {
   const std::string& text = file.text();
@@ -74,6 +74,11 @@ void checkTokens(const std::vector<antlr4::Token*>& tokens, const TokenSource& s
         break;
       }
       case kqgrammar::KqLexer::NUMBER: {
+        // Right before a `:`, it may name a kernel module (`9p:v9fs_file_read_iter`): the
+        // builder checks it where it is a number.
+        bool before_colon = i + 1 < tokens.size() && tokens[i + 1]->getType() == kqgrammar::KqLexer::COLON &&
+                            tokens[i + 1]->getStartIndex() == token->getStopIndex() + 1;
+        if (before_colon) break;
         auto decoded = decodeNumber(source.text(token));
         if (auto* error = std::get_if<LiteralError>(&decoded)) {
           reportLiteralError(*error, source.range(token), diags);

@@ -470,6 +470,29 @@ class KernelFunctions(unittest.TestCase):
         self.assertEqual(reasons, {"SKB_DROP_REASON_NO_SOCKET"}, native)
 
 
+class ModuleFunctions(unittest.TestCase):
+    """A kernel module's function by `MODULE:FUNCTION`, typed by the module's BTF: the guest's
+    root is the host's, shared over 9p (a module, whose name starts with a digit), so reading
+    one of the host's files runs v9fs_file_read_iter."""
+
+    def test_a_9p_read_through_fentry_and_kprobes(self):
+        path = os.path.abspath(__file__)  # on the host's file system: read through 9p
+        status, out, err = kq("list", "9p:v9fs_file_read*")
+        self.assertEqual(status, 0, err)
+        self.assertIn("9p:v9fs_file_read_iter", out)
+        for method in [[], ["--attach", "kprobe"]]:
+            with self.subTest(method=method):
+                status, out, err = kq(*method, "-v", "-f", "json",
+                                      "trace 9p:v9fs_file_read_iter(iocb, return) where comm == \"cat\" and "
+                                      "str(iocb->ki_filp->f_path.dentry->d_name.name) == \"vm_test.py\" select return",
+                                      "-c", f"cat {path}")
+                self.assertEqual(status, 0, err)
+                self.assertIn("kprobe" if method else "fentry", err)
+                returns = [json.loads(l)["return"] for l in out.splitlines() if l.startswith("{") and "summary" not in l]
+                self.assertEqual(sum(returns), os.path.getsize(path), out)
+                self.assertEqual(returns[-1], 0, out)  # the read that found the end
+
+
 class KernelFunctionExamples(unittest.TestCase):
     """The examples that only kernel functions can express (the examples' other tests,
     tests/runtime/examples_test.py, run on the host)."""
