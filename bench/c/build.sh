@@ -16,7 +16,7 @@ done
 arch=$(uname -m | sed 's/x86_64/x86/; s/aarch64/arm64/')
 for c in "$src"/*.bpf.c; do
   o="$out/$(basename "${c%.c}").o"
-  if [ ! -e "$o" ] || [ "$c" -nt "$o" ] || [ "$src/common.bpf.h" -nt "$o" ]; then
+  if [ ! -e "$o" ] || [ "$c" -nt "$o" ] || [ "$src/common.bpf.h" -nt "$o" ] || [ "$src/hist.bpf.h" -nt "$o" ]; then
     clang -O2 -g -target bpf "-D__TARGET_ARCH_$arch" -I"$out" -c "$c" -o "$o"
   fi
 done

@@ -3,13 +3,7 @@
 // the syscalls tracepoints, and a power-of-two histogram of the differences.
 // kq: trace tracepoint:syscalls:sys_exit_getppid
 //       join tracepoint:syscalls:sys_enter_getppid as e on tid select hist(time - e.time)
-#include "common.bpf.h"
-
-#define SLOTS 65
-
-struct hist {
-  __u64 slots[SLOTS];
-};
+#include "hist.bpf.h"
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -17,23 +11,6 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } starts SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct hist);
-} hists SEC(".maps");
-
-static __always_inline __u32 log2_u64(__u64 v) {
-  __u32 hi = v >> 32, w = hi ? hi : (__u32)v, shift, r;
-  r = (w > 0xFFFF) << 4; w >>= r;
-  shift = (w > 0xFF) << 3; w >>= shift; r |= shift;
-  shift = (w > 0xF) << 2; w >>= shift; r |= shift;
-  shift = (w > 0x3) << 1; w >>= shift; r |= shift;
-  r |= (w >> 1);
-  return hi ? r + 32 : r;
-}
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(join_enter, struct pt_regs *regs, long id) {
@@ -52,11 +29,6 @@ int BPF_PROG(join_exit, struct pt_regs *regs, long ret) {
   if (!start) return 0;
   __u64 delta = bpf_ktime_get_ns() - *start;
   bpf_map_delete_elem(&starts, &tid);
-  __u32 zero = 0;
-  struct hist *h = bpf_map_lookup_elem(&hists, &zero);
-  if (!h) return 0;
-  __u64 slot = delta ? log2_u64(delta) + 1 : 0;
-  if (slot >= SLOTS) slot = SLOTS - 1;
-  __sync_fetch_and_add(&h->slots[slot], 1);
+  hist_add(delta);
   return 0;
 }
