@@ -250,7 +250,7 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
       ->type_name("FILE");
   run_object->footer("-f, -o, --prefix, -d, -v, --attach and --dump plan|verifier work as for a script.");
 
-  CLI::App* info = app.add_subcommand("info", "describe a kernel function, type or tracepoint");
+  CLI::App* info = app.add_subcommand("info", "describe a kernel function, type, tracepoint, USDT probe or BPF program");
   info->add_option("what", request.what,
                    "ip_send_skb, 'struct sk_buff', tracepoint:net:net_dev_xmit, syscall:openat")
       ->required()
@@ -260,18 +260,25 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
       "  kq info ip_send_skb                  its prototype, and how it can be traced here\n"
       "  kq info 'struct sk_buff'             members with offsets and sizes\n"
       "  kq info tracepoint:net:net_dev_xmit  the record's fields and BTF arguments\n"
-      "  kq info syscall:openat               its arguments");
-  CLI::App* list = app.add_subcommand("list", "list functions, tracepoints or syscalls");
+      "  kq info syscall:openat               its arguments\n"
+      "  kq info usdt:./app:request           each site of a USDT probe, and its operands\n"
+      "  kq info bpf:xdp_prog                 a loaded BPF program: id, tag, signature, verdicts");
+  CLI::App* list = app.add_subcommand("list", "list functions, tracepoints, syscalls, perf events, USDT probes, iterators or BPF programs");
   list->add_option("pattern", request.what,
                    "a glob: 'tcp_v4_*', 'tracepoint:net:*', 'syscall:open*', or packet")
       ->required()
       ->type_name("PATTERN");
   list->footer(
       "Examples:\n"
-      "  kq list 'tcp_v4_*'           kernel functions\n"
-      "  kq list 'tracepoint:net:*'   tracepoints\n"
-      "  kq list 'syscall:open*'      system calls\n"
-      "  kq list packet               the functions packet mode traces");
+      "  kq list 'tcp_v4_*'               kernel functions\n"
+      "  kq list 'tracepoint:net:*'       tracepoints\n"
+      "  kq list 'syscall:open*'          system calls\n"
+      "  kq list 'rawtracepoint:sched_*'  tracepoints by their BTF names\n"
+      "  kq list 'software:*'             perf events\n"
+      "  kq list 'usdt:./app:*'           a binary's USDT probes\n"
+      "  kq list 'iter:*'                 the kernel's BPF iterators\n"
+      "  kq list 'bpf:*'                  the BPF programs loaded now\n"
+      "  kq list packet                   the functions packet mode traces");
 
   CLI::App* record = app.add_subcommand(
       "record", "run a query or script, printing it as kq does, and keep its events in FILE for `kq replay`");
