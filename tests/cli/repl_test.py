@@ -388,10 +388,17 @@ class SharedPlaces(ReplTestCase):
         s.wait_prompt()
 
     def events_of(self, s, number, count):
-        s.wait_prompt()
-        mark = s.mark()
-        s.enter("jobs")
-        s.wait_for(rf"^\[{number}\] {count} events? ", since=mark)
+        # A job counts an event once its reader has read it, a moment after the event: ask
+        # again until it has (the count must come to exactly `count`).
+        for attempt in range(20):
+            s.wait_prompt()
+            mark = s.mark()
+            s.enter("jobs")
+            shown = int(s.wait_for(rf"^\[{number}\] (\d+) events? ", since=mark).group(1))
+            if shown >= count:
+                break
+            time.sleep(0.5)
+        self.assertEqual(shown, count, s.screen.text())
 
     def links_are(self, count):
         if harness.kq_links() is None:
