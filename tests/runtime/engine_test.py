@@ -379,11 +379,13 @@ class RingPace(harness.KqTestCase):
     reaches the output whole."""
 
     def test_lone_events_print_at_once_and_a_flood_whole(self):
-        out = tempfile.TemporaryFile(mode="w+")
-        self.addCleanup(out.close)
-        proc = subprocess.Popen([harness.KQ, "-f", "json", "--buffer-size", "64M",
-                                 'trace syscall:getppid where comm == "kqpace" select pid'],
-                                stdout=out, stderr=subprocess.PIPE, text=True)
+        # kq writes the file through a description of its own: one shared with the reads
+        # here would have its offset moved under kq's writes.
+        path = os.path.join(WORKDIR, "paced.json")
+        with open(path, "w") as out:
+            proc = subprocess.Popen([harness.KQ, "-f", "json", "--buffer-size", "64M",
+                                     'trace syscall:getppid where comm == "kqpace" select pid'],
+                                    stdout=out, stderr=subprocess.PIPE, text=True)
         self.addCleanup(proc.wait)
         self.addCleanup(lambda: proc.poll() is None and proc.send_signal(signal.SIGINT))
         script = harness.write_file(WORKDIR, "paced.py", PACED)
@@ -397,8 +399,8 @@ class RingPace(harness.KqTestCase):
             paced.stdout.readline()
 
         def events():
-            out.seek(0)
-            whole = out.read().split("\n")[:-1]  # the last is cut short (or empty)
+            with open(path) as f:
+                whole = f.read().split("\n")[:-1]  # the last is cut short (or empty)
             return [json.loads(l) for l in whole if l.startswith("{") and "summary" not in l]
 
         deadline = time.monotonic() + 30
