@@ -67,10 +67,9 @@ int bpfProgramInfo(const std::string& name, host::KernelInfo& kernel, Io& io) {
     first = false;
     if (p.hasBtf()) {
       io.out << fmt::format("\nas fentry and fexit see it:\n  {};\n", host::tracedSignature(p));
-      const auto& verdicts = host::verdictNames(p.type);
-      if (!verdicts.empty()) {
+      if (const host::Verdicts* verdicts = host::verdictsOf(p.type)) {
         std::string names;
-        for (const auto& [value, verdict] : verdicts) names += fmt::format("{}{} = {}", names.empty() ? "" : ", ", verdict, value);
+        for (const auto& [value, verdict] : verdicts->names) names += fmt::format("{}{} = {}", names.empty() ? "" : ", ", verdict, value);
         io.out << "\n`return` (fexit), the verdict:\n  " << names << "\n";
       }
     }

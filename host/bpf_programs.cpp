@@ -17,7 +17,6 @@
 namespace kq::host {
 namespace {
 
-
 const ::btf_type* skipModifiers(const ::btf* btf, uint32_t& id) {
   const ::btf_type* t = btf__type_by_id(btf, id);
   while (t && (btf_is_mod(t) || btf_is_typedef(t))) {
@@ -156,33 +155,25 @@ std::optional<std::string_view> kernelContextStruct(uint32_t prog_type, std::str
   return std::nullopt;
 }
 
-const std::vector<std::pair<int64_t, std::string_view>>& verdictNames(uint32_t prog_type) {
+const Verdicts* verdictsOf(uint32_t prog_type) {
   // include/uapi/linux/bpf.h's enum xdp_action and enum sk_action, pkt_cls.h's TC_ACT_*.
-  static const std::vector<std::pair<int64_t, std::string_view>> kXdp = {
-      {0, "XDP_ABORTED"}, {1, "XDP_DROP"}, {2, "XDP_PASS"}, {3, "XDP_TX"}, {4, "XDP_REDIRECT"}};
-  static const std::vector<std::pair<int64_t, std::string_view>> kTc = {
-      {-1, "TC_ACT_UNSPEC"}, {0, "TC_ACT_OK"},     {1, "TC_ACT_RECLASSIFY"}, {2, "TC_ACT_SHOT"},
-      {3, "TC_ACT_PIPE"},    {4, "TC_ACT_STOLEN"}, {5, "TC_ACT_QUEUED"},     {6, "TC_ACT_REPEAT"},
-      {7, "TC_ACT_REDIRECT"}, {8, "TC_ACT_TRAP"}};
-  static const std::vector<std::pair<int64_t, std::string_view>> kSk = {{0, "SK_DROP"}, {1, "SK_PASS"}};
-  static const std::vector<std::pair<int64_t, std::string_view>> kNone;
+  static const Verdicts kXdp{"xdp_action",
+                             {{0, "XDP_ABORTED"}, {1, "XDP_DROP"}, {2, "XDP_PASS"}, {3, "XDP_TX"}, {4, "XDP_REDIRECT"}}};
+  static const Verdicts kTc{"tc_action",
+                            {{-1, "TC_ACT_UNSPEC"}, {0, "TC_ACT_OK"}, {1, "TC_ACT_RECLASSIFY"}, {2, "TC_ACT_SHOT"},
+                             {3, "TC_ACT_PIPE"}, {4, "TC_ACT_STOLEN"}, {5, "TC_ACT_QUEUED"}, {6, "TC_ACT_REPEAT"},
+                             {7, "TC_ACT_REDIRECT"}, {8, "TC_ACT_TRAP"}}};
+  static const Verdicts kSk{"sk_action", {{0, "SK_DROP"}, {1, "SK_PASS"}}};
   switch (prog_type) {
-    case BPF_PROG_TYPE_XDP: return kXdp;
+    case BPF_PROG_TYPE_XDP: return &kXdp;
     case BPF_PROG_TYPE_SCHED_CLS:
-    case BPF_PROG_TYPE_SCHED_ACT: return kTc;
+    case BPF_PROG_TYPE_SCHED_ACT: return &kTc;
     case BPF_PROG_TYPE_SK_SKB:
     case BPF_PROG_TYPE_SK_MSG:
     case BPF_PROG_TYPE_SK_REUSEPORT:
-    case BPF_PROG_TYPE_SK_LOOKUP: return kSk;
-    default: return kNone;
+    case BPF_PROG_TYPE_SK_LOOKUP: return &kSk;
+    default: return nullptr;
   }
-}
-
-std::string_view verdictEnum(uint32_t prog_type) {
-  const auto& names = verdictNames(prog_type);
-  if (names.empty()) return "";
-  std::string_view first = names.front().second;
-  return first.rfind("XDP_", 0) == 0 ? "xdp_action" : first.rfind("TC_", 0) == 0 ? "tc_action" : "sk_action";
 }
 
 std::string tracedParams(const BpfProgram& program) {
@@ -205,8 +196,8 @@ std::string tracedParams(const BpfProgram& program) {
 
 std::string tracedReturn(const BpfProgram& program) {
   std::string ret = "void";
-  if (!verdictEnum(program.type).empty()) {
-    ret = fmt::format("enum {}", verdictEnum(program.type));
+  if (const Verdicts* verdicts = verdictsOf(program.type)) {
+    ret = fmt::format("enum {}", verdicts->enum_name);
   } else if (program.return_size) {
     ret = fmt::format("{}{}", program.return_signed ? "s" : "u", program.return_size * 8);
   }

@@ -62,10 +62,13 @@ std::string tracedSignature(const BpfProgram& program);
 std::string tracedParams(const BpfProgram& program);
 std::string tracedReturn(const BpfProgram& program);
 
-/// The names of a program type's return values (XDP_DROP, TC_ACT_SHOT), by value; empty for
-/// a type whose return is a plain number.
-const std::vector<std::pair<int64_t, std::string_view>>& verdictNames(uint32_t prog_type);
-/// The enum kq types those verdicts as (`xdp_action`, `tc_action`, `sk_action`); empty for none.
-std::string_view verdictEnum(uint32_t prog_type);
+/// A program type's return values: the enum kq types them as (`xdp_action`, `tc_action`,
+/// `sk_action`) and each one's name by value (XDP_DROP, TC_ACT_SHOT).
+struct Verdicts {
+  std::string_view enum_name;
+  std::vector<std::pair<int64_t, std::string_view>> names;
+};
+/// Those of `prog_type`; null for a type whose return is a plain number.
+const Verdicts* verdictsOf(uint32_t prog_type);
 
 }  // namespace kq::host

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -141,7 +142,13 @@ class SystemKernel : public KernelInfo {
   }
 
   Result<std::vector<BpfProgram>> bpfPrograms() override {
-    if (!programs_) programs_ = loadedBpfPrograms();
+    // Read once for what one query or completion asks, again a moment later: programs come
+    // and go while a session (the REPL, kq serve) lives.
+    auto now = std::chrono::steady_clock::now();
+    if (!programs_ || now - programs_read_ > std::chrono::seconds(1)) {
+      programs_ = loadedBpfPrograms();
+      programs_read_ = now;
+    }
     return *programs_;
   }
 
@@ -205,6 +212,7 @@ class SystemKernel : public KernelInfo {
   std::unordered_map<std::string, uint64_t> symbols_;
   std::string symbols_problem_;
   std::optional<Result<std::vector<BpfProgram>>> programs_;
+  std::chrono::steady_clock::time_point programs_read_;
 };
 
 class UnknownKernel : public KernelInfo {

@@ -237,32 +237,43 @@ void ProbePlanner::lowerFunctions(ProbeUnit& p) {
   if (multi) lowerKprobeMulti(p, group);
 }
 
-void ProbePlanner::lowerFunction(const ProbeUnit& p, const btf::Function& fn, uint32_t group,
-                                 uint32_t kprobe_method) {
-  uint32_t nargs = static_cast<uint32_t>(fn.params.size());
+void ProbePlanner::lowerTrampoline(const ProbeUnit& p, const SiteAt& at, uint32_t nargs, uint64_t where) {
   ArgAccess ctx_args{ArgAccess::Kind::CtxArray};
-  ArgAccess regs{ArgAccess::Kind::PtRegs};
-  auto named = [&](ProgramSite s) {
-    s.func = fn.name;
-    return s;
-  };
   if (!p.probe.at_exit) {
-    emitter_.emitMain(p, named(site("fentry/" + fn.name, Attach::Fentry, fn.name, group, 0, ctx_args)));
-    emitter_.emitMain(p, named(site("kprobe/" + fn.name, Attach::Kprobe, fn.name, group, kprobe_method, regs)));
+    emitter_.emitMain(p, at("fentry", Attach::Fentry, ctx_args));
     return;
   }
-  uint64_t where = next_site_++;
   // At exit: fexit sees arguments and return value; the entry time comes from fentry.
-  ProgramSite enter = named(site("fentry/" + fn.name, Attach::Fentry, fn.name, group, 0, ctx_args));
+  ProgramSite enter = at("fentry", Attach::Fentry, ctx_args);
   enter.site = where;
   enter.arity = 0;
   emitter_.emitStash(p, enter);
   ArgAccess fexit = ctx_args;
   fexit.ret = ArgAccess::Ret::CtxSlot;
   fexit.return_slot = nargs;
-  ProgramSite leave = named(site("fexit/" + fn.name, Attach::Fexit, fn.name, group, 0, fexit));
+  ProgramSite leave = at("fexit", Attach::Fexit, fexit);
   leave.site = where;
   emitter_.emitMain(p, leave, /*from_stash=*/true);
+}
+
+void ProbePlanner::lowerFunction(const ProbeUnit& p, const btf::Function& fn, uint32_t group,
+                                 uint32_t kprobe_method) {
+  uint32_t nargs = static_cast<uint32_t>(fn.params.size());
+  ArgAccess regs{ArgAccess::Kind::PtRegs};
+  auto named = [&](ProgramSite s) {
+    s.func = fn.name;
+    return s;
+  };
+  auto at = [&](const char* kind, Attach attach, ArgAccess args) {
+    return named(site(std::string(kind) + "/" + fn.name, attach, fn.name, group, 0, std::move(args)));
+  };
+  if (!p.probe.at_exit) {
+    lowerTrampoline(p, at, nargs, 0);
+    emitter_.emitMain(p, named(site("kprobe/" + fn.name, Attach::Kprobe, fn.name, group, kprobe_method, regs)));
+    return;
+  }
+  uint64_t where = next_site_++;
+  lowerTrampoline(p, at, nargs, where);
   // kretprobe sees only the return value: the arguments were saved at entry.
   ProgramSite kenter = named(site("kprobe/" + fn.name, Attach::Kprobe, fn.name, group, kprobe_method, regs));
   kenter.site = where;
@@ -303,7 +314,6 @@ void ProbePlanner::lowerBpfPrograms(const ProbeUnit& p) {
   object_.noteGroup(group, "a BPF program: fentry on its function, through a BPF trampoline (fexit "
                            "for `return`); kprobes cannot go into a BPF program, so there is no "
                            "other method");
-  ArgAccess ctx_args{ArgAccess::Kind::CtxArray};
   for (const host::BpfProgram& prog : p.target.bpf_programs) {
     auto at = [&](const char* kind, Attach attach, ArgAccess args) {
       ProgramSite s = site(std::string(kind) + "/" + prog.function, attach, prog.function, group, 0, std::move(args));
@@ -311,22 +321,7 @@ void ProbePlanner::lowerBpfPrograms(const ProbeUnit& p) {
       s.attach_program = prog.id;
       return s;
     };
-    if (!p.probe.at_exit) {
-      emitter_.emitMain(p, at("fentry", Attach::Fentry, ctx_args));
-      continue;
-    }
-    // fexit sees the arguments and the verdict; the entry time comes from fentry.
-    uint64_t where = next_site_++;
-    ProgramSite enter = at("fentry", Attach::Fentry, ctx_args);
-    enter.site = where;
-    enter.arity = 0;
-    emitter_.emitStash(p, enter);
-    ArgAccess fexit = ctx_args;
-    fexit.ret = ArgAccess::Ret::CtxSlot;
-    fexit.return_slot = static_cast<uint32_t>(prog.params.size());
-    ProgramSite leave = at("fexit", Attach::Fexit, fexit);
-    leave.site = where;
-    emitter_.emitMain(p, leave, /*from_stash=*/true);
+    lowerTrampoline(p, at, static_cast<uint32_t>(prog.params.size()), p.probe.at_exit ? next_site_++ : 0);
   }
 }
 

@@ -5,6 +5,7 @@
 // program emitter writes the code. Internal to compiler/lower.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -35,6 +36,11 @@ class ProbePlanner {
                      uint32_t kprobe_method);
   void lowerKprobeMulti(const ProbeUnit& p, uint32_t group);
   void lowerBpfPrograms(const ProbeUnit& p);
+  /// Makes the site of one attach method (`fentry`, `fexit`) at the place being lowered.
+  using SiteAt = std::function<ProgramSite(const char* kind, plan::Attach attach, ArgAccess args)>;
+  /// fentry on a function; at exit, fentry keeping the entry time and fexit reading the
+  /// arguments and the return value (argument `nargs`), meeting at site `where`.
+  void lowerTrampoline(const ProbeUnit& p, const SiteAt& at, uint32_t nargs, uint64_t where);
   void lowerTracepoint(const ProbeUnit& p);
   /// `syscall:NAME`: raw_syscalls filtered to the call's number, then the syscalls
   /// tracepoint as the fallback method (or only that, where kq cannot use raw_syscalls).

@@ -648,23 +648,24 @@ std::optional<ResolvedTarget> resolveIter(Context& ctx, const ast::IterTarget& t
 /// without verdicts. The enums are made once per process, as a header's types are: values
 /// of a BTF of kq's own, never relocated.
 const Type* verdictType(Context& ctx, const host::BpfProgram& prog) {
-  const auto& names = host::verdictNames(prog.type);
-  if (names.empty()) return ctx.types.integer(prog.return_size ? prog.return_size : 4, prog.return_signed);
+  const host::Verdicts* verdicts = host::verdictsOf(prog.type);
+  if (!verdicts) return ctx.types.integer(prog.return_size ? prog.return_size : 4, prog.return_signed);
   // The kernel's own enum where its BTF has one (`enum xdp_action`), so that the verdict
   // compares with the kernel's values of it.
-  if (auto kernel = ctx.btf.findEnum(host::verdictEnum(prog.type))) return ctx.types.fromBtf(*kernel);
+  if (auto kernel = ctx.btf.findEnum(verdicts->enum_name)) return ctx.types.fromBtf(*kernel);
+  // One enum for each set of verdicts: a TC classifier's and a TC action's are the same type.
   static std::mutex mutex;
-  static std::map<uint32_t, std::pair<std::unique_ptr<btf::BtfFile>, int>> made;
+  static std::map<const host::Verdicts*, std::pair<std::unique_ptr<btf::BtfFile>, int>> made;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& [file, id] = made[prog.type];
+  auto& [file, id] = made[verdicts];
   if (!file) {
-    std::string name(host::verdictEnum(prog.type));
-    ::btf* verdicts = btf__new_empty();
-    id = btf__add_enum(verdicts, name.c_str(), 4);
-    for (const auto& [value, enumerator] : names) {
-      btf__add_enum_value(verdicts, std::string(enumerator).c_str(), value);
+    std::string name(verdicts->enum_name);
+    ::btf* btf = btf__new_empty();
+    id = btf__add_enum(btf, name.c_str(), 4);
+    for (const auto& [value, enumerator] : verdicts->names) {
+      btf__add_enum_value(btf, std::string(enumerator).c_str(), value);
     }
-    file = std::make_unique<btf::BtfFile>(btf::BtfFile{"verdicts of " + name, verdicts, true});
+    file = std::make_unique<btf::BtfFile>(btf::BtfFile{"verdicts of " + name, btf, true});
   }
   return ctx.types.fromBtf({file.get(), static_cast<btf::TypeId>(id)});
 }
@@ -702,7 +703,7 @@ std::optional<ResolvedTarget> resolveBpfProgram(Context& ctx, const ast::BpfProg
   }
   // A glob passes over the programs loaded without BTF, as a function glob passes over what
   // cannot be traced; a name or an id that finds only those says why.
-  bool glob = pattern.find_first_of("*?[") != std::string::npos;
+  bool glob = t.program.isGlob();
   auto no_btf = [](const host::BpfProgram& p) { return !p.hasBtf(); };
   if (glob && !std::all_of(matched.begin(), matched.end(), no_btf)) {
     matched.erase(std::remove_if(matched.begin(), matched.end(), no_btf), matched.end());
