@@ -228,6 +228,7 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   bool running_kernel = request.btf.empty();
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
+  load_options.defer_detach = true;  // this process ends with its session
   load_options.method = request.attach;
   load_options.features = &run.host().features();
   load_options.sites = options.live_sites ? hooks.sites : nullptr;

@@ -191,6 +191,7 @@ int runObject(const Request& request, Io& io) {
 
   runtime::LoadOptions load_options;
   load_options.verifier_log = request.dump == "verifier";
+  load_options.defer_detach = true;  // this process ends with its session
   load_options.method = request.attach;
   load_options.process = static_cast<pid_t>(request.pid);
   engine::Engine engine(run.host());

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/link_reaper.h"
+
 namespace kq::engine {
 namespace {
 
@@ -55,6 +57,7 @@ bool makePipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
   }
   std::cout.flush();
   std::cerr.flush();
+  runtime::reapAfterExit();
   _exit(status);
 }
 

@@ -117,6 +117,10 @@ struct PlannedProgram {
   /// Serves every query (the fork follower of -c): detached only when the session ends,
   /// whichever query ends first.
   bool whole_session = false;
+  /// Checks its queries' words in the stops map even when it serves one query (a program
+  /// whose detach waits for the kernel, `detachWaits`): with its words set it does nothing,
+  /// so the session ends without waiting for its detach (runtime/link_reaper.h).
+  bool checks_stops = false;
   /// Bytes of BPF stack the program uses, as planned before LLVM ran.
   uint32_t stack_bytes = 0;
   /// The BPF helpers it calls (ids from include/uapi/linux/bpf.h), so a method whose
@@ -148,8 +152,29 @@ struct PlannedProgram {
     visit("?bp_len", self.bp_len...);
     visit("?bp_type", self.bp_type...);
     visit("?attach_program", self.attach_program...);
+    visit("?checks_stops", self.checks_stops...);
   }
 };
+
+/// Whether detaching a program attached this way waits for the kernel: a perf event's
+/// (classic tracepoint, kprobe, uprobe, sampling) waits for an RCU grace period, under a
+/// lock all of them take (about 40 ms each, one after another; a uprobe's 100 ms), and a
+/// multi-probe link's for its own. Trampolines and tp_btf links detach at once.
+constexpr bool detachWaits(Attach attach) {
+  switch (attach) {
+    case Attach::Kprobe:
+    case Attach::Kretprobe:
+    case Attach::KprobeMulti:
+    case Attach::KretprobeMulti:
+    case Attach::Tracepoint:
+    case Attach::Uprobe:
+    case Attach::Uretprobe:
+    case Attach::PerfEvent:
+      return true;
+    default:
+      return false;
+  }
+}
 
 /// A map of the object, with what it costs (for `--dump plan`).
 struct PlannedMap {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "plan/live_site.h"
+#include "runtime/link_reaper.h"
 
 namespace kq::repl {
 namespace {
@@ -110,7 +111,9 @@ void SiteKeeper::ended(uint64_t job) {
 void SiteKeeper::closeUnheld() {
   auto unheld = std::stable_partition(sites_.begin(), sites_.end(), [](const Site& s) { return !s.holders.empty(); });
   for (auto it = unheld; it != sites_.end(); ++it) {
-    close(it->link_fd);
+    // A perf event's detach (a uprobe's, 100 ms) need not hold the session's prompt: its
+    // slots are empty, so its dispatcher does nothing meanwhile.
+    runtime::closeInBackground(it->link_fd);
     close(it->slots_fd);
   }
   sites_.erase(unheld, sites_.end());

@@ -25,6 +25,7 @@
 #include "plan/live_site.h"
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
+#include "runtime/link_reaper.h"
 #include "runtime/own_btf_load.h"
 #include "runtime/verifier_log.h"
 
@@ -34,22 +35,6 @@ using host::OwnedFd;
 
 
 namespace {
-
-/// Detaches `links`. Each kprobe waits for an RCU grace period as it goes (packet mode
-/// without kprobe.multi has ~1,600): many are detached from several threads, whose waits
-/// overlap.
-void destroyLinks(std::vector<bpf_link*> links) {
-  constexpr size_t kThreads = 8;
-  constexpr size_t kPerThread = 32;
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < links.size(); i = next++) bpf_link__destroy(links[i]);
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < kThreads && t * kPerThread < links.size(); ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
-}
 
 /// The queries whose end detaches a program's links (once all have ended): none for one
 /// serving the whole session.
@@ -80,12 +65,14 @@ void LoadedObject::release(std::vector<Link> links) const {
         close(bpf_link__fd(l.link));
         bpf_link__destroy(l.link);
       }
+    } else if (defer_detach_ && l.stoppable && stops_fd_ >= 0) {
+      keepForReaper(l.link);  // its queries' words are set: it does nothing more
     } else {
       detach.push_back(l.link);
     }
   }
   if (emptied) waitForRunningPrograms();
-  destroyLinks(std::move(detach));
+  detachLinks(std::move(detach));
   for (const Link& l : links) {
     if (l.slots_fd >= 0 && sites_) sites_->leaving(l.slots_fd, l.slot);
   }
@@ -121,6 +108,11 @@ void LoadedObject::detach(uint32_t query) {
 }
 
 void LoadedObject::detachAll() {
+  if (defer_detach_ && stops_fd_ >= 0) {
+    // Every word set: the programs left to the reaper do nothing from here.
+    uint32_t word = 1;
+    for (uint32_t query = 0; query < stops_entries_; ++query) bpf_map_update_elem(stops_fd_, &query, &word, BPF_ANY);
+  }
   release(std::move(links_));
   links_.clear();
 }
@@ -352,6 +344,10 @@ class Loader {
     if (auto failure = load(loaded, refusal)) return failure;
     targets.clear();  // a loaded program holds its target BPF program itself
     loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
+    if (bpf_map* stops = plan_.stops_map.empty() ? nullptr : bpf_object__find_map_by_name(loaded.object_, plan_.stops_map.c_str())) {
+      loaded.stops_entries_ = bpf_map__max_entries(stops);
+    }
+    loaded.defer_detach_ = options_.defer_detach;
     if (!plan_.start_map.empty()) {
       // `elapsed` counts from here, before any program can run.
       timespec now{};
@@ -502,7 +498,7 @@ class Loader {
       } else if ((p->attach == plan::Attach::Kprobe || p->attach == plan::Attach::Kretprobe) && !p->symbols.empty()) {
         attachKprobes(loaded, prog, *p, refusal, failure);
       } else if (bpf_link* link = attach(prog, *p)) {
-        loaded.links_.push_back({link, linkQueries(*p)});
+        loaded.links_.push_back({link, linkQueries(*p), -1, 0, p->checks_stops});
       } else {
         int err = errno;
         refusal = Refusal{p->group, err == E2BIG ? tooManyPrograms(*p)
@@ -601,7 +597,7 @@ class Loader {
         int why = errno;
         std::lock_guard<std::mutex> hold(lock);
         if (link) {
-          loaded.links_.push_back({link, linkQueries(p)});
+          loaded.links_.push_back({link, linkQueries(p), -1, 0, p.checks_stops});
         } else {
           err = why;
           ++failed;
@@ -686,7 +682,7 @@ class Loader {
         failure = LoadFailure{fmt::format("cannot attach to a perf event: {}", std::strerror(err))};
         return false;
       }
-      loaded.links_.push_back({link, linkQueries(p)});
+      loaded.links_.push_back({link, linkQueries(p), -1, 0, p.checks_stops});
       ++attached;
     }
     if (attached == 0) {

@@ -60,6 +60,8 @@ class LoadedObject {
   /// have all ended are detached.
   void detach(uint32_t query);
   /// Detaches every program: nothing more is counted or written (the session is ending).
+  /// With LoadOptions::defer_detach, those whose detach waits are stopped by their words
+  /// and detached after the output instead.
   void detachAll();
   /// Runs the programs of `trace begin` (or `trace end`, or the iterators of `iter:`:
   /// `which` is Attach::Begin, End or Iter) in kq's own process, but not those of queries
@@ -84,6 +86,8 @@ class LoadedObject {
     /// while its keeper holds it.
     int slots_fd = -1;
     uint32_t slot = 0;
+    /// Its program checks its queries' words (plan::PlannedProgram::checks_stops).
+    bool stoppable = false;
     bool serves(uint32_t query) const;
   };
   /// Ends `links`: empties their slots (then waits until no program can still be running
@@ -101,6 +105,9 @@ class LoadedObject {
   LiveSites* sites_ = nullptr;  // the keeper of the sites its slots are in
   std::set<uint32_t> ended_;
   int stops_fd_ = -1;
+  uint32_t stops_entries_ = 0;
+  /// LoadOptions::defer_detach.
+  bool defer_detach_ = false;
   struct Places {
     plan::Attach attach;
     size_t count = 0;
@@ -148,6 +155,11 @@ struct LoadOptions {
   /// program whose place has a site with a free slot takes it, and attaches nothing; one
   /// whose place has none attaches a site and hands it to `sites`.
   LiveSites* sites = nullptr;
+  /// A process that ends with its session (a one-shot command, a REPL job): the links whose
+  /// detach waits for the kernel, their programs stopped by their words, are left to be
+  /// detached after the output (runtime/link_reaper.h), and the process calls
+  /// `reapAfterExit` as it ends. Not for a process that runs on (`kq serve`).
+  bool defer_detach = false;
 };
 
 /// Which of `plan`'s programs a load with `options` could ever use, by index: each group's

@@ -116,6 +116,10 @@ std::vector<uint32_t> sharedGroups(const std::vector<ProgramPart>& parts, size_t
   return shared;
 }
 
+/// Whether a program of one query checks its word all the same: one whose detach waits for
+/// the kernel (not the fork follower, which serves the whole session whatever ends).
+bool stoppedByWord(const plan::PlannedProgram& p) { return plan::detachWaits(p.attach) && !p.whole_session; }
+
 /// The program of one site: each part in turn; with parts of several queries, each only
 /// while its query's word in the stops map is 0.
 plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<ProgramPart*>& parts,
@@ -127,7 +131,10 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   std::set<uint32_t> queries;
   for (const ProgramPart* part : parts) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
   planned.queries.assign(queries.begin(), queries.end());
-  bool guarded = queries.size() > 1;
+  // Several queries' parts each run while their query's word is 0; so does the one part of
+  // a program whose detach waits for the kernel, which the session can then stop at once.
+  bool guarded = queries.size() > 1 || stoppedByWord(first.planned);
+  planned.checks_stops = guarded;
   // A slot of a live site ends with its tail calls: one way out, so never a part adopted;
   // and only with its parts inlined (tail calls beside bpf-to-bpf calls take the stack of
   // every frame on the way, a limit a program of called parts may pass).
@@ -222,7 +229,8 @@ void makeSitePrograms(ObjectBuilder& object) {
   for (size_t s = 0; s < sites.size(); ++s) {
     std::set<uint32_t> queries;
     for (const ProgramPart* part : sites[s]) queries.insert(part->planned.queries.begin(), part->planned.queries.end());
-    const llvm::GlobalVariable* stops = queries.size() > 1 ? object.queryStops() : nullptr;
+    bool guarded = queries.size() > 1 || stoppedByWord(sites[s].front()->planned);
+    const llvm::GlobalVariable* stops = guarded ? object.queryStops() : nullptr;
     uint32_t budget = Frame::kStackBudget - (stops ? 8 : 0);
     std::vector<std::vector<ProgramPart*>> programs = programsOf(sites[s], stops, budget);
     bool inlined = programs.size() <= kInlinedPrograms;

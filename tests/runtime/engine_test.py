@@ -425,6 +425,56 @@ class RingPace(harness.KqTestCase):
         self.assertEqual((summary["events"], summary["lost"]), (before + 100004, 0), summary)
 
 
+# Calls libc's getpid until killed: a uprobe on it fires without end.
+GETPID_FOREVER = """
+#include <unistd.h>
+int main(void) {
+  for (;;) getpid();
+}
+"""
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class DetachAfterOutput(harness.KqTestCase):
+    """A uprobe's detach waits about 100 ms in the kernel: kq stops its program by its word,
+    writes everything, exits, and leaves the detach to a process of its own
+    (runtime/link_reaper.h), which holds no pipe of kq's and is gone, with every program,
+    well within a second."""
+
+    def test_output_ends_before_the_detach_and_nothing_stays_loaded(self):
+        if loaded_kq_programs() is None:
+            self.skipTest("the leak check is off (KQ_TEST_SKIP_LEAK_CHECK=1): this test is that check")
+        libc = next((p for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6")
+                     if os.path.exists(p)), None)
+        if libc is None:
+            self.skipTest("no /lib/x86_64-linux-gnu/libc.so.6 to put a uprobe in")
+        flood = subprocess.Popen([build_c("kqreap", GETPID_FOREVER)])
+        self.addCleanup(flood.wait)
+        self.addCleanup(flood.kill)
+        still_attached = 0  # runs whose programs outlived kq: it did not wait for the kernel
+        for run in range(3):
+            # Pipes, as a shell's `$(kq ...)` or `kq ... | head` has: they end when kq's
+            # writers all close, which a reaper holding them would put off.
+            proc = subprocess.Popen([harness.KQ, "-d", "300ms", "-f", "json",
+                                     f'trace uprobe:{libc}:getpid where comm == "kqreap" select pid'],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            out, err = proc.communicate(timeout=60)
+            ended = time.monotonic()
+            still_attached += bool(loaded_kq_programs())
+            self.assertEqual(proc.returncode, 0, err)
+            events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            self.assertGreater(len(events), 0, err)
+            self.assertEqual({e["pid"] for e in events}, {flood.pid})
+            summary = json.loads(err.splitlines()[-1])["summary"]
+            self.assertEqual(summary["events"], len(events) + summary.get("not_shown", 0), summary)
+            while loaded_kq_programs() and time.monotonic() < ended + 1:
+                time.sleep(0.02)
+            self.assertEqual(loaded_kq_programs(), [], f"run {run}: kq's programs still loaded a second after it ended")
+        # The kernel's wait is about 100 ms, kq's exit after its output well under one: a
+        # kq that waited for the detach would never leave its programs behind it.
+        self.assertGreater(still_attached, 0, "kq's exit waited for the uprobe's detach in every run")
+
+
 @unittest.skipIf(skip_reason() is not None, skip_reason() or "")
 class UserStacks(harness.KqTestCase):
 

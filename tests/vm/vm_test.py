@@ -527,9 +527,12 @@ class KernelFunctionExamples(unittest.TestCase):
         # A listener with a backlog of 5 that accepts nothing, and three connections to it:
         # as each handshake ends, 0, 1 and 2 connections are waiting. The handshake's last
         # packet may be taken in by whatever task the softirq runs in, so kq traces every
-        # process (no -c), for as long as the workload takes.
-        work = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(5); "
-                "c = [socket.create_connection(s.getsockname()) for _ in range(3)]; time.sleep(0.2)")
+        # process (no -c), for as long as the workload takes. A connect returns as its ACK
+        # leaves: the listener's side of it may still be on the way (on another CPU, where
+        # the next handshake's could overtake it), so each has a moment before the next.
+        work = ("import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(5); c = []; "
+                "[c.append(socket.create_connection(s.getsockname())) or time.sleep(0.1) for _ in range(3)]; "
+                "time.sleep(0.2)")
         for method in [[], ["--attach", "kprobe"]]:
             with self.subTest(method=method):
                 proc = subprocess.Popen([KQ, *method, "-f", "json", "-d", "60s", os.path.join(EXAMPLES, "tcpsynbl.kq")],

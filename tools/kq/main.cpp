@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "runtime/fd_output.h"
+#include "runtime/link_reaper.h"
 #include "tools/kq/cli.h"
 
 int main(int argc, char** argv) {
@@ -30,5 +31,8 @@ int main(int argc, char** argv) {
               << "  please report it with the command that caused it\n";
   }
   out.flush();
+  std::cerr.flush();
+  // Everything is written: what is left to detach is detached by a process of its own.
+  kq::runtime::reapAfterExit();
   return status;
 }
