@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -140,6 +141,8 @@ class SystemKernel : public KernelInfo {
     for (const auto& [name, address] : symbols_) names.push_back(name);
     return names;
   }
+
+  std::vector<NamedNetns> netNamespaces() override { return namedNetNamespaces(); }
 
   Result<std::vector<BpfProgram>> bpfPrograms() override {
     // Read once for what one query or completion asks, again a moment later: programs come
@@ -317,6 +320,19 @@ std::unique_ptr<KernelInfo> systemKernel() { return std::make_unique<SystemKerne
 
 std::unique_ptr<KernelInfo> unknownKernel(std::string why) {
   return std::make_unique<UnknownKernel>(std::move(why));
+}
+
+std::vector<NamedNetns> namedNetNamespaces(const std::string& directory) {
+  std::vector<NamedNetns> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, ec)) {
+    struct stat st {};
+    // Each name is a bind mount of the namespace's file: its inode is the namespace's.
+    if (stat(entry.path().c_str(), &st) != 0) continue;
+    out.push_back({entry.path().filename().string(), static_cast<uint64_t>(st.st_ino)});
+  }
+  std::sort(out.begin(), out.end(), [](const NamedNetns& a, const NamedNetns& b) { return a.name < b.name; });
+  return out;
 }
 
 }  // namespace kq::host

@@ -37,6 +37,12 @@ struct TracepointFormat {
 /// Parses a tracefs `format` file.
 Result<TracepointFormat> parseTracepointFormat(std::string_view text);
 
+/// A network namespace `ip netns` names.
+struct NamedNetns {
+  std::string name;
+  uint64_t inode = 0;
+};
+
 class KernelInfo {
  public:
   virtual ~KernelInfo() = default;
@@ -67,7 +73,14 @@ class KernelInfo {
 
   /// The BPF programs loaded now (`bpf:PROG`); an error says why they cannot be listed.
   virtual Result<std::vector<BpfProgram>> bpfPrograms() = 0;
+
+  /// The network namespaces `ip netns` names (its files in /run/netns), each by the inode
+  /// that `netns` and `dev_netns` hold; none where there are none or they cannot be read.
+  virtual std::vector<NamedNetns> netNamespaces() { return {}; }
 };
+
+/// The named network namespaces in `directory` (`ip netns`'s /run/netns), sorted by name.
+std::vector<NamedNetns> namedNetNamespaces(const std::string& directory = "/run/netns");
 
 /// The running kernel, through tracefs (where it is mounted: it never mounts it),
 /// /proc/kallsyms and sysfs.

@@ -88,7 +88,7 @@ void ExprLowering::storeBuiltinString(const sema::BuiltinVariable& variable, llv
 Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
   BuiltinFn id = ei.function->id;
   if (id == BuiltinFn::Str) return string(c, ei.operands.empty() ? string_bytes_ : ei.operands[0]);
-  if (id == BuiltinFn::EnumName) return string(c, string_bytes_);  // the name, as a string
+  if (id == BuiltinFn::EnumName || id == BuiltinFn::NetnsName) return string(c, string_bytes_);  // the name, as a string
   if (id == BuiltinFn::Entry) {
     // Saved by the entry program (program_emitter.cpp); a program with no entry (the
     // entry program itself) evaluates the argument now.
@@ -130,6 +130,7 @@ Val ExprLowering::builtinCall(const ast::Call& c, const sema::ExprInfo& ei) {
       return Val{x.v, x.type, x.btf, x.user};
     case BuiltinFn::Str:
     case BuiltinFn::EnumName:
+    case BuiltinFn::NetnsName:
     case BuiltinFn::Entry:
     case BuiltinFn::Kaddr:
     case BuiltinFn::Strftime:

@@ -242,6 +242,41 @@ class NetProperties(harness.KqTestCase):
             ("fd88::1", "fd88::2", 17, UDP_PORT, 5353, f"[fd88::1]:{UDP_PORT} -> [fd88::2]:5353"),
         ]), out)
 
+    @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) to name a network namespace")
+    def test_tcp_flags_and_the_devices_namespace_by_name(self):
+        # A handshake, a byte and a close in a namespace `ip netns` names: each packet's flags
+        # by name, and the namespace of its device, by inode and by name (kq reads the names
+        # from /run/netns as it compiles). The filter is on the name: no packet of another
+        # namespace is seen.
+        name = f"kqctx{os.getpid() % 100000}"
+        subprocess.run(["ip", "netns", "add", name], check=True)
+        self.addCleanup(subprocess.run, ["ip", "netns", "delete", name])
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        inode = os.stat(f"/run/netns/{name}").st_ino
+        work = ("import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+                "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.send(b'x'); "
+                "a.recv(1); c.close(); a.recv(1); a.close()")
+        query = (f'trace tracepoint:net:net_dev_xmit(skb) where dev_netns_name == "{name}" and l4proto == 6 '
+                 "select tcp_flags, dev_netns, dev_netns_name, netns_name(netns) as task_netns")
+        status, out, err = kq("-f", "json", query, "-c", f"ip netns exec {name} {sys.executable} -c \"{work}\"")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        flags = [e["tcp_flags"] for e in events]
+        # The handshake in order; then the byte, the closes from both ends and their ACKs
+        # (whether an ACK goes alone or with the FIN is the kernel's choice).
+        self.assertEqual(flags[:3], ["SYN", "SYN|ACK", "ACK"], out)
+        self.assertEqual(flags.count("PSH|ACK"), 1, out)
+        self.assertEqual(flags.count("FIN|ACK"), 2, out)
+        self.assertEqual(set(flags), {"SYN", "SYN|ACK", "ACK", "PSH|ACK", "FIN|ACK"}, out)
+        self.assertEqual({(e["dev_netns"], e["dev_netns_name"], e["task_netns"]) for e in events},
+                         {(inode, name, name)}, out)
+        # The flags compared in the kernel, as the byte: only the handshake's first packet.
+        status, out, err = kq("-f", "json", f'trace tracepoint:net:net_dev_xmit(skb) where dev_netns == {inode} '
+                              'and tcp_flags == "SYN" select tcp_flags',
+                              "-c", f"ip netns exec {name} {sys.executable} -c \"{work}\"")
+        self.assertEqual(status, 0, err)
+        self.assertEqual([json.loads(line)["tcp_flags"] for line in out.splitlines()], ["SYN"], out)
+
 
 if __name__ == "__main__":
     harness.main(sys.argv)

@@ -122,11 +122,15 @@ class Builder {
   b.add("struct net", b.record(true, "net", 16, {{"ifindex", b.type("int"), 0},
                                                    {"ns", b.type("struct ns_common"), 64}}));
 
+  // `typedef struct { struct net *net; } possible_net_t;`
+  b.add("possible_net_t", btf__add_typedef(b.take(), "possible_net_t",
+                                           b.record(true, "", 8, {{"net", b.ptr("struct net"), 0}})));
   b.record(true, "net_device", 32,
            {{"name", b.array("char", 16), 0},
             {"__cacheline_marker", b.array("char", 0), 128},
             {"ifindex", b.type("int"), 128},
-            {"mtu", b.type("unsigned int"), 160}});
+            {"mtu", b.type("unsigned int"), 160},
+            {"nd_net", b.type("possible_net_t"), 192}});
   b.record(true, "sock_common", 16,
            {{"skc_daddr", b.type("__be32"), 0},
             {"skc_family", b.type("short unsigned int"), 32}});
@@ -340,6 +344,8 @@ class FakeKernelInfo : public host::KernelInfo {
     for (const auto& [name, address] : symbols_) names.push_back(name);
     return names;
   }
+  /// Two namespaces `ip netns` names.
+  std::vector<host::NamedNetns> netNamespaces() override { return {{"blue", 4026532001}, {"red", 4026532002}}; }
   /// An XDP program and a TC one with BTF, and one loaded without.
   Result<std::vector<host::BpfProgram>> bpfPrograms() override {
     using Param = host::BpfProgramParam;

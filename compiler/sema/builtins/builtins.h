@@ -72,7 +72,7 @@ struct BuiltinVariable {
 
 /// Builtin functions and aggregates by what they are.
 enum class BuiltinFn : uint8_t {
-  Str, Hex, Errno, Ntop, Ksym, Usym, Kaddr, Fmt, EnumName,
+  Str, Hex, Errno, Ntop, Ksym, Usym, Kaddr, Fmt, EnumName, NetnsName,
   Cat, Join, Buf, Strftime,
   Ntohs, Htons, Ntohl, Htonl, Pcap,
   Entry,

@@ -109,11 +109,29 @@ const Type* checkEnumName(BuiltinCall& c) {
   return c.types.string();
 }
 
+/// `netns_name(inode)`: the name `ip netns` gives the network namespace, from the names in
+/// /run/netns as the query is compiled (the kernel keeps the inode).
+const Type* checkNetnsName(BuiltinCall& c) {
+  if (!(c.args[0]->isInteger() || c.args[0]->isError())) return c.badArgument(0, "a namespace's inode");
+  auto table = std::make_shared<LookupTable>();
+  std::string listed;
+  for (const host::NamedNetns& ns : c.kernel.netNamespaces()) {
+    if (!table->names.emplace(static_cast<int64_t>(ns.inode), ns.name).second) continue;
+    listed += fmt::format("{}{} = {}", listed.empty() ? "" : ", ", ns.name, ns.inode);
+  }
+  table->origin = listed.empty() ? "the network namespaces `ip netns` names: none (/run/netns)"
+                                 : "the network namespaces `ip netns` names: " + listed;
+  c.table = std::move(table);
+  return c.types.string();
+}
+
 }  // namespace
 
 void addNameFunctions(std::vector<BuiltinFunction>& out) {
   out.push_back(
       {"enum_name", BuiltinFn::EnumName, 2, 2, checkEnumName, "enum_name(x, \"PREFIX\")"});
+  out.push_back({"netns_name", BuiltinFn::NetnsName, 1, 1, checkNetnsName, "netns_name(inode)",
+                 "the name `ip netns` gives a network namespace (`netns`, `dev_netns`), or its inode"});
 }
 
 }  // namespace kq::sema
