@@ -277,6 +277,36 @@ class NetProperties(harness.KqTestCase):
         self.assertEqual(status, 0, err)
         self.assertEqual([json.loads(line)["tcp_flags"] for line in out.splitlines()], ["SYN"], out)
 
+    @unittest.skipIf(shutil.which("ip") is None or shutil.which("nft") is None,
+                     "needs ip(8) and nft(8) (scripts/install-deps installs nftables) for conntrack and NAT")
+    def test_conntrack_state_and_the_tuple_after_nat(self):
+        # In a namespace of its own, netfilter tracks connections (a rule on `ct state`) and a
+        # DNAT rule sends UDP for port 9999 to 9998: each packet's conntrack state, and its
+        # tuple as the device sends it, translated.
+        name = f"kqct{os.getpid() % 100000}"
+        subprocess.run(["ip", "netns", "add", name], check=True)
+        self.addCleanup(subprocess.run, ["ip", "netns", "delete", name])
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        rules = ("table ip kq {\n"
+                 "  chain out { type filter hook output priority 0; ct state new,established accept; }\n"
+                 "  chain nat { type nat hook output priority -100; udp dport 9999 dnat to 127.0.0.1:9998; }\n"
+                 "}\n")
+        subprocess.run(["ip", "netns", "exec", name, "nft", "-f", "-"], input=rules.encode(), check=True)
+        work = ("import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+                "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.send(b'x'); a.recv(1); "
+                "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                "r.bind(('127.0.0.1', 9998)); u.sendto(b'y', ('127.0.0.1', 9999)); r.recv(1)")
+        query = (f'trace tracepoint:net:net_dev_xmit(skb) where dev_netns_name == "{name}" '
+                 "select l4proto, tcp_flags, ct_state, dport")
+        status, out, err = kq("-f", "json", query, "-c", f"ip netns exec {name} {sys.executable} -c \"{work}\"")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        tcp = [(e["tcp_flags"], e["ct_state"]) for e in events if e["l4proto"] == 6]
+        self.assertEqual(tcp[:4], [("SYN", "NEW"), ("SYN|ACK", "ESTABLISHED_REPLY"), ("ACK", "ESTABLISHED"),
+                                   ("PSH|ACK", "ESTABLISHED")], out)
+        udp = [(e["dport"], e["ct_state"]) for e in events if e["l4proto"] == 17]
+        self.assertEqual(udp, [(9998, "NEW")], out)
+
 
 if __name__ == "__main__":
     harness.main(sys.argv)
