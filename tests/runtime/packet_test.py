@@ -202,14 +202,20 @@ class NetProperties(harness.KqTestCase):
         """Runs `query` (JSON) while Python runs `work` in namespace `netns`; the events and
         the output. Not `-c`, which traces only the command: the stack sends a packet in
         softirq too (an ACK, the rest of a large send), in whatever task runs then."""
+        def kq_program_ids():
+            listed = subprocess.run(["bpftool", "-j", "prog", "list"], capture_output=True, timeout=30)
+            return {p["id"] for p in json.loads(listed.stdout or b"[]") if p.get("name", "").startswith("kq_")}
+
+        # Attached once a program of this kq's is loaded (not one of an earlier kq's, which
+        # the kernel frees a moment after it exits).
+        before = kq_program_ids() if shutil.which("bpftool") else None
         proc = subprocess.Popen([harness.KQ, "-f", "json", "-d", "60s", query],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         deadline = time.monotonic() + 30
-        while proc.poll() is None and not harness.loaded_kq_programs() and time.monotonic() < deadline:
+        while before is not None and proc.poll() is None and not kq_program_ids() - before and time.monotonic() < deadline:
             time.sleep(0.05)
-        if harness.loaded_kq_programs() is None:
-            time.sleep(2)  # no leak check to see the attach by: a while is enough
+        time.sleep(0.1 if before is not None else 2)  # its links a moment after its programs
         subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c", work], check=True, timeout=60)
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
@@ -312,15 +318,20 @@ class NetProperties(harness.KqTestCase):
         work = ("import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
                 "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.send(b'x'); a.recv(1); "
                 "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-                "r.bind(('127.0.0.1', 9998)); u.sendto(b'y', ('127.0.0.1', 9999)); r.recv(1)")
+                "r.bind(('127.0.0.1', 9998)); u.bind(('127.0.0.1', 40000)); u.sendto(b'y', ('127.0.0.1', 9999)); "
+                "r.recv(1); r.sendto(b'z', ('127.0.0.1', 40000)); u.recv(1)")
         query = (f'trace tracepoint:net:net_dev_xmit(skb) where dev_netns_name == "{name}" '
-                 "select l4proto, tcp_flags, ct_state, dport")
+                 "select l4proto, tcp_flags, ct_state, dport, tuple, ct_tuple")
         events, out = self.trace_around(query, name, work)
         tcp = [(e["tcp_flags"], e["ct_state"]) for e in events if e["l4proto"] == 6]
         self.assertEqual(tcp[:4], [("SYN", "NEW"), ("SYN|ACK", "ESTABLISHED_REPLY"), ("ACK", "ESTABLISHED"),
                                    ("PSH|ACK", "ESTABLISHED")], out)
-        udp = [(e["dport"], e["ct_state"]) for e in events if e["l4proto"] == 17]
-        self.assertEqual(udp, [(9998, "NEW")], out)
+        # The datagram sent to 9999 leaves for 9998; its reply comes back from 9999 (the
+        # NAT undone); the entry's tuples say both.
+        udp = [(e["tuple"], e["ct_state"], e["ct_tuple"]) for e in events if e["l4proto"] == 17]
+        entry = "127.0.0.1:40000 -> 127.0.0.1:9999, reply 127.0.0.1:9998 -> 127.0.0.1:40000"
+        self.assertEqual(udp, [("127.0.0.1:40000 -> 127.0.0.1:9998", "NEW", entry),
+                               ("127.0.0.1:9999 -> 127.0.0.1:40000", "ESTABLISHED_REPLY", entry)], out)
 
     @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) for a network namespace")
     def test_gso_fields_of_a_large_send(self):

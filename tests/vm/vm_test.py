@@ -48,7 +48,10 @@ def loaded_kq_programs():
 
 class KernelFunctions(unittest.TestCase):
     def tearDown(self):
-        deadline = time.monotonic() + 10
+        # kq exits without waiting for its kprobes' detach (runtime/link_reaper.h): its
+        # reaper detaches them one after another, each waiting for the kernel (hundreds of
+        # kprobes take a while under emulation); their programs do nothing meanwhile.
+        deadline = time.monotonic() + 120
         left = loaded_kq_programs()
         while left and time.monotonic() < deadline:
             time.sleep(0.2)
