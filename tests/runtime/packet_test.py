@@ -198,6 +198,15 @@ def headers(frame):
 @unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
 class NetProperties(harness.KqTestCase):
 
+    def named_netns(self, prefix, *lo):
+        """A network namespace `ip netns` names (deleted after the test), its loopback up
+        (with `lo`'s further settings: "mtu", "1500"); its name."""
+        name = f"{prefix}{os.getpid() % 100000}"
+        subprocess.run(["ip", "netns", "add", name], check=True)
+        self.addCleanup(subprocess.run, ["ip", "netns", "delete", name])
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up", *lo], check=True)
+        return name
+
     def trace_around(self, query, netns, work):
         """Runs `query` (JSON) while Python runs `work` in namespace `netns`; the events and
         the output. Not `-c`, which traces only the command: the stack sends a packet in
@@ -275,10 +284,7 @@ class NetProperties(harness.KqTestCase):
         # by name, and the namespace of its device, by inode and by name (kq reads the names
         # from /run/netns as it compiles). The filter is on the name: no packet of another
         # namespace is seen.
-        name = f"kqctx{os.getpid() % 100000}"
-        subprocess.run(["ip", "netns", "add", name], check=True)
-        self.addCleanup(subprocess.run, ["ip", "netns", "delete", name])
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        name = self.named_netns("kqctx")
         inode = os.stat(f"/run/netns/{name}").st_ino
         work = ("import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
                 "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.send(b'x'); "
@@ -306,10 +312,7 @@ class NetProperties(harness.KqTestCase):
         # In a namespace of its own, netfilter tracks connections (a rule on `ct state`) and a
         # DNAT rule sends UDP for port 9999 to 9998: each packet's conntrack state, and its
         # tuple as the device sends it, translated.
-        name = f"kqct{os.getpid() % 100000}"
-        subprocess.run(["ip", "netns", "add", name], check=True)
-        self.addCleanup(subprocess.run, ["ip", "netns", "delete", name])
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        name = self.named_netns("kqct")
         rules = ("table ip kq {\n"
                  "  chain out { type filter hook output priority 0; ct state new,established accept; }\n"
                  "  chain nat { type nat hook output priority -100; udp dport 9999 dnat to 127.0.0.1:9998; }\n"
@@ -340,10 +343,7 @@ class NetProperties(harness.KqTestCase):
         # ceil(payload / 1448) segments, and the payloads add up to what was sent (52 bytes
         # of headers a packet in `len`, 20 IP and 32 TCP: when net_dev_xmit fires, loopback's
         # transmit has taken the Ethernet header off the skb).
-        name = f"kqgso{os.getpid() % 100000}"
-        subprocess.run(["ip", "netns", "add", name], check=True)
-        self.addCleanup(subprocess.run, ["ip", "netns", "delete", name])
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up", "mtu", "1500"], check=True)
+        name = self.named_netns("kqgso", "mtu", "1500")
         work = ("import socket; s = socket.socket(); s.bind(('127.0.0.1', 9997)); s.listen(); "
                 "c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.sendall(b'x' * 300000); n = 0\n"
                 "while n < 300000: n += len(a.recv(65536))")
