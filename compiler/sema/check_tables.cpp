@@ -1,7 +1,9 @@
 // The type checker on lookup tables: table literals (`{0: "CAP_CHOWN", 1: ...}`), lookups
 // (`caps[cap]`), and comparisons of a lookup with a name, folded into comparisons of the
 // key (`caps[cap] == "CAP_SYS_ADMIN"` is `cap == 21`), so the kernel compares no strings.
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,6 +13,27 @@
 
 namespace kq::sema {
 namespace {
+
+/// A name of `names` made of the same `|`-separated parts as `name` in another order
+/// (`ACK|SYN` for a table of flags that writes `SYN|ACK`).
+std::optional<std::string_view> sameParts(std::string_view name, const std::vector<std::string_view>& names) {
+  auto parts = [](std::string_view text) {
+    std::vector<std::string_view> out;
+    for (size_t at = 0; at <= text.size();) {
+      size_t bar = std::min(text.find('|', at), text.size());
+      out.push_back(text.substr(at, bar - at));
+      at = bar + 1;
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  if (name.find('|') == std::string_view::npos) return std::nullopt;
+  std::vector<std::string_view> wanted = parts(name);
+  for (std::string_view candidate : names) {
+    if (candidate.size() == name.size() && parts(candidate) == wanted) return candidate;
+  }
+  return std::nullopt;
+}
 
 std::string sourceText(const SourceManager& sources, SourceRange r) {
   return sources.file(r.file).text().substr(r.begin, r.end - r.begin);
@@ -184,7 +207,9 @@ std::optional<ExprInfo> ExprChecker::foldLookupComparison(const ast::Binary& b) 
                                   quote(*other))
                     : fmt::format("{} is never {}: its table has no such name", quote(*lookup),
                                   quote(*other)));
-    if (auto close = closestName(name, table.allNames())) {
+    if (auto same = sameParts(name, table.allNames())) {
+      diag.note(fmt::format("did you mean `{}`? the table writes these parts in that order", *same));
+    } else if (auto close = closestName(name, table.allNames())) {
       diag.note(fmt::format("did you mean `{}`?", *close));
     }
     return out;
