@@ -66,7 +66,11 @@ void LoadedObject::release(std::vector<Link> links) const {
         bpf_link__destroy(l.link);
       }
     } else if (defer_detach_ && l.stoppable && stops_fd_ >= 0) {
-      keepForReaper(l.link);  // its queries' words are set: it does nothing more
+      // Its queries' words set (a query's end set its own; a dry run's or a failed load's
+      // end, here), it does nothing more.
+      uint32_t word = 1;
+      for (uint32_t query : l.queries) bpf_map_update_elem(stops_fd_, &query, &word, BPF_ANY);
+      keepForReaper(l.link);
     } else {
       detach.push_back(l.link);
     }
