@@ -122,7 +122,7 @@ TEST_F(CompletionTest, MembersTypedByTheChecker) {
   EXPECT_EQ(c.start, arrow.size());
   // `skb->dev` is a `struct net_device *`.
   EXPECT_THAT(candidates("trace tracepoint:net:net_dev_xmit(skb) where skb->dev->"),
-              ElementsAre("__cacheline_marker", "ifindex", "mtu", "name"));
+              ElementsAre("__cacheline_marker", "ifindex", "mtu", "name", "nd_net"));
   const std::string partial = "trace ip_send_skb(skb) select skb->dev->na";
   c = complete(partial);
   EXPECT_THAT(c.candidates, ElementsAre("name"));
@@ -132,7 +132,7 @@ TEST_F(CompletionTest, MembersTypedByTheChecker) {
   EXPECT_THAT(candidates("trace ip_send_skb(skb) select skb->sk->__sk_common->"), ElementsAre());
   EXPECT_THAT(candidates("trace ip_send_skb(skb) select skb.len"), ElementsAre());
   // Inside calls and parentheses, and through builtins.
-  EXPECT_THAT(candidates("trace ip_send_skb(skb) select str(skb->dev->n"), ElementsAre("name"));
+  EXPECT_THAT(candidates("trace ip_send_skb(skb) select str(skb->dev->na"), ElementsAre("name"));
   EXPECT_THAT(candidates("trace ip_send_skb(skb) select (skb->sk)->sk_m"), ElementsAre("sk_mark"));
   EXPECT_THAT(candidates("trace ip_send_skb(skb) select task->real_parent->tg"), ElementsAre("tgid"));
   // In a capture list, and with the query's other clauses still unfinished.
