@@ -46,6 +46,18 @@ def loaded_kq_programs():
     return [p.get("name", "") for p in json.loads(out.stdout or b"[]") if p.get("name", "").startswith("kq_")]
 
 
+def kq_program_ids():
+    return {p["id"] for p in bpftool_json("prog", "list") if p.get("name", "").startswith("kq_")}
+
+
+def wait_for_new_programs(proc, before, timeout):
+    """Until `proc` (a kq) has loaded a program not in `before` (ids), or ended, or `timeout`
+    passed: an earlier kq's programs may still be loaded, left to its reaper."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None and not kq_program_ids() - before:
+        time.sleep(0.2)
+
+
 class KernelFunctions(unittest.TestCase):
     def tearDown(self):
         # kq exits without waiting for its kprobes' detach (runtime/link_reaper.h): its
@@ -201,6 +213,7 @@ class KernelFunctions(unittest.TestCase):
         # (Compiling the glob's programs takes about a minute under emulation, so the plan
         # with its one stash is looked at on the host: tests/cli/cli_test.py.)
         before = map_ids()
+        programs_before = kq_program_ids()
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen([KQ, "--attach", "kprobe", "-d", "10s", "trace tcp_* select return"],
                                     stdout=subprocess.DEVNULL, stderr=err)
@@ -208,8 +221,7 @@ class KernelFunctions(unittest.TestCase):
                 # Compiling takes a minute or more under emulation, longer on a busy host:
                 # wait while kq runs, not for a fixed time.
                 deadline = time.monotonic() + 600
-                while time.monotonic() < deadline and proc.poll() is None and not loaded_kq_programs():
-                    time.sleep(0.5)
+                wait_for_new_programs(proc, programs_before, deadline - time.monotonic())
                 time.sleep(2)
                 maps = [m for m in bpftool_json("map", "list") if m["id"] not in before]
                 err.seek(0)
@@ -445,10 +457,9 @@ class KernelFunctions(unittest.TestCase):
 
     def run_with_packets(self, *args):
         """kq with `args`, started, sent the marked datagrams once attached, until it ends."""
+        before = kq_program_ids()
         proc = subprocess.Popen([KQ, "-f", "json", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not loaded_kq_programs():
-            time.sleep(0.2)
+        wait_for_new_programs(proc, before, 120)
         time.sleep(1)
         subprocess.run(SEND_UDP.split(), check=True)
         out, err = (b.decode() for b in proc.communicate(timeout=300))
@@ -538,11 +549,10 @@ class KernelFunctionExamples(unittest.TestCase):
                 "time.sleep(0.2)")
         for method in [[], ["--attach", "kprobe"]]:
             with self.subTest(method=method):
+                before = kq_program_ids()
                 proc = subprocess.Popen([KQ, *method, "-f", "json", "-d", "60s", os.path.join(EXAMPLES, "tcpsynbl.kq")],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                deadline = time.monotonic() + 120
-                while time.monotonic() < deadline and not loaded_kq_programs() and proc.poll() is None:
-                    time.sleep(0.2)
+                wait_for_new_programs(proc, before, 120)
                 time.sleep(1)
                 subprocess.run([sys.executable, "-c", work], check=True)
                 proc.send_signal(2)
