@@ -703,7 +703,16 @@ for nr in {sorted(here.values())}:
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             time.sleep(delay)
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=10)
+            try:
+                out, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                # Which process holds kq's pipes open (kq itself, or the command it started).
+                where = harness.where_it_waits(proc.pid) if proc.poll() is None else f"kq ended: {proc.returncode}"
+                holders = subprocess.run(["ps", "-eo", "pid,ppid,stat,args"], capture_output=True, text=True).stdout
+                proc.kill()
+                proc.communicate()
+                raise AssertionError(f"SIGINT {delay} s into the start did not end kq's output in 10 s\n{where}\n"
+                                     + "\n".join(l for l in holders.splitlines() if "kq" in l or "sleep" in l))
             # 130 and the phase when stopped while compiling or attaching; 0 with the
             # summary once the session runs; killed by SIGINT only before kq takes it.
             self.assertIn(proc.returncode, (0, 130, -signal.SIGINT), err)
