@@ -45,6 +45,8 @@ struct PacketFacts {
   uint32_t site = 0;
   bool is_return = false;
   std::string reason;  // a drop's reason by name, or empty
+  /// The packet's journey, kept by the kernel (clones share it); 0 from a plan without one.
+  uint64_t journey = 0;
 };
 
 struct DecodedEvent {

@@ -376,6 +376,7 @@ const DecodedEvent* RecordDecoder::decode(const uint8_t* data, size_t size) {
     };
     PacketFacts facts;
     facts.skb = u64(packet.skb_field);
+    facts.journey = u64(packet.journey_field);
     facts.site = static_cast<uint32_t>(u64(packet.site_field));
     facts.is_return = packet.return_field >= 0 && u64(packet.return_field) != 0;
     if (packet.reason_field >= 0 && u64(packet.reason_field) != 0) {

@@ -52,6 +52,7 @@ class PerfettoSink : public DataSink {
       const plan::PacketLayout& p = *e.probe->packet;
       if (e.packet->site < p.sites.size()) slice["name"] = p.sites[e.packet->site];
       args["skb"] = fmt::format("0x{:x}", e.packet->skb);
+      if (e.packet->journey) args["journey"] = fmt::format("0x{:x}", e.packet->journey);
       if (!e.packet->reason.empty()) args["drop"] = e.packet->reason;
       if (p.graph) {
         slice["ph"] = e.packet->is_return ? "E" : "B";

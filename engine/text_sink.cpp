@@ -266,7 +266,8 @@ class TextSink : public Sink {
     if (packet_view_ != PacketView::End) {
       out_ << packet_lines_.line(e, clockText(e.wall_ns, ClockPrecision::Microseconds), p.values) << "\n";
     }
-    if (packet_view_ != PacketView::Live) packets_.add(probe, e.packet->skb, std::move(p));
+    p.skb = e.packet->skb;
+    if (packet_view_ != PacketView::Live) packets_.add(probe, e.packet->journey, std::move(p));
   }
 
   std::string summaryText(const SessionResult& result) const {

@@ -131,6 +131,9 @@ struct PacketLayout {
   int32_t site_field = -1;    // the index in `sites` of where it was seen
   int32_t return_field = -1;  // graph: 1 when the function returned, 0 when it was entered
   int32_t reason_field = -1;  // a drop's `enum skb_drop_reason` (0 where none)
+  /// The packet's journey, kept by the kernel: the skbs that share its data (clones) or
+  /// took it over have one; -1 in plans from before, whose packets are their skbs.
+  int32_t journey_field = -1;
   std::vector<std::string> sites;    // `ip_rcv`, `skb:kfree_skb`
   std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
   std::vector<bool> frees;  // each site: the skb is freed there (a later one is a new packet)
@@ -141,6 +144,7 @@ struct PacketLayout {
     visit("site_field", self.site_field...);
     visit("return_field", self.return_field...);
     visit("reason_field", self.reason_field...);
+    visit("?journey_field", self.journey_field...);
     visit("sites", self.sites...);
     visit("modules", self.modules...);
     visit("frees", self.frees...);

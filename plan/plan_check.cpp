@@ -138,6 +138,7 @@ void check(Checks& c, const std::string& path, const ProbeLayout& p) {
   checkEightByteField(c, at(here, "site_field"), packet.site_field, p.fields);
   checkEightByteField(c, at(here, "return_field"), packet.return_field, p.fields);
   checkEightByteField(c, at(here, "reason_field"), packet.reason_field, p.fields);
+  checkEightByteField(c, at(here, "journey_field"), packet.journey_field, p.fields);
   if (packet.modules.size() != packet.sites.size() || packet.frees.size() != packet.sites.size()) {
     c.fail(here, fmt::format("has {}, {} and {}: one of each per site",
                              plural(packet.sites.size(), "site", "sites"),

@@ -89,9 +89,11 @@ void encodeEvent(ByteWriter& out, const engine::DecodedEvent& event) {
   if (own_name) out.string(event.probe_name);
   out.varint(event.values.size());
   for (const Value& v : event.values) encodeValue(out, v);
-  out.u8(event.packet.has_value());
+  // 0: no packet; 1: a packet without a journey (recorded by a kq before journeys); 2: with one.
+  out.u8(!event.packet ? 0 : event.packet->journey ? 2 : 1);
   if (event.packet) {
     out.varint(event.packet->skb);
+    if (event.packet->journey) out.varint(event.packet->journey);
     out.varint(event.packet->site);
     out.u8(event.packet->is_return);
     out.string(event.packet->reason);
@@ -119,9 +121,10 @@ void decodeEvent(ByteReader& in, const plan::ProgramLayout& layout, engine::Deco
     checkValue(in, event.probe->fields[i], event.values[i]);
   }
   event.packet.reset();
-  if (in.u8()) {
+  if (uint8_t packet = in.u8()) {
     engine::PacketFacts facts;
     facts.skb = in.varint();
+    if (packet == 2) facts.journey = in.varint();
     facts.site = static_cast<uint32_t>(in.varint());
     facts.is_return = in.u8() != 0;
     facts.reason = in.string();

@@ -46,25 +46,26 @@ std::string columnsText(const std::vector<std::vector<std::string>>& rows, const
 
 }  // namespace
 
-void PacketView::add(const plan::ProbeLayout& probe, uint64_t skb, PacketEvent event) {
+void PacketView::add(const plan::ProbeLayout& probe, uint64_t journey, PacketEvent event) {
   if (kept_ >= max_events_) {
     ++not_kept_;
     return;
   }
   ++kept_;
-  // A probe of another query may see the same skb: keyed by both.
-  uint64_t key = skb ^ (reinterpret_cast<uintptr_t>(&probe) * 0x9e3779b97f4a7c15ull);
+  // A probe of another query may see the same packet: keyed by both. A journey's number is
+  // a time, never an address: the two cannot meet.
+  uint64_t packet = journey ? journey : event.skb;
+  uint64_t key = packet ^ (reinterpret_cast<uintptr_t>(&probe) * 0x9e3779b97f4a7c15ull);
   auto [it, added] = index_.emplace(key, by_skb_.size());
-  if (added) by_skb_.push_back({&probe, skb, {}});
+  if (added) by_skb_.push_back({&probe, journey != 0, {}});
   by_skb_[it->second].events.push_back(std::move(event));
 }
 
 void PacketView::print() {
-  // Each address's events in time order, cut where the skb was freed: a packet of its own
-  // then, the address being reused.
+  // Each packet's events in time order. An skb's address alone (a plan without journeys) is
+  // cut where the skb was freed: a packet of its own then, the address being reused.
   struct Packet {
     const plan::ProbeLayout* probe;
-    uint64_t skb;
     std::vector<PacketEvent> events;
   };
   std::vector<Packet> packets;
@@ -72,16 +73,16 @@ void PacketView::print() {
     std::stable_sort(e.events.begin(), e.events.end(),
                      [](const PacketEvent& a, const PacketEvent& b) { return a.time_ns < b.time_ns; });
     const plan::PacketLayout& layout = *e.probe->packet;
-    packets.push_back({e.probe, e.skb, {}});
+    packets.push_back({e.probe, {}});
     bool freed = false;
     for (PacketEvent& ev : e.events) {
       // After the skb was freed, the next function entered is another packet's (the returns
       // of the calls it was freed in are still this one's).
       if (freed && !ev.is_return) {
-        packets.push_back({e.probe, e.skb, {}});
+        packets.push_back({e.probe, {}});
         freed = false;
       }
-      freed = freed || (ev.site < layout.frees.size() && layout.frees[ev.site] && !ev.is_return);
+      freed = !e.by_journey && (freed || (ev.site < layout.frees.size() && layout.frees[ev.site] && !ev.is_return));
       packets.back().events.push_back(std::move(ev));
     }
   }
@@ -90,7 +91,7 @@ void PacketView::print() {
   });
   for (size_t i = 0; i < packets.size(); ++i) {
     if (i) out_ << "\n";
-    printPacket(*packets[i].probe, packets[i].skb, packets[i].events);
+    printPacket(*packets[i].probe, packets[i].events);
   }
   if (not_kept_) {
     out_ << fmt::format("\nkq: {} later events not shown (the per-packet view keeps {}; -f json "
@@ -101,20 +102,30 @@ void PacketView::print() {
   index_.clear();
 }
 
-void PacketView::printPacket(const plan::ProbeLayout& probe, uint64_t skb,
-                             const std::vector<PacketEvent>& events) {
+void PacketView::printPacket(const plan::ProbeLayout& probe, const std::vector<PacketEvent>& events) {
   const plan::PacketLayout& layout = *probe.packet;
+  // A journey of several skbs (a clone, a copy that took the data over) says which each
+  // event was of, the first skb being the packet's name.
+  uint64_t skb = events.front().skb;
+  std::vector<uint64_t> skbs{skb};
+  for (const PacketEvent& e : events) {
+    if (std::find(skbs.begin(), skbs.end(), e.skb) == skbs.end()) skbs.push_back(e.skb);
+  }
+  bool branches = skbs.size() > 1;
   uint64_t first = events.front().time_ns;
   uint64_t last = events.back().time_ns;
   bool calls = layout.graph;
   size_t shown = calls ? std::count_if(events.begin(), events.end(),
                                        [](const PacketEvent& e) { return !e.is_return; })
                        : events.size();
-  out_ << fmt::format("packet 0x{:x}: {} {} in {}\n", skb, shown,
+  out_ << fmt::format("packet 0x{:x}: {} {} in {}{}\n", skb, shown,
                       calls ? (shown == 1 ? "call" : "calls") : (shown == 1 ? "event" : "events"),
-                      durationText(last - first));
-  std::vector<std::string> header{"TIME", "ELAPSED", "CPU", calls ? "DURATION" : "", "FUNCTION"};
-  if (!calls) header.erase(header.begin() + 3);
+                      durationText(last - first),
+                      branches ? fmt::format(", on {} skbs", skbs.size()) : "");
+  std::vector<std::string> header{"TIME", "ELAPSED", "CPU"};
+  if (branches) header.push_back("SKB");
+  if (calls) header.push_back("DURATION");
+  header.push_back("FUNCTION");
   for (const plan::FieldLayout& f : probe.fields) {
     if (!f.hidden && !f.is_capture) header.push_back(f.name);
   }
@@ -130,6 +141,7 @@ void PacketView::printPacket(const plan::ProbeLayout& probe, uint64_t skb,
     }
     std::vector<std::string> row{clockText(static_cast<int64_t>(e.time_ns) + offset_, ClockPrecision::Microseconds),
                                  "+" + durationText(e.time_ns - first), std::to_string(e.cpu)};
+    if (branches) row.push_back(fmt::format("0x{:x}", e.skb));
     if (calls) {
       std::string indent(2 * open.size(), ' ');
       bool leaf = !e.is_return && i + 1 < events.size() && events[i + 1].is_return &&
@@ -167,6 +179,7 @@ void PacketView::printPacket(const plan::ProbeLayout& probe, uint64_t skb,
     rows.push_back(std::move(row));
   }
   std::vector<bool> right{false, true, true};
+  if (branches) right.push_back(false);
   if (calls) right.push_back(true);
   out_ << columnsText(rows, right);
 }

@@ -226,6 +226,33 @@ llvm::Value* ExprLowering::packetFrees() {
   return b_.getInt1(args_.packet->frees);
 }
 
+llvm::Value* ExprLowering::packetReleases() {
+  if (args_.packet->at_return) return b_.getFalse();
+  if (args_.packet->cookie) {
+    return b_.CreateICmpNE(b_.CreateAnd(args_.packet->cookie, b_.getInt64(kPacketCookieReleases)), b_.getInt64(0));
+  }
+  return b_.getInt1(args_.packet->releases);
+}
+
+llvm::Value* ExprLowering::packetJourney() {
+  return args_.packet->journey ? args_.packet->journey : packetSkb();
+}
+
+llvm::Value* ExprLowering::packetHead() {
+  if (!args_.packet->identity) return nullptr;
+  return packetMember(Val{packetSkb()}, args_.packet->identity->head, slot(8));
+}
+
+llvm::Value* ExprLowering::packetDataUsers(llvm::Value* head) {
+  const sema::PacketIdentity& identity = *args_.packet->identity;
+  llvm::Value* end = packetMember(Val{packetSkb()}, identity.end, slot(8));
+  if (!end) return nullptr;
+  // `end` is an offset from `head` where the kernel keeps offsets (64-bit), else a pointer.
+  llvm::Value* shared_info = identity.end.type.size() == 8 ? end : b_.CreateAdd(head, end);
+  llvm::Value* count = packetMember(Val{shared_info}, identity.dataref, slot(8));
+  return count ? b_.CreateAnd(count, b_.getInt64(0xffff)) : nullptr;
+}
+
 llvm::Value* ExprLowering::syscallRegs() {
   return b_.CreateIntToPtr(b_.CreateLoad(b_.getInt64Ty(), args_.ctx), b_.getPtrTy());
 }

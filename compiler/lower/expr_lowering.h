@@ -60,6 +60,13 @@ struct PacketAccess {
   uint32_t site = 0;                    // a tracepoint's site number
   std::optional<uint32_t> reason_slot;  // a tracepoint's context slot of the reason
   bool frees = false;                   // a tracepoint where the skb is freed
+  bool releases = false;                // a tracepoint where the skb lets go of its data
+  /// The members its journey is kept through (null: by the skb's address alone).
+  const sema::PacketIdentity* identity = nullptr;
+  /// A slot holding the journey known before the skb was forgotten where it is freed (0:
+  /// none, or not such a site); and the journey recorded (null: the skb's address).
+  llvm::Value* journey_before_free = nullptr;
+  llvm::Value* journey = nullptr;
   /// Some function of the kprobe's takes its skb or reason past the argument registers:
   /// read from the stack at entry.
   bool stack_args = false;
@@ -77,6 +84,7 @@ struct PacketAccess {
 inline constexpr uint32_t kPacketCookieSkbShift = 32;
 inline constexpr uint32_t kPacketCookieReasonShift = 40;
 inline constexpr uint64_t kPacketCookieFrees = uint64_t{1} << 48;
+inline constexpr uint64_t kPacketCookieReleases = uint64_t{1} << 49;
 
 struct ArgAccess {
   /// SyscallRegs: a tp_btf program on raw_syscalls:sys_enter, whose ctx[0] is the `struct
@@ -186,6 +194,14 @@ class ExprLowering {
   llvm::Value* packetSkb();
   llvm::Value* packetSite();
   llvm::Value* packetReason();
+  llvm::Value* packetJourney();
+  llvm::Value* packetJourneyBeforeFree() const { return args_.packet->journey_before_free; }
+  /// Whether the skb lets go of its data here (i1).
+  llvm::Value* packetReleases();
+  /// The skb's data head (null without PacketAccess::identity), and how many skbs share
+  /// its data (the shared info's `dataref`, its low 16 bits).
+  llvm::Value* packetHead();
+  llvm::Value* packetDataUsers(llvm::Value* head);
   llvm::Value* packetFrees();
   bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
   llvm::Value* packetDepth() const { return args_.packet->depth; }

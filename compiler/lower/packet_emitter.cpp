@@ -1,7 +1,8 @@
 // What `packet` programs add to the main program (program_emitter.cpp): the kprobe's attach
-// cookie (which function, where its skb is), `track` (an skb that matched once is followed
-// by its address until freed), and `graph` (each function's entry remembered for its
-// return, whose record then says is_return).
+// cookie (which function, where its skb is), the packet's journey (kept by the skb's
+// address and by its data's head, so a clone sharing the data is on it too, until the last
+// skb lets go), `track` (a packet recorded once is followed on its journey), and `graph`
+// (each function's entry remembered for its return, whose record then says is_return).
 #include "compiler/lower/program_emitter.h"
 
 namespace kq::lower {
@@ -32,29 +33,187 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
   auto* some = llvm::BasicBlock::Create(b.getContext(), "has_skb", program.fn);
   b.CreateCondBr(b.CreateICmpNE(args.packet->skb, b.getInt64(0)), some, program.bail);
   b.SetInsertPoint(some);
+  if (p.journeys) {
+    args.packet->identity = p.target.packet_identity ? &*p.target.packet_identity : nullptr;
+    args.packet->journey_before_free = program.frame.allocate(8);
+    b.CreateStore(b.getInt64(0), args.packet->journey_before_free);
+    // Before `where`: an skb freed where `where` no longer holds is forgotten all the same.
+    ExprLowering site = lowering(program, p.probe.exprs, args);
+    forgetFreed(program, site, p);
+  }
 }
 
-namespace {
-
-llvm::Value* skbKey(Program& program, ExprLowering& lower) {
+llvm::Value* ProgramEmitter::journeyIn(Program& program, llvm::GlobalVariable* map, llvm::Value* address) {
+  llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(8);
-  program.b.CreateStore(lower.packetSkb(), key);
-  return key;
+  b.CreateStore(address, key);
+  llvm::Value* entry = mapLookup(program, map, key);
+  llvm::BasicBlock* here = b.GetInsertBlock();
+  auto* found = llvm::BasicBlock::Create(b.getContext(), "journey_found", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "journey_in", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(entry), found, done);
+  b.SetInsertPoint(found);
+  llvm::Value* journey = b.CreateLoad(b.getInt64Ty(), entry);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* out = b.CreatePHI(b.getInt64Ty(), 2);
+  out->addIncoming(b.getInt64(0), here);
+  out->addIncoming(journey, found);
+  return out;
 }
 
-}  // namespace
+llvm::Value* ProgramEmitter::journeyKnown(Program& program, ExprLowering& lower, const ProbeUnit& p) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* by_skb = journeyIn(program, p.journeys, lower.packetSkb());
+  llvm::Value* head = p.heads ? lower.packetHead() : nullptr;
+  if (!head) return by_skb;
+  llvm::BasicBlock* here = b.GetInsertBlock();
+  auto* by_head = llvm::BasicBlock::Create(b.getContext(), "journey_by_head", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "journey_known", program.fn);
+  b.CreateCondBr(b.CreateICmpNE(by_skb, b.getInt64(0)), done, by_head);
+  b.SetInsertPoint(by_head);
+  llvm::Value* shared = journeyIn(program, p.heads, head);
+  llvm::BasicBlock* looked = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* out = b.CreatePHI(b.getInt64Ty(), 2);
+  out->addIncoming(by_skb, here);
+  out->addIncoming(shared, looked);
+  return out;
+}
+
+void ProgramEmitter::forgetFreed(Program& program, ExprLowering& lower, const ProbeUnit& p) {
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = object_.module();
+  llvm::Value* frees = lower.packetFrees();
+  llvm::Value* releases = p.heads ? lower.packetReleases() : b.getFalse();
+  auto* freeing = llvm::BasicBlock::Create(b.getContext(), "freeing", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "forgotten", program.fn);
+  b.CreateCondBr(b.CreateOr(frees, releases), freeing, done);
+  b.SetInsertPoint(freeing);
+  // What the event itself is on, for its record.
+  b.CreateStore(journeyKnown(program, lower, p), lower.packetJourneyBeforeFree());
+  auto* skb_freed = llvm::BasicBlock::Create(b.getContext(), "skb_freed", program.fn);
+  auto* data = llvm::BasicBlock::Create(b.getContext(), "data_released", program.fn);
+  b.CreateCondBr(frees, skb_freed, data);
+  b.SetInsertPoint(skb_freed);
+  llvm::Value* key = program.frame.allocate(8);
+  b.CreateStore(lower.packetSkb(), key);
+  module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.journeys, key});
+  b.CreateBr(data);
+  b.SetInsertPoint(data);
+  if (llvm::Value* head = p.heads ? lower.packetHead() : nullptr) {
+    // The last skb holding the data lets go of it: a later skb there is another packet's.
+    auto* releasing = llvm::BasicBlock::Create(b.getContext(), "releasing", program.fn);
+    auto* last = llvm::BasicBlock::Create(b.getContext(), "last_user", program.fn);
+    b.CreateCondBr(releases, releasing, done);
+    b.SetInsertPoint(releasing);
+    llvm::Value* users = lower.packetDataUsers(head);
+    if (!users) {
+      b.CreateBr(done);
+    } else {
+      b.CreateCondBr(b.CreateICmpULE(users, b.getInt64(1)), last, done);
+      b.SetInsertPoint(last);
+      llvm::Value* head_key = program.frame.allocate(8);
+      b.CreateStore(head, head_key);
+      module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.heads, head_key});
+      b.CreateBr(done);
+    }
+  } else {
+    b.CreateBr(done);
+  }
+  b.SetInsertPoint(done);
+}
 
 llvm::Value* ProgramEmitter::packetTracked(Program& program, ExprLowering& lower, const ProbeUnit& p) {
-  return program.b.CreateIsNotNull(mapLookup(program, p.tracked, skbKey(program, lower)));
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* before_free = b.CreateLoad(b.getInt64Ty(), lower.packetJourneyBeforeFree());
+  llvm::BasicBlock* here = b.GetInsertBlock();
+  auto* look = llvm::BasicBlock::Create(b.getContext(), "track_lookup", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "track_known", program.fn);
+  b.CreateCondBr(b.CreateICmpNE(before_free, b.getInt64(0)), done, look);
+  b.SetInsertPoint(look);
+  llvm::Value* known = journeyKnown(program, lower, p);
+  llvm::BasicBlock* looked = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* journey = b.CreatePHI(b.getInt64Ty(), 2);
+  journey->addIncoming(before_free, here);
+  journey->addIncoming(known, looked);
+  return b.CreateICmpNE(journey, b.getInt64(0));
 }
 
-void ProgramEmitter::packetMatched(Program& program, ExprLowering& lower, const ProbeUnit& p) {
+void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const ProbeUnit& p, ArgAccess& args) {
   llvm::IRBuilder<>& b = program.b;
-  llvm::Value* value = program.frame.allocate(8);
-  b.CreateStore(b.getInt64(1), value);
-  // An LRU map: it never refuses a packet, and the oldest followed ones make room.
-  object_.module().callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
-                              {p.tracked, skbKey(program, lower), value, b.getInt64(0)});
+  BpfModule& module = object_.module();
+  llvm::Value* journey = program.frame.allocate(8);
+  // A new journey: its first event's time, with the CPU in the low bits, so two never meet.
+  llvm::Value* now = module.callHelper(b, Helper::KtimeGetNs, b.getInt64Ty(), {});
+  llvm::Value* cpu = module.callHelper(b, Helper::GetSmpProcessorId, b.getInt64Ty(), {});
+  b.CreateStore(b.CreateOr(b.CreateAnd(now, b.getInt64(~uint64_t{63})), b.CreateAnd(cpu, b.getInt64(63))), journey);
+  llvm::Value* before_free = b.CreateLoad(b.getInt64Ty(), lower.packetJourneyBeforeFree());
+  auto* freed_known = llvm::BasicBlock::Create(b.getContext(), "journey_freed", program.fn);
+  auto* not_freed = llvm::BasicBlock::Create(b.getContext(), "journey_live", program.fn);
+  auto* keep = llvm::BasicBlock::Create(b.getContext(), "journey_keep", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "journey_done", program.fn);
+  b.CreateCondBr(b.CreateICmpNE(before_free, b.getInt64(0)), freed_known, not_freed);
+  b.SetInsertPoint(freed_known);
+  b.CreateStore(before_free, journey);
+  b.CreateBr(done);
+  // Freed here and on no journey: a journey of one event, kept nowhere.
+  b.SetInsertPoint(not_freed);
+  b.CreateCondBr(lower.packetFrees(), done, keep);
+  b.SetInsertPoint(keep);
+  llvm::Value* head = p.heads ? lower.packetHead() : nullptr;
+  llvm::Value* skb_key = program.frame.allocate(8);
+  b.CreateStore(lower.packetSkb(), skb_key);
+  llvm::Value* entry = mapLookup(program, p.journeys, skb_key);
+  auto* on_journey = llvm::BasicBlock::Create(b.getContext(), "skb_on_journey", program.fn);
+  auto* new_skb = llvm::BasicBlock::Create(b.getContext(), "skb_new", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(entry), on_journey, new_skb);
+  // An skb seen before: its journey; a new data head (pskb_expand_head) is on it too.
+  b.SetInsertPoint(on_journey);
+  llvm::Value* known = b.CreateLoad(b.getInt64Ty(), entry);
+  b.CreateStore(known, journey);
+  if (head) {
+    llvm::Value* head_at = b.CreateGEP(b.getInt8Ty(), entry, b.getInt64(8));
+    auto* moved = llvm::BasicBlock::Create(b.getContext(), "head_moved", program.fn);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), head_at), head), moved, done);
+    b.SetInsertPoint(moved);
+    b.CreateStore(head, head_at);
+    llvm::Value* head_key = program.frame.allocate(8);
+    b.CreateStore(head, head_key);
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
+  }
+  b.CreateBr(done);
+  // A new skb: a clone (or one that took the data over) is on its data's journey, any other
+  // starts one. LRU maps: they never refuse a packet; the oldest make room.
+  b.SetInsertPoint(new_skb);
+  llvm::Value* value = program.frame.allocate(16);
+  if (head) {
+    llvm::Value* head_key = program.frame.allocate(8);
+    b.CreateStore(head, head_key);
+    llvm::Value* shared = mapLookup(program, p.heads, head_key);
+    auto* clone = llvm::BasicBlock::Create(b.getContext(), "skb_clone", program.fn);
+    auto* first = llvm::BasicBlock::Create(b.getContext(), "journey_new", program.fn);
+    auto* store = llvm::BasicBlock::Create(b.getContext(), "skb_keep", program.fn);
+    b.CreateCondBr(b.CreateIsNotNull(shared), clone, first);
+    b.SetInsertPoint(clone);
+    b.CreateStore(b.CreateLoad(b.getInt64Ty(), shared), journey);
+    b.CreateBr(store);
+    b.SetInsertPoint(first);
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
+    b.CreateBr(store);
+    b.SetInsertPoint(store);
+    b.CreateStore(head, b.CreateGEP(b.getInt8Ty(), value, b.getInt64(8)));
+  } else {
+    b.CreateStore(b.getInt64(0), b.CreateGEP(b.getInt8Ty(), value, b.getInt64(8)));
+  }
+  b.CreateStore(b.CreateLoad(b.getInt64Ty(), journey), value);
+  module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.journeys, skb_key, value, b.getInt64(0)});
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  args.packet->journey = b.CreateLoad(b.getInt64Ty(), journey);
 }
 
 llvm::Value* ProgramEmitter::depthKey(Program& program, ExprLowering& lower) {
@@ -95,19 +254,11 @@ void ProgramEmitter::packetRecorded(Program& program, ExprLowering& lower, const
   llvm::IRBuilder<>& b = program.b;
   BpfModule& module = object_.module();
   if (p.graph && !lower.packetAtReturn()) {
-    llvm::Value* skb = program.frame.allocate(8);
-    b.CreateStore(lower.packetSkb(), skb);
+    llvm::Value* entered = program.frame.allocate(16);
+    b.CreateStore(lower.packetSkb(), entered);
+    b.CreateStore(lower.packetJourney(), b.CreateGEP(b.getInt8Ty(), entered, b.getInt64(8)));
     module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
-                      {p.graph, graphKey(program, lower, lower.packetDepth()), skb, b.getInt64(0)});
-  }
-  if (p.tracked) {
-    auto* forget = llvm::BasicBlock::Create(b.getContext(), "untrack", program.fn);
-    auto* done = llvm::BasicBlock::Create(b.getContext(), "tracked", program.fn);
-    b.CreateCondBr(lower.packetFrees(), forget, done);
-    b.SetInsertPoint(forget);
-    module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.tracked, skbKey(program, lower)});
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
+                      {p.graph, graphKey(program, lower, lower.packetDepth()), entered, b.getInt64(0)});
   }
 }
 
@@ -138,6 +289,7 @@ void ProgramEmitter::emitPacketReturn(const ProbeUnit& p, ProgramSite site) {
   b.CreateCondBr(b.CreateIsNotNull(saved), found, program->bail);
   b.SetInsertPoint(found);
   args.packet->skb = b.CreateLoad(b.getInt64Ty(), saved);
+  args.packet->journey = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), saved, b.getInt64(8)));
   object_.module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.graph, key});
   ExprLowering body = lowering(*program, p.probe.exprs, args);
   writeRecord(*program, body, p);

@@ -605,6 +605,7 @@ void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint3
       case Field::Packet::Skb: view.skb_field = static_cast<int32_t>(i); break;
       case Field::Packet::Site: if (f.hidden) view.site_field = static_cast<int32_t>(i); break;
       case Field::Packet::Return: view.return_field = static_cast<int32_t>(i); break;
+      case Field::Packet::Journey: view.journey_field = static_cast<int32_t>(i); break;
       case Field::Packet::Reason:
         view.reason_field = static_cast<int32_t>(i);
         if (reason) {
@@ -616,13 +617,18 @@ void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint3
         break;
     }
   }
-  if (p.query.query->clauses.track) {
-    p.tracked = object_.addMap({fmt::format("track_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 8, 0});
+  p.track = p.query.query->clauses.track.has_value();
+  if (layout.writes_records || p.track) {
+    // (journey, data head) by skb, and journey by data head.
+    p.journeys = object_.addMap({fmt::format("journeys_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 16, 0});
+    if (p.target.packet_identity) {
+      p.heads = object_.addMap({fmt::format("journey_heads_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 8, 0});
+    }
   }
   if (packet.graph) {
     // (thread, site, depth): a function calls itself for another skb (loopback's reply goes
     // through __dev_queue_xmit inside the first call's): each call's return finds its own.
-    p.graph = object_.addMap({fmt::format("graph_{}", query_number), MapType::Hash, kStashEntries, 24, 8, kMapNoPrealloc});
+    p.graph = object_.addMap({fmt::format("graph_{}", query_number), MapType::Hash, kStashEntries, 24, 16, kMapNoPrealloc});
     p.graph_depth = object_.addMap({fmt::format("graph_depth_{}", query_number), MapType::LruHash, kStashEntries, 16, 8, 0});
   }
 }
@@ -646,7 +652,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
     symbols.push_back(site.name);
     cookies.push_back(i | uint64_t{site.skb} << kPacketCookieSkbShift |
                       uint64_t{site.reason ? *site.reason + 1 : 0} << kPacketCookieReasonShift |
-                      (site.frees ? kPacketCookieFrees : 0));
+                      (site.frees ? kPacketCookieFrees : 0) | (site.releases ? kPacketCookieReleases : 0));
   }
   uint32_t method = 0;
   if (!symbols.empty()) {
@@ -692,6 +698,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
     args.packet->site = index;
     args.packet->reason_slot = packet_site->reason;
     args.packet->frees = packet_site->frees;
+    args.packet->releases = packet_site->releases;
     args.func = packet_site->name;
     ProgramSite s = site("tp_btf/" + packet_site->event, Attach::TpBtf, packet_site->event, group,
                          method, args);

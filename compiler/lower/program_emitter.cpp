@@ -315,23 +315,18 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   const ast::Expr* where = p.keeps ? p.keeps->join->join->where.get() : p.query.query->clauses.where.get();
   if (where) {
     auto* pass = llvm::BasicBlock::Create(b.getContext(), "kept", program->fn);
-    if (p.tracked) {
-      // A packet followed since it matched goes on without `where`.
+    if (p.track) {
+      // A packet followed since it was recorded goes on without `where`.
       auto* check = llvm::BasicBlock::Create(b.getContext(), "check_where", program->fn);
       b.CreateCondBr(packetTracked(*program, body, p), pass, check);
       b.SetInsertPoint(check);
     }
     llvm::Value* keep = body.condition(*where);
     if (std::getenv("KQ_TEST_VERIFIER_REJECT") && !p.keeps) rejectedOnPurpose(*program, *where);
-    auto* matched = p.tracked ? llvm::BasicBlock::Create(b.getContext(), "matched", program->fn) : pass;
-    b.CreateCondBr(keep, matched, program->bail);
-    if (p.tracked) {
-      b.SetInsertPoint(matched);
-      packetMatched(*program, body, p);
-      b.CreateBr(pass);
-    }
+    b.CreateCondBr(keep, pass, program->bail);
     b.SetInsertPoint(pass);
   }
+  if (p.journeys) packetJourney(*program, body, p, args);
   b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
                                                       p.target.target->range.begin));
   emitJoinConsume(*this, *program, matches);
@@ -442,6 +437,7 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
     case Field::Packet::Skb: return (void)b.CreateStore(lower.packetSkb(), dst);
     case Field::Packet::Site: return (void)b.CreateStore(lower.packetSite(), dst);
     case Field::Packet::Reason: return (void)b.CreateStore(lower.packetReason(), dst);
+    case Field::Packet::Journey: return (void)b.CreateStore(lower.packetJourney(), dst);
     case Field::Packet::Return:
       return (void)b.CreateStore(b.getInt64(lower.packetAtReturn() ? 1 : 0), dst);
   }

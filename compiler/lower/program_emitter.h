@@ -99,9 +99,14 @@ struct ProbeUnit {
   const JoinTable* keeps = nullptr;
   /// The query's joins, each looked up by its events (indexed as ResolvedQuery::joins).
   std::vector<const JoinTable*> joins;
-  /// `packet ... track`: the skbs that matched once, by address, until freed.
-  llvm::GlobalVariable* tracked = nullptr;
-  /// `packet graph`: the skb each function entered with, by (thread, site), for its return.
+  /// `packet`: each recorded skb's journey and data head, by the skb's address, until it is
+  /// freed; and each data head's journey, until its last skb lets go (clones share it).
+  /// `track` follows the skbs they know.
+  llvm::GlobalVariable* journeys = nullptr;
+  llvm::GlobalVariable* heads = nullptr;
+  bool track = false;
+  /// `packet graph`: the skb and journey each function entered with, by (thread, site), for
+  /// its return.
   llvm::GlobalVariable* graph = nullptr;
   /// `packet graph`: how deep each thread is in each function (every call counts).
   llvm::GlobalVariable* graph_depth = nullptr;
@@ -171,12 +176,19 @@ class ProgramEmitter {
   llvm::Value* stashKey(Program& program, const ProgramSite& site);
   /// Where the program's arguments are: its context, the probe's, `func` and `probe`.
   void bindArguments(Program& program, const ProbeUnit& p, ProgramSite& site);
-  /// Packet programs (packet_emitter.cpp): the attach cookie and the skb; with `track`, whether the
-  /// packet has matched before; after the record, what `track` and `graph` keep.
+  /// Packet programs (packet_emitter.cpp): the attach cookie and the skb, and where the skb
+  /// is freed, its journey kept and forgotten; with `track`, whether the packet has been
+  /// recorded before; before the record, its journey; after it, what `graph` keeps.
   void packetSetup(Program& program, const ProbeUnit& p, ArgAccess& args, const ProgramSite& site);
   llvm::Value* packetTracked(Program& program, ExprLowering& lower, const ProbeUnit& p);
-  void packetMatched(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  void packetJourney(Program& program, ExprLowering& lower, const ProbeUnit& p, ArgAccess& args);
   void packetRecorded(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  /// The journey `map` keeps for the skb or its data head at `key` (an 8-byte key), or 0.
+  llvm::Value* journeyIn(Program& program, llvm::GlobalVariable* map, llvm::Value* address);
+  /// The journey of the skb: by its address, else by its data's head; 0 where none is known.
+  llvm::Value* journeyKnown(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  /// Where the skb lets go of its data or is freed: forgets what no later event can use.
+  void forgetFreed(Program& program, ExprLowering& lower, const ProbeUnit& p);
   /// The (thread, site) key of the depth map, and the (thread, site, depth) key of the graph map.
   llvm::Value* depthKey(Program& program, ExprLowering& lower);
   llvm::Value* graphKey(Program& program, ExprLowering& lower, llvm::Value* depth);

@@ -181,7 +181,10 @@ void addField(std::vector<Field>& fields, Field f);
 
 Field packetField(Field::Packet role, FieldKind kind) {
   Field f;
-  f.layout.name = role == Field::Packet::Skb ? "skb" : role == Field::Packet::Return ? "is_return" : "reason";
+  f.layout.name = role == Field::Packet::Skb       ? "skb"
+                  : role == Field::Packet::Return  ? "is_return"
+                  : role == Field::Packet::Journey ? "journey"
+                                                   : "reason";
   f.layout.kind = kind;
   f.layout.size = 8;
   f.layout.hidden = true;
@@ -189,8 +192,8 @@ Field packetField(Field::Packet role, FieldKind kind) {
   return f;
 }
 
-/// What the per-packet view and ipftrace2's JSON need of each event, hidden: the packet,
-/// where it was seen, whether a function returned (graph), a drop's reason.
+/// What the per-packet view and ipftrace2's JSON need of each event, hidden: the skb,
+/// where it was seen, whether a function returned (graph), a drop's reason, the journey.
 void addPacketFields(std::vector<Field>& fields, const sema::ResolvedTarget& target,
                      const LayoutOptions& options) {
   addField(fields, packetField(Field::Packet::Skb, FieldKind::Pointer));
@@ -200,6 +203,7 @@ void addPacketFields(std::vector<Field>& fields, const sema::ResolvedTarget& tar
   addField(fields, std::move(site));
   addField(fields, packetField(Field::Packet::Return, FieldKind::Bool));
   addField(fields, packetField(Field::Packet::Reason, FieldKind::Enum));
+  addField(fields, packetField(Field::Packet::Journey, FieldKind::Unsigned));
 }
 
 /// Whether `target` is a system call's exit (`syscall:NAME`, `tracepoint:syscalls:sys_exit_*`).

@@ -42,6 +42,20 @@ std::optional<uint32_t> dropReason(const btf::Function& f, uint32_t first) {
   return std::nullopt;
 }
 
+/// The members a journey is kept through, each a pointer or an integer of at most 8 bytes.
+std::optional<PacketIdentity> packetIdentity(const btf::Btf& btf, btf::BtfType sk_buff) {
+  std::optional<btf::BtfType> shared_info = btf.findStruct("skb_shared_info");
+  auto member = [](std::optional<btf::BtfType> record, const char* name) {
+    std::optional<btf::MemberSteps> m = record ? btf::findMemberSteps(*record, name) : std::nullopt;
+    return m && m->type.size() > 0 && m->type.size() <= 8 ? m : std::nullopt;
+  };
+  auto head = member(sk_buff, "head");
+  auto end = member(sk_buff, "end");
+  auto dataref = member(shared_info, "dataref");
+  if (!head || !end || !dataref) return std::nullopt;
+  return PacketIdentity{std::move(*head), std::move(*end), std::move(*dataref)};
+}
+
 }  // namespace
 
 std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInfo& kernel) {
@@ -75,7 +89,8 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   for (PacketFunction& f : packetFunctions(ctx.btf, ctx.kernel)) {
     if (!use(f.function.name)) continue;
     PacketSite site{f.function.name, f.function.module.empty() ? "vmlinux" : f.function.module, "",
-                    f.skb, f.reason, f.function.name == "kfree_skbmem"};
+                    f.skb, f.reason, f.function.name == "kfree_skbmem",
+                    f.function.name == "skb_release_data" || f.function.name == "skb_free_head"};
     out.packet_sites.push_back(std::move(site));
     out.functions.push_back(std::move(f.function));
   }
@@ -87,9 +102,9 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     const std::string& event = handler.name;
     if (!use(event)) continue;
     auto named = names.find(event);
+    bool freed = event == "kfree_skb" || event == "consume_skb";
     out.packet_sites.push_back({named == names.end() ? event : named->second, "vmlinux", event,
-                                slot, dropReason(handler, 1),
-                                event == "kfree_skb" || event == "consume_skb"});
+                                slot, dropReason(handler, 1), freed, freed});
   }
   for (size_t i = 0; i < packet.functions.size(); ++i) {
     if (glob_used[i]) continue;
@@ -112,6 +127,7 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     diag.note("without `graph`, the tracepoints are traced");
     return std::nullopt;
   }
+  out.packet_identity = packetIdentity(ctx.btf, *skb);
   auto skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
   out.args.push_back({"skb", skb_ptr, 0});
   out.attach = functionAttachMethods(ctx.kernel, {});

@@ -50,6 +50,18 @@ struct PacketSite {
   uint32_t skb = 0;    // the argument (a function's) or context slot (a tracepoint's) of the skb
   std::optional<uint32_t> reason;  // likewise, of an `enum skb_drop_reason`
   bool frees = false;  // the skb's memory is freed here (kfree_skbmem; skb:kfree_skb, skb:consume_skb)
+  /// The skb lets go of its data here, before the data's count drops (skb_release_data,
+  /// skb_free_head; skb:kfree_skb, skb:consume_skb): the last skb holding it frees it.
+  bool releases = false;
+};
+
+/// `packet`: the members a packet's journey is kept through, found by sema so that
+/// lowering looks none up. Clones share `head`; the data's count of skbs is the shared
+/// info's `dataref`, which sits `end` bytes past `head` (or at `end`, a pointer).
+struct PacketIdentity {
+  btf::MemberSteps head;
+  btf::MemberSteps end;
+  btf::MemberSteps dataref;  // of `struct skb_shared_info`
 };
 
 /// One probe target after resolution.
@@ -65,6 +77,9 @@ struct ResolvedTarget {
   std::optional<uint32_t> exit_ret_offset;
   /// `packet`: where packets are seen: each of `functions` (in order), then tracepoints.
   std::vector<PacketSite> packet_sites;
+  /// `packet`: how clones are known (empty where the BTF lacks a member: journeys then
+  /// follow the skb's address alone).
+  std::optional<PacketIdentity> packet_identity;
   /// A glob over tracepoints or syscalls: each match, `category:event`.
   std::vector<std::string> events;
   /// A glob over syscalls whose every match has a number (host/syscall_numbers.h): the

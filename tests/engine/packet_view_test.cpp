@@ -51,8 +51,8 @@ struct Seen {
   uint64_t reason = 0;
 };
 
-Bytes seen(const Seen& s) {
-  return record(0, 88, at(kT0 + s.at_ns, s.skb == kSkbA ? 0 : 2))
+Bytes seen(const Seen& s, uint32_t size = 88) {
+  return record(0, size, at(kT0 + s.at_ns, s.skb == kSkbA ? 0 : 2))
       .u64(40, s.skb).u64(48, s.site).u64(56, s.is_return).u64(64, s.reason).u64(72, s.len).u64(80, 0x10);
 }
 
@@ -90,6 +90,40 @@ TEST_F(PacketView, EventsOfInterleavedPacketsAreGroupedPerPacketInTimeOrder) {
             "  TIME             ELAPSED  CPU  FUNCTION    len   mark\n"
             "  03:04:05.678900    +0 ns    2  ip_rcv      1500  0x10\n"
             "  03:04:05.678901  +1.0 µs    2  tcp_v4_rcv  1480  0x10\n"
+            "\n"
+            "packet 0xffff888000a00000: 1 event in 0 ns\n"
+            "  TIME             ELAPSED  CPU  FUNCTION  len  mark\n"
+            "  03:04:05.678919    +0 ns    0  ip_rcv    42   0x10\n");
+}
+
+/// The same probe with the journey the kernel keeps (at offset 88).
+plan::ProbeLayout journeyProbe() {
+  plan::ProbeLayout p = packetProbe(/*graph=*/false);
+  p.size = 96;
+  p.fields.push_back(hidden(field("journey", FieldKind::Unsigned, 88)));
+  p.packet->journey_field = static_cast<int32_t>(p.fields.size() - 1);
+  return p;
+}
+
+Bytes onJourney(const Seen& s, uint64_t journey) { return seen(s, 96).u64(88, journey); }
+
+TEST_F(PacketView, AJourneyIsOnePacketWhateverItsSkbs) {
+  plan.layout.probes = {journeyProbe()};
+  constexpr uint64_t kClone = 0xffff888000c00000;
+  // A's clone (a packet socket's copy) shares A's journey; A's address, used again after A
+  // was freed, is another journey: another packet.
+  std::vector<Bytes> records{
+      onJourney({kSkbA, IpRcv, 0, 60}, 0x1000),
+      onJourney({kClone, KfreeSkb, 4000, 60}, 0x1000),
+      onJourney({kSkbA, KfreeSkb, 13000, 60}, 0x1000),
+      onJourney({kSkbA, IpRcv, 19000, 42}, 0x2001),
+  };
+  EXPECT_EQ(print(records),
+            "packet 0xffff888000a00000: 3 events in 13.0 µs, on 2 skbs\n"
+            "  TIME              ELAPSED  CPU  SKB                 FUNCTION       len  mark\n"
+            "  03:04:05.678900     +0 ns    0  0xffff888000a00000  ip_rcv         60   0x10\n"
+            "  03:04:05.678904   +4.0 µs    2  0xffff888000c00000  skb:kfree_skb  60   0x10\n"
+            "  03:04:05.678913  +13.0 µs    0  0xffff888000a00000  skb:kfree_skb  60   0x10\n"
             "\n"
             "packet 0xffff888000a00000: 1 event in 0 ns\n"
             "  TIME             ELAPSED  CPU  FUNCTION  len  mark\n"
