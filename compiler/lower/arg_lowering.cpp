@@ -253,6 +253,13 @@ llvm::Value* ExprLowering::packetDataUsers(llvm::Value* head) {
   return count ? b_.CreateAnd(count, b_.getInt64(0xffff)) : nullptr;
 }
 
+llvm::Value* ExprLowering::packetCloned() {
+  llvm::Value* at = access(toPtr(packetSkb()), args_.packet->identity->cloned.steps);
+  if (!at) return b_.getFalse();
+  Val bit = loadBitfield(Place{at, types_.u64(), false, false, true});
+  return b_.CreateICmpNE(bit.v, b_.getInt64(0));
+}
+
 llvm::Value* ExprLowering::syscallRegs() {
   return b_.CreateIntToPtr(b_.CreateLoad(b_.getInt64Ty(), args_.ctx), b_.getPtrTy());
 }

@@ -202,6 +202,8 @@ class ExprLowering {
   /// its data (the shared info's `dataref`, its low 16 bits).
   llvm::Value* packetHead();
   llvm::Value* packetDataUsers(llvm::Value* head);
+  /// Whether the skb is a clone or has one (its `cloned` bit, i1).
+  llvm::Value* packetCloned();
   llvm::Value* packetFrees();
   bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
   llvm::Value* packetDepth() const { return args_.packet->depth; }

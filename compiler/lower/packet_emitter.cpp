@@ -67,10 +67,12 @@ llvm::Value* ProgramEmitter::journeyKnown(Program& program, ExprLowering& lower,
   llvm::Value* by_skb = journeyIn(program, p.journeys, lower.packetSkb());
   llvm::Value* head = p.heads ? lower.packetHead() : nullptr;
   if (!head) return by_skb;
+  // Only a clone is on its data's journey: an skb new at a head freed unseen is not.
+  llvm::Value* clone = b.CreateAnd(b.CreateICmpEQ(by_skb, b.getInt64(0)), lower.packetCloned());
   llvm::BasicBlock* here = b.GetInsertBlock();
   auto* by_head = llvm::BasicBlock::Create(b.getContext(), "journey_by_head", program.fn);
   auto* done = llvm::BasicBlock::Create(b.getContext(), "journey_known", program.fn);
-  b.CreateCondBr(b.CreateICmpNE(by_skb, b.getInt64(0)), done, by_head);
+  b.CreateCondBr(clone, by_head, done);
   b.SetInsertPoint(by_head);
   llvm::Value* shared = journeyIn(program, p.heads, head);
   llvm::BasicBlock* looked = b.GetInsertBlock();
@@ -186,8 +188,9 @@ void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const 
     module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
   }
   b.CreateBr(done);
-  // A new skb: a clone (or one that took the data over) is on its data's journey, any other
-  // starts one. LRU maps: they never refuse a packet; the oldest make room.
+  // A new skb: a clone is on its data's journey, any other starts one (an skb new at a
+  // head freed unseen is not a clone). LRU maps: they never refuse a packet; the oldest
+  // make room.
   b.SetInsertPoint(new_skb);
   llvm::Value* value = program.frame.allocate(16);
   if (head) {
@@ -197,7 +200,7 @@ void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const 
     auto* clone = llvm::BasicBlock::Create(b.getContext(), "skb_clone", program.fn);
     auto* first = llvm::BasicBlock::Create(b.getContext(), "journey_new", program.fn);
     auto* store = llvm::BasicBlock::Create(b.getContext(), "skb_keep", program.fn);
-    b.CreateCondBr(b.CreateIsNotNull(shared), clone, first);
+    b.CreateCondBr(b.CreateAnd(b.CreateIsNotNull(shared), lower.packetCloned()), clone, first);
     b.SetInsertPoint(clone);
     b.CreateStore(b.CreateLoad(b.getInt64Ty(), shared), journey);
     b.CreateBr(store);

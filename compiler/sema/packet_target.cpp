@@ -49,11 +49,12 @@ std::optional<PacketIdentity> packetIdentity(const btf::Btf& btf, btf::BtfType s
     std::optional<btf::MemberSteps> m = record ? btf::findMemberSteps(*record, name) : std::nullopt;
     return m && m->type.size() > 0 && m->type.size() <= 8 ? m : std::nullopt;
   };
+  auto cloned = member(sk_buff, "cloned");
   auto head = member(sk_buff, "head");
   auto end = member(sk_buff, "end");
   auto dataref = member(shared_info, "dataref");
-  if (!head || !end || !dataref) return std::nullopt;
-  return PacketIdentity{std::move(*head), std::move(*end), std::move(*dataref)};
+  if (!cloned || !head || !end || !dataref) return std::nullopt;
+  return PacketIdentity{std::move(*cloned), std::move(*head), std::move(*end), std::move(*dataref)};
 }
 
 }  // namespace

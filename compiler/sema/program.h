@@ -56,9 +56,11 @@ struct PacketSite {
 };
 
 /// `packet`: the members a packet's journey is kept through, found by sema so that
-/// lowering looks none up. Clones share `head`; the data's count of skbs is the shared
-/// info's `dataref`, which sits `end` bytes past `head` (or at `end`, a pointer).
+/// lowering looks none up. Clones share `head` and have `cloned` set (an skb new at a head
+/// freed unseen has not); the data's count of skbs is the shared info's `dataref`, which
+/// sits `end` bytes past `head` (or at `end`, a pointer).
 struct PacketIdentity {
+  btf::MemberSteps cloned;  // a bitfield: set on a clone and its original
   btf::MemberSteps head;
   btf::MemberSteps end;
   btf::MemberSteps dataref;  // of `struct skb_shared_info`

@@ -243,9 +243,20 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         for p in packets:
             self.assertEqual(p.count, len(p.rows))
             self.assertEqual([r["elapsed_ns"] for r in p.rows], sorted(r["elapsed_ns"] for r in p.rows))
-            # An skb freed ends its packet: its address, used again, is another one's.
-            frees = [i for i, r in enumerate(p.rows) if r["FUNCTION"] in ("skb:kfree_skb", "skb:consume_skb")]
-            self.assertIn(frees, ([], [len(p.rows) - 1]), p)
+            # An skb freed ends its part of the packet: its address, used again, is another
+            # packet's. The frames' capture (a packet socket) gets clones of each frame,
+            # which are the packet's too: the clones' own events, on their own skbs.
+            skbs = Counter(r.get("SKB", p.address) for r in p.rows)
+            self.assertEqual(p.span.endswith(f", on {len(skbs)} skbs"), len(skbs) > 1, p)
+            for skb in skbs:
+                mine = [r for r in p.rows if r.get("SKB", p.address) == skb]
+                frees = [i for i, r in enumerate(mine) if r["FUNCTION"] in ("skb:kfree_skb", "skb:consume_skb")]
+                self.assertIn(frees, ([], [len(mine) - 1]), p)
+            if len(skbs) > 1:
+                self.assertEqual(p.rows[0]["SKB"], p.address)
+                clones = [r for r in p.rows if r["SKB"] != p.address]
+                self.assertTrue(all(r["FUNCTION"] in ("skb:skb_copy_datagram_iovec", "skb:consume_skb")
+                                    for r in clones), p)
 
     def test_json_has_ipftrace2_fields_and_typed_values(self):
         (status, out, err), frames = loopback_traffic(
@@ -253,11 +264,13 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(status, 0, err)
         events = json_events(out)
         for e in events:
-            want = {"packet_id", "timestamp", "processor_id", "module", "function", "is_return", "len", "tuple"}
+            want = {"packet_id", "timestamp", "processor_id", "module", "function", "is_return", "journey",
+                    "len", "tuple"}
             if e["function"] == "skb:kfree_skb":
                 want.add("drop_reason")
             self.assertEqual(set(e), want, e)
             self.assertRegex(e["packet_id"], r"^0x[0-9a-f]{16}$")
+            self.assertRegex(e["journey"], r"^0x[0-9a-f]+$")
             self.assertIs(type(e["timestamp"]), int)
             self.assertIs(type(e["processor_id"]), int)
             self.assertIs(e["is_return"], False)
@@ -297,6 +310,42 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual((status, out), (1, ""))
         self.assertIn("no traceable function matching `nope_*` takes a `struct sk_buff *`", err)
         self.assertIn("[UnknownFunction]", err)
+
+    def test_a_packet_sockets_clones_are_on_their_packets_journey(self):
+        # Each datagram is queued once on `lo`; a packet socket gets two clones of it (as
+        # sent and as received), which share its data: one journey, three skbs, each freed
+        # once. The datagram sent with no packet socket open is a journey of its own skb.
+        command = f"{sys.executable} {SUPPORT}/cloned_udp.py {MARK:#x} 3"
+        status, out, err = kq_around("-f", "json", f"trace packet where mark == {MARK:#x} select len",
+                                     command=command)
+        self.assertEqual(status, 0, err)
+        journeys = {}
+        for e in json_events(out):
+            journeys.setdefault(e["journey"], []).append(e)
+        queued = [j for j, events in journeys.items()
+                  if any(e["function"] == "net:net_dev_queue" for e in events)]
+        self.assertEqual(len(queued), 4, journeys)
+        self.assertEqual(len(journeys), 4, journeys)  # no clone is on a journey of its own
+        lengths = []
+        for j in queued:
+            events = journeys[j]
+            first = min(events, key=lambda e: e["timestamp"])
+            self.assertEqual(first["function"], "net:net_dev_queue")
+            lengths.append(first["len"])
+            skbs = {e["packet_id"] for e in events}
+            clones = skbs - {first["packet_id"]}
+            self.assertEqual(len(clones), 0 if first["len"] == 300 + 42 else 2, events)
+            for clone in clones:
+                # Each clone was read by the packet socket, then freed.
+                self.assertEqual([e["function"] for e in events if e["packet_id"] == clone],
+                                 ["skb:skb_copy_datagram_iovec", "skb:consume_skb"], events)
+        self.assertEqual(sorted(lengths), [142, 143, 144, 342])
+        # The per-packet view shows each journey as one packet, its clones by address.
+        status, out, err = kq_around(f"trace packet where mark == {MARK:#x} select len", command=command)
+        self.assertEqual(status, 0, err)
+        packets = packet_view(out)
+        self.assertEqual([p.span.endswith(", on 3 skbs") for p in packets], [True, True, True, False])
+        self.assertEqual([p.rows[0]["len"] for p in packets], ["142", "143", "144", "342"])
 
     def test_track_follows_a_packet_after_the_filter_stops_holding(self):
         # `len` at net_dev_queue counts the Ethernet header; once `lo` received the frame
