@@ -406,12 +406,47 @@ class KernelFunctions(unittest.TestCase):
         _, out, _ = self.packet_run("-f", "json", "trace packet where mark == 0xdeadbeef select len")
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual(set(events[0]) - {"drop_reason"},
-                         {"packet_id", "timestamp", "processor_id", "module", "function", "is_return", "len"})
+                         {"packet_id", "timestamp", "processor_id", "module", "function", "is_return", "journey",
+                          "len"})
         # A freed skb's address is often the next one's: ipftrace2's packet_id is the address.
         self.assertTrue(all(re.fullmatch(r"0x[0-9a-f]+", e["packet_id"]) for e in events))
         self.assertTrue(all(isinstance(e["timestamp"], int) and e["is_return"] is False for e in events))
         sends = sorted(e["len"] for e in events if e["function"] == "ip_send_skb")
         self.assertEqual(sends, [78, 228, 428])
+        # Each datagram is a journey of its own, from its send to its skb's free.
+        journeys = {}
+        for e in events:
+            journeys.setdefault(e["journey"], []).append(e["function"])
+        self.assertEqual(len(journeys), 3, journeys)
+        for functions in journeys.values():
+            self.assertEqual(functions.count("ip_send_skb"), 1, functions)
+            self.assertIn("kfree_skbmem", functions)
+
+    def test_packet_clones_are_on_their_packets_journey(self):
+        # Through kprobe.multi: a packet socket's clones (skb_clone seen on the journey) read,
+        # then freed: each datagram one packet of three skbs; the one sent with no packet
+        # socket open is one skb.
+        self.skip_without_kprobe_multi()
+        _, out, _ = self.packet_run("--packet-view", "end", "trace packet where mark == 0xc10e select len",
+                                    send=f"{sys.executable} {HERE}/../support/cloned_udp.py 0xc10e 2")
+        packets = re.split(r"\n\n", out.strip())
+        heads = [p.splitlines()[0] for p in packets]
+        self.assertEqual(len(packets), 3, out)
+        self.assertTrue(all(re.search(r", on 3 skbs$", h) for h in heads[:2]), heads)
+        self.assertNotIn(" skbs", heads[2])
+        for packet in packets[:2]:
+            rows = [line.split() for line in packet.splitlines()[2:]]
+            # TIME ELAPSED(2 cells) CPU SKB FUNCTION len
+            by_skb = {}
+            for r in rows:
+                by_skb.setdefault(r[4], []).append(r[5])
+            self.assertEqual(len(by_skb), 3, packet)
+            first = rows[0][4]
+            self.assertEqual(by_skb[first].count("skb_clone"), 2, packet)
+            for skb, functions in by_skb.items():
+                self.assertEqual(functions[-1], "kfree_skbmem", packet)
+                if skb != first:
+                    self.assertIn("skb_copy_datagram_iter", functions, packet)
 
     def test_packet_graph_nests_calls_with_their_returns(self):
         self.skip_without_kprobe_multi()
