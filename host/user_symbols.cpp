@@ -24,6 +24,9 @@ std::string UserSymbols::identity(uint32_t pid) const {
   for (std::string word; fields >> word && f.size() < 26;) f.push_back(word);
   if (f.size() < 26) return "";
   // After the `(comm)`, field 3 is f[0]: field n is f[n - 3].
+  // A process that is exiting has let go of its memory, and the kernel shows its code and
+  // stack as 0: it is gone, not a new program (its mappings are gone too).
+  if (f[23] == "0" && f[24] == "0" && f[25] == "0") return "";
   return fmt::format("{} {} {} {}", f[19], f[23], f[24], f[25]);
 }
 

@@ -4,8 +4,8 @@
 // A process's mappings are read on first need and kept while the process stays the same
 // program: its identity (start time, and where exec placed its code and stack, from
 // /proc/PID/stat) is checked once per event, so an exec under the same PID, or a new
-// process reusing it, reads them again. A process that has exited keeps the names read
-// while it lived. Both caches are bounded (least recently used go first): files are kept
+// process reusing it, reads them again. A process that has exited, or is exiting (its
+// memory let go, so /proc shows no code), keeps the names read while it lived. Both caches are bounded (least recently used go first): files are kept
 // by device and inode, so one libc is parsed once however many processes map it.
 #pragma once
 

@@ -43,6 +43,29 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
   }
 }
 
+namespace {
+
+/// `current` where `keep` holds; else the value `other` emits, in a block of its own.
+llvm::Value* keepOr(Program& program, llvm::Value* keep, llvm::Value* current, const char* name,
+                    const std::function<llvm::Value*()>& other) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::BasicBlock* here = b.GetInsertBlock();
+  auto* compute = llvm::BasicBlock::Create(b.getContext(), name, program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), std::string(name) + "_done", program.fn);
+  b.CreateCondBr(keep, done, compute);
+  b.SetInsertPoint(compute);
+  llvm::Value* computed = other();
+  llvm::BasicBlock* computed_in = b.GetInsertBlock();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* out = b.CreatePHI(current->getType(), 2);
+  out->addIncoming(current, here);
+  out->addIncoming(computed, computed_in);
+  return out;
+}
+
+}  // namespace
+
 llvm::Value* ProgramEmitter::journeyIn(Program& program, llvm::GlobalVariable* map, llvm::Value* address) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(8);
@@ -69,19 +92,8 @@ llvm::Value* ProgramEmitter::journeyKnown(Program& program, ExprLowering& lower,
   if (!head) return by_skb;
   // Only a clone is on its data's journey: an skb new at a head freed unseen is not.
   llvm::Value* clone = b.CreateAnd(b.CreateICmpEQ(by_skb, b.getInt64(0)), lower.packetCloned());
-  llvm::BasicBlock* here = b.GetInsertBlock();
-  auto* by_head = llvm::BasicBlock::Create(b.getContext(), "journey_by_head", program.fn);
-  auto* done = llvm::BasicBlock::Create(b.getContext(), "journey_known", program.fn);
-  b.CreateCondBr(clone, by_head, done);
-  b.SetInsertPoint(by_head);
-  llvm::Value* shared = journeyIn(program, p.heads, head);
-  llvm::BasicBlock* looked = b.GetInsertBlock();
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  llvm::PHINode* out = b.CreatePHI(b.getInt64Ty(), 2);
-  out->addIncoming(by_skb, here);
-  out->addIncoming(shared, looked);
-  return out;
+  return keepOr(program, b.CreateNot(clone), by_skb, "journey_by_head",
+                [&] { return journeyIn(program, p.heads, head); });
 }
 
 void ProgramEmitter::forgetFreed(Program& program, ExprLowering& lower, const ProbeUnit& p) {
@@ -130,18 +142,8 @@ void ProgramEmitter::forgetFreed(Program& program, ExprLowering& lower, const Pr
 llvm::Value* ProgramEmitter::packetTracked(Program& program, ExprLowering& lower, const ProbeUnit& p) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* before_free = b.CreateLoad(b.getInt64Ty(), lower.packetJourneyBeforeFree());
-  llvm::BasicBlock* here = b.GetInsertBlock();
-  auto* look = llvm::BasicBlock::Create(b.getContext(), "track_lookup", program.fn);
-  auto* done = llvm::BasicBlock::Create(b.getContext(), "track_known", program.fn);
-  b.CreateCondBr(b.CreateICmpNE(before_free, b.getInt64(0)), done, look);
-  b.SetInsertPoint(look);
-  llvm::Value* known = journeyKnown(program, lower, p);
-  llvm::BasicBlock* looked = b.GetInsertBlock();
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-  llvm::PHINode* journey = b.CreatePHI(b.getInt64Ty(), 2);
-  journey->addIncoming(before_free, here);
-  journey->addIncoming(known, looked);
+  llvm::Value* journey = keepOr(program, b.CreateICmpNE(before_free, b.getInt64(0)), before_free, "track_lookup",
+                                [&] { return journeyKnown(program, lower, p); });
   return b.CreateICmpNE(journey, b.getInt64(0));
 }
 
