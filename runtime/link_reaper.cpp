@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,6 +55,7 @@ bool tracingObject(int fd) {
 /// The reaper's side: never returns. `gate` reads the end of kq's own descriptors.
 [[noreturn]] void reap(std::vector<bpf_link*> links, int gate) {
   setsid();  // no terminal's signals, no terminal
+  prctl(PR_SET_NAME, "kq-detach");  // what `ps` shows of it for the moment it lives
   int null = open("/dev/null", O_RDWR);
   for (int fd = 0; fd <= 2; ++fd) {
     if (null >= 0) dup2(null, fd);
