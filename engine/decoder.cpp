@@ -35,6 +35,14 @@ namespace {
 /// `comm` fields: the kernel's own 16 bytes, never cut by kq.
 constexpr uint32_t kCommBytes = 16;
 
+/// `ip_rcv+0x1a` as `ip_rcv` (`ip_rcv+0x1a [mod]` as `ip_rcv [mod]`); an address stays.
+std::string withoutOffset(const std::string& frame) {
+  size_t plus = frame.find("+0x");
+  if (plus == std::string::npos || plus == 0) return frame;
+  size_t end = frame.find(' ', plus);
+  return frame.substr(0, plus) + (end == std::string::npos ? "" : frame.substr(end));
+}
+
 /// Whether a kernel frame is the tracing machinery that ran kq's program (BPF itself,
 /// the tracepoint or kprobe dispatch): not part of the traced code's stack.
 bool isTracingFrame(const std::string& symbol) {
@@ -111,6 +119,7 @@ std::string RecordDecoder::scalarText(const FieldLayout& f, const uint8_t* p, ui
       stack(f, p, pid, v);
       return v.text;
     }
+    case FieldKind::Caller: return callerText(f, p);
     case FieldKind::File: return context_.files.text(f.path);
     case FieldKind::StringList: return runtime::stringListText(p, f.size, f.separator);
     case FieldKind::Buffer: return runtime::bufferText(p, f.size);
@@ -150,17 +159,24 @@ void RecordDecoder::stack(const FieldLayout& f, const uint8_t* p, uint32_t pid, 
   }
 }
 
-namespace {
-
-/// `ip_rcv+0x1a` as `ip_rcv` (`ip_rcv+0x1a [mod]` as `ip_rcv [mod]`); an address stays.
-std::string withoutOffset(const std::string& frame) {
-  size_t plus = frame.find("+0x");
-  if (plus == std::string::npos || plus == 0) return frame;
-  size_t end = frame.find(' ', plus);
-  return frame.substr(0, plus) + (end == std::string::npos ? "" : frame.substr(end));
+std::string RecordDecoder::callerText(const FieldLayout& f, const uint8_t* p) {
+  uint64_t own = readU64(p);
+  bool below_tracing = false;
+  for (uint32_t i = 8; i + 8 <= f.size; i += 8) {
+    uint64_t a = readU64(p + i);
+    if (!a) break;
+    std::string frame = context_.symbols.kernel(a);
+    // The machinery's frames, and code of no symbol above them (an ftrace trampoline).
+    if (!below_tracing && (isTracingFrame(frame) || frame.rfind("0x", 0) == 0)) continue;
+    below_tracing = true;
+    if (own) {
+      --own;
+      continue;
+    }
+    return withoutOffset(frame);
+  }
+  return "?";
 }
-
-}  // namespace
 
 void RecordDecoder::keyValue(const FieldLayout& f, const std::vector<FieldLayout>& keys,
                              const uint8_t* key, Value& out) {
@@ -321,6 +337,7 @@ void RecordDecoder::value(const FieldLayout& f, const std::vector<FieldLayout>& 
     case FieldKind::File:
     case FieldKind::StringList:
     case FieldKind::WallTime:
+    case FieldKind::Caller:
       out.kind = ValueKind::Text;
       if (f.kind == FieldKind::WallTime) out.u = readU64(p);
       break;

@@ -47,6 +47,9 @@ class RecordDecoder {
   std::string convert(std::string spec, char conversion, const plan::FieldLayout& arg,
                       const uint8_t* p, uint32_t pid);
   void stack(const plan::FieldLayout& f, const uint8_t* p, uint32_t pid, Value& out);
+  /// `caller`: the function of the first frame past the tracing machinery's and the traced
+  /// function's own; `?` where the stack has none.
+  std::string callerText(const plan::FieldLayout& f, const uint8_t* p);
 
   const plan::ProgramLayout& layout_;
   PrintContext& context_;

@@ -221,11 +221,15 @@ bool isStack(const plan::FieldLayout& f) {
   return f.kind == plan::FieldKind::KernelStack || f.kind == plan::FieldKind::UserStack;
 }
 
-/// Stacks of different ids can name the same frames (the kernel keys a stack by its
-/// addresses; a return address inside the same function, or symbols kq cannot tell apart,
-/// print alike): groups whose keys print the same are one row.
+/// Whether keys of different bytes may print alike: a stack (the kernel keys it by its
+/// addresses), a `caller` (kept with the stack it was found on).
+bool printsAlikeFromOthers(const plan::FieldLayout& f) { return isStack(f) || f.kind == plan::FieldKind::Caller; }
+
+/// Stacks of different ids can name the same frames (a return address inside the same
+/// function, or symbols kq cannot tell apart, print alike), callers of different call sites
+/// or stacks the same function: groups whose keys print the same are one row.
 void mergeSamePrintedKeys(const AggregateLayout& layout, std::vector<Row>& rows, RecordDecoder& decoder) {
-  if (std::none_of(layout.keys.begin(), layout.keys.end(), isStack)) return;
+  if (std::none_of(layout.keys.begin(), layout.keys.end(), printsAlikeFromOthers)) return;
   std::map<std::vector<std::string>, size_t> first;
   std::vector<Row> merged;
   Value v;

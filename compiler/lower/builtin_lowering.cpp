@@ -58,6 +58,7 @@ Val ExprLowering::builtin(const ast::Expr& e, const sema::BuiltinVariable& varia
     case BuiltinVar::Probe:
     case BuiltinVar::Kstack:
     case BuiltinVar::Ustack:
+    case BuiltinVar::Caller:
       // Text and stacks are written where they are stored or compared.
       break;
   }

@@ -126,6 +126,9 @@ struct ArgAccess {
   std::vector<uint32_t> arg_positions;
   /// `func` is the traced function's address (bpf_get_func_ip), not a constant name.
   bool func_ip = false;
+  /// `caller`: the frames of the kernel stack, below the tracing machinery's, that are the
+  /// traced function's own: 1 at a function's entry (kprobe, fentry), else 0.
+  uint32_t own_frames = 0;
   /// `packet` programs.
   std::optional<PacketAccess> packet;
   /// The probe's arguments (their types), for properties.
@@ -206,6 +209,8 @@ class ExprLowering {
   llvm::Value* packetCloned();
   llvm::Value* packetFrees();
   bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
+  /// `caller`: the traced function's own frames at the top of the kernel stack.
+  uint32_t ownFrames() const { return args_.own_frames; }
   llvm::Value* packetDepth() const { return args_.packet->depth; }
 
   const sema::ExprInfo& info(const ast::Expr& e) const;

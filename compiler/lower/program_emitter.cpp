@@ -277,6 +277,11 @@ void ProgramEmitter::bindArguments(Program& program, const ProbeUnit& p, Program
   args.session_start = [this] { return object_.sessionStart(); };
   args.func = site.func;
   if (args.probe.empty()) args.probe = p.target.description;
+  // At a function's entry its own frame is on top; a BPF program traced by fentry is one of
+  // the tracing machinery's frames, passed over as those are.
+  bool entry = site.attach == Attach::Fentry || site.attach == Attach::Kprobe ||
+               site.attach == Attach::KprobeMulti;
+  args.own_frames = entry && !std::holds_alternative<ast::BpfProgramTarget>(p.target.target->kind) ? 1 : 0;
 }
 
 void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_stash) {
@@ -476,6 +481,13 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
     case FieldKind::String:
       if (f.expr) return lower.storeString(*f.expr, dst, f.layout.size);
       return lower.storeArgString(f.arg, f.type, dst, f.layout.size);
+    case FieldKind::Caller:
+      // The traced function's own frames to pass over, then the stack they are on.
+      b.CreateStore(b.getInt64(lower.ownFrames()), dst);
+      module.callHelper(b, Helper::GetStack, b.getInt64Ty(),
+                        {program.fn->getArg(0), b.CreateGEP(b.getInt8Ty(), dst, b.getInt64(8)),
+                         b.getInt64(f.layout.size - 8), b.getInt64(0)});
+      return;
     case FieldKind::KernelStack:
     case FieldKind::UserStack:
       module.callHelper(b, Helper::GetStack, b.getInt64Ty(),

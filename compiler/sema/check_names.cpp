@@ -186,6 +186,27 @@ void ExprChecker::checkNeeds(const BuiltinVariable& builtin, const ast::Expr& at
     scope_.func->anywhere = true;
     scope_.func->in_where = scope_.func->in_where || scope_.in_where;
   }
+  if (scope_.in_where && (builtin.id == BuiltinVar::Kstack || builtin.id == BuiltinVar::Ustack ||
+                          builtin.id == BuiltinVar::Caller)) {
+    // Found among a stack's frames when the event prints: the kernel has no text to compare.
+    report(DiagKind::NotAvailableHere, at.range,
+           fmt::format("`{}` is known when the event prints, so `where` cannot compare it", builtin.name))
+        .note(fmt::format("count by it instead: `group by {} select count()`", builtin.name));
+    return;
+  }
+  if (builtin.id == BuiltinVar::Caller && scope_.target->target &&
+      !(std::holds_alternative<ast::FunctionTarget>(scope_.target->target->kind) ||
+        std::holds_alternative<ast::TracepointTarget>(scope_.target->target->kind) ||
+        std::holds_alternative<ast::SyscallTarget>(scope_.target->target->kind) ||
+        std::holds_alternative<ast::PacketTarget>(scope_.target->target->kind) ||
+        std::holds_alternative<ast::BpfProgramTarget>(scope_.target->target->kind))) {
+    report(DiagKind::NotAvailableHere, at.range,
+           fmt::format("`caller` is the kernel function that called the traced one, and {} is not "
+                       "in the kernel's code", scope_.target->description))
+        .note("kernel functions, tracepoints, syscalls and packets have callers; `ustack` shows a "
+              "user stack");
+    return;
+  }
   if (builtin.needs == Needs::Function && !traces_functions) {
     report(DiagKind::NotAvailableHere, at.range,
            fmt::format("`{}` names a traced function, and {} traces none", builtin.name,

@@ -230,8 +230,8 @@ TEST(PlanCodec, WhatIsNotAPlanIsNamedByItsPath) {
             "probes[0].fields[1].int_bytes is 256, more than a u8 holds");
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0]["per_cpu"] = "no"; }),
             "aggregates[0].per_cpu is \"no\", not true or false");
-  EXPECT_EQ(decodeError([](Json& j) { j["probes"][0]["fields"][0]["kind"] = 24; }),
-            "probes[0].fields[0].kind is 24, which is no field kind (0 to 23)");
+  EXPECT_EQ(decodeError([](Json& j) { j["probes"][0]["fields"][0]["kind"] = 25; }),
+            "probes[0].fields[0].kind is 25, which is no field kind (0 to 24)");
   EXPECT_EQ(decodeError([](Json& j) { j["aggregates"][0]["slots"][0]["kind"] = 8; }),
             "aggregates[0].slots[0].kind is 8, which is no aggregate kind (0 to 7)");
   EXPECT_EQ(decodeError([](Json& j) { j["programs"][0]["attach"] = 14; }),

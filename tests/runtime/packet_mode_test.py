@@ -282,6 +282,23 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         # The TCP data went through the receiving socket.
         self.assertIn("skb:skb_copy_datagram_iovec", {e["function"] for e in events})
 
+    def test_caller_is_the_function_that_hit_each_tracepoint(self):
+        # Each tracepoint is hit by one function of the transmit path, whatever sent the
+        # packet: the kernel's stack, past the tracing machinery's frames, says which.
+        status, out, err = kq_around("-f", "json", f"trace packet(net_dev_queue, net_dev_xmit) "
+                                     f"where mark == {MARK:#x} select caller",
+                                     command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        callers = {(e["function"], e["caller"]) for e in json_events(out)}
+        self.assertEqual(callers, {("net:net_dev_queue", "__dev_queue_xmit"),
+                                   ("net:net_dev_xmit", "dev_hard_start_xmit")})
+        # As a key: call sites and stacks of one function are one group.
+        status, out, err = kq_around(f"trace packet(net_dev_xmit) where mark == {MARK:#x} "
+                                     "group by caller select count()", command=closed_port_command())
+        self.assertEqual(status, 0, err)
+        rows = [line.split() for line in out.splitlines() if line.startswith("dev_hard_start_xmit")]
+        self.assertEqual(rows, [["dev_hard_start_xmit", "6"]], out)
+
     def test_json_drop_reason(self):
         status, out, err = kq_around("-f", "json", f"trace packet where mark == {MARK:#x}",
                                      command=closed_port_command())

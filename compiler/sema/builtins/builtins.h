@@ -37,7 +37,7 @@ enum class Needs : uint8_t {
 /// Builtin variables that need code of their own, by what they are; `Computed` ones are
 /// made from their `ValueRecipe` alone.
 enum class BuiltinVar : uint8_t {
-  Computed, Comm, Func, Probe, Kstack, Ustack, Duration, Task, Elapsed,
+  Computed, Comm, Func, Probe, Kstack, Ustack, Duration, Task, Elapsed, Caller,
 };
 
 /// How a `Computed` builtin variable's value is made, with no code of its own: a BPF

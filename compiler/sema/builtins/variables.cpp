@@ -30,6 +30,9 @@ void addProcessVariables(std::vector<BuiltinVariable>& out) {
   auto u64 = [](TypeTable& t, const btf::Btf&) { return t.u64(); };
   auto text = [](TypeTable& t, const btf::Btf&) { return t.string(); };
   constexpr uint32_t kStackBytes = 8 * 32;  // 32 return addresses
+  // Enough for the tracing machinery's frames above the traced function's (a tp_btf
+  // program's and its trampoline's, perf's), the function's own and its caller's.
+  constexpr uint32_t kCallerBytes = 8 * 12;
   constexpr uint64_t kLow32 = 0xffffffff;
   const auto computed = BuiltinVar::Computed;
   out.insert(out.end(), {
@@ -59,6 +62,9 @@ void addProcessVariables(std::vector<BuiltinVariable>& out) {
       {"probe", BuiltinVar::Probe, text, Needs::Nothing, "the probe's full name"},
       {"kstack", BuiltinVar::Kstack, text, Needs::Nothing, "the kernel stack",
        FieldShape{FieldKind::KernelStack, kStackBytes}},
+      {"caller", BuiltinVar::Caller, text, Needs::Nothing,
+       "the kernel function that called the traced one (at a tracepoint, the one that hit it)",
+       FieldShape{FieldKind::Caller, 8 + kCallerBytes}},
       {"ustack", BuiltinVar::Ustack, text, Needs::Nothing, "the user stack",
        FieldShape{FieldKind::UserStack, kStackBytes}},
       {"duration", BuiltinVar::Duration, u64, Needs::Exit,
