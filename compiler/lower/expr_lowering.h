@@ -127,7 +127,7 @@ struct ArgAccess {
   /// `func` is the traced function's address (bpf_get_func_ip), not a constant name.
   bool func_ip = false;
   /// `caller`: the frames of the kernel stack, below the tracing machinery's, that are the
-  /// traced function's own: 1 at a function's entry (kprobe, fentry), else 0.
+  /// traced function's own: 1 at a function's entry (kprobe, fentry) and at fexit, else 0.
   uint32_t own_frames = 0;
   /// `packet` programs.
   std::optional<PacketAccess> packet;

@@ -277,11 +277,12 @@ void ProgramEmitter::bindArguments(Program& program, const ProbeUnit& p, Program
   args.session_start = [this] { return object_.sessionStart(); };
   args.func = site.func;
   if (args.probe.empty()) args.probe = p.target.description;
-  // At a function's entry its own frame is on top; a BPF program traced by fentry is one of
-  // the tracing machinery's frames, passed over as those are.
-  bool entry = site.attach == Attach::Fentry || site.attach == Attach::Kprobe ||
-               site.attach == Attach::KprobeMulti;
-  args.own_frames = entry && !std::holds_alternative<ast::BpfProgramTarget>(p.target.target->kind) ? 1 : 0;
+  // The traced function's own frame is on top at its entry, and at fexit too (the
+  // trampoline it called returns into it); a kretprobe runs as it returns to its caller. A
+  // BPF program traced by fentry is one of the tracing machinery's frames, passed over.
+  bool own = site.attach == Attach::Fentry || site.attach == Attach::Fexit ||
+             site.attach == Attach::Kprobe || site.attach == Attach::KprobeMulti;
+  args.own_frames = own && !std::holds_alternative<ast::BpfProgramTarget>(p.target.target->kind) ? 1 : 0;
 }
 
 void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_stash) {

@@ -105,6 +105,18 @@ class KernelFunctions(unittest.TestCase):
     def test_return_through_kretprobe(self):
         self.check_return("--attach", "kprobe")
 
+    def test_caller_at_entry_and_exit_through_fentry_and_kprobes(self):
+        # ip_send_skb is called by udp_send_skb for a UDP datagram, whichever way kq attaches
+        # and at either end of the call (the function's own frame passed over where it is).
+        for method in ["fentry", "kprobe"]:
+            for items in ["caller", "caller, return"]:  # at entry; at exit, as `return` is
+                with self.subTest(method=method, items=items):
+                    status, out, err = kq("--attach", method, "-f", "json",
+                                          f"trace ip_send_skb where comm == \"python3\" select {items}", "-c", SEND_UDP)
+                    self.assertEqual(status, 0, err)
+                    callers = [json.loads(line)["caller"] for line in out.splitlines()]
+                    self.assertEqual(callers, ["udp_send_skb"] * 5, out)
+
     def test_arguments_and_return_together(self):
         for method in ["fentry", "kprobe"]:
             with self.subTest(method=method):
@@ -421,6 +433,13 @@ class KernelFunctions(unittest.TestCase):
         for functions in journeys.values():
             self.assertEqual(functions.count("ip_send_skb"), 1, functions)
             self.assertIn("kfree_skbmem", functions)
+
+    def test_packet_caller_through_kprobe_multi(self):
+        self.skip_without_kprobe_multi()
+        _, out, _ = self.packet_run("-f", "json", "trace packet(ip_send_skb, ip_output) where mark == 0xdeadbeef "
+                                    "select caller")
+        callers = {(e["function"], e["caller"]) for e in map(json.loads, out.splitlines())}
+        self.assertEqual(callers, {("ip_send_skb", "udp_send_skb"), ("ip_output", "ip_send_skb")}, out)
 
     def test_packet_clones_are_on_their_packets_journey(self):
         # Through kprobe.multi: a packet socket's clones (skb_clone seen on the journey) read,
