@@ -253,6 +253,27 @@ TEST_F(FieldKinds, KernelStackDropsTheTracingFramesOnTop) {
             kJson + R"("kstack":["tcp_sendmsg+0x10","inet_sendmsg+0x2a","__sys_sendto+0x103"]})" "\n");
 }
 
+TEST_F(FieldKinds, CallerIsTheFunctionPastTheTracingFramesAndTheTracedOne) {
+  host.kernel_symbols = {{0x10, "bpf_prog_6deef7357e7b4530_kq_1+0x4f"},
+                         {0x30, "ip_send_skb+0x5"},
+                         {0x40, "udp_send_skb+0x1a7"},
+                         {0x50, "udp_sendmsg+0xb20"}};
+  // A count of the traced function's own frames (1: at its entry), then the stack, with an
+  // ftrace trampoline (no symbol) among the machinery's frames.
+  Bytes entry = record(0, 88).u64(40, 1).u64(48, 0x10).u64(56, 0xffffffffc0001000)
+                    .u64(64, 0x30).u64(72, 0x40).u64(80, 0x50);
+  Shown s = show(host, {field("caller", FieldKind::Caller, 40, 48)}, entry);
+  EXPECT_EQ(s.value.kind, ValueKind::Text);
+  EXPECT_EQ(s.text, kLine + "  udp_send_skb\n");
+  EXPECT_EQ(s.json, kJson + R"("caller":"udp_send_skb"})" "\n");
+  // At a tracepoint (no own frames) the first frame past the machinery is the caller.
+  Bytes tracepoint = record(0, 88).u64(40, 0).u64(48, 0x10).u64(56, 0x30).u64(64, 0x40);
+  EXPECT_EQ(show(host, {field("caller", FieldKind::Caller, 40, 48)}, tracepoint).value.text, "ip_send_skb");
+  // No stack read (the helper failed): no caller, said so.
+  Bytes none = record(0, 88).u64(40, 1);
+  EXPECT_EQ(show(host, {field("caller", FieldKind::Caller, 40, 48)}, none).value.text, "?");
+}
+
 TEST_F(FieldKinds, UserStackIsNamedInTheEventsProcess) {
   host.user_symbols = {{0x401136, "main+0x6"}, {0x7f0000001000, "__libc_start_call_main+0x80"}};
   Bytes r = record(0, 72).u64(40, 0x401136).u64(48, 0x7f0000001000).u64(56, 0x7f0000002000);
