@@ -5,8 +5,9 @@
 // program: its identity (start time, and where exec placed its code and stack, from
 // /proc/PID/stat) is checked once per event, so an exec under the same PID, or a new
 // process reusing it, reads them again. A process that has exited, or is exiting (its
-// memory let go, so /proc shows no code), keeps the names read while it lived. Both caches are bounded (least recently used go first): files are kept
-// by device and inode, so one libc is parsed once however many processes map it.
+// memory let go, so /proc shows no code), keeps the names read while it lived. Both
+// caches are bounded (least recently used go first): files are kept by device and inode,
+// so one libc is parsed once however many processes map it.
 #pragma once
 
 #include <cstdint>
