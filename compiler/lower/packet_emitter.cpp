@@ -164,11 +164,24 @@ void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const 
   b.SetInsertPoint(freed_known);
   b.CreateStore(before_free, journey);
   b.CreateBr(done);
-  // Freed here and on no journey: a journey of one event, kept nowhere.
+  // Freed here and on no journey: a journey of one event, kept nowhere; but a clone freed
+  // while other skbs hold its data (the clone of a packet waiting for ARP that the
+  // neighbour probe frees) leaves its journey to its data, which the packet is on.
   b.SetInsertPoint(not_freed);
-  b.CreateCondBr(lower.packetFrees(), done, keep);
-  b.SetInsertPoint(keep);
   llvm::Value* head = p.heads ? lower.packetHead() : nullptr;
+  auto* freed_first = llvm::BasicBlock::Create(b.getContext(), "journey_first_freed", program.fn);
+  b.CreateCondBr(lower.packetFrees(), freed_first, keep);
+  b.SetInsertPoint(freed_first);
+  if (llvm::Value* users = head ? lower.packetDataUsers(head) : nullptr) {
+    auto* shared = llvm::BasicBlock::Create(b.getContext(), "freed_clone_shares", program.fn);
+    b.CreateCondBr(b.CreateAnd(lower.packetCloned(), b.CreateICmpUGT(users, b.getInt64(1))), shared, done);
+    b.SetInsertPoint(shared);
+    llvm::Value* head_key = program.frame.allocate(8);
+    b.CreateStore(head, head_key);
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
+  }
+  b.CreateBr(done);
+  b.SetInsertPoint(keep);
   llvm::Value* skb_key = program.frame.allocate(8);
   b.CreateStore(lower.packetSkb(), skb_key);
   llvm::Value* entry = mapLookup(program, p.journeys, skb_key);

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -363,6 +364,81 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         packets = packet_view(out)
         self.assertEqual([p.span.endswith(", on 3 skbs") for p in packets], [True, True, True, False])
         self.assertEqual([p.rows[0]["len"] for p in packets], ["142", "143", "144", "342"])
+
+    def nat_router(self):
+        """Namespaces A (10.77.1.1), R and B (10.77.2.2), A-R and R-B joined by veth pairs;
+        R forwards, DNATs UDP to its port 9999 on to B's 10.77.2.2:9998, masquerades what
+        it sends to B, and drops UDP to port 9997 in its forward chain. Neighbours start
+        unresolved, so each hop's first datagram waits for ARP. The names (A, R, B) and
+        the devices (A's, R's to A, R's to B, B's)."""
+        tag = os.getpid() % 100000
+        a, r, b = (f"kq{side}{tag}" for side in "arb")
+        devices = [f"kqv{side}{tag}" for side in ("a", "ra", "rb", "b")]
+        rules = ("table ip kq {\n"
+                 "  chain kqpre { type nat hook prerouting priority -100; udp dport 9999 dnat to 10.77.2.2:9998; }\n"
+                 "  chain kqforward { type filter hook forward priority 0; udp dport 9997 drop; }\n"
+                 f'  chain kqpost {{ type nat hook postrouting priority 100; oifname "{devices[2]}" masquerade; }}\n'
+                 "}\n")
+        steps = [["ip", "netns", "add", a], ["ip", "netns", "add", r], ["ip", "netns", "add", b],
+                 ["ip", "link", "add", devices[0], "netns", a, "type", "veth", "peer", "name", devices[1], "netns", r],
+                 ["ip", "link", "add", devices[3], "netns", b, "type", "veth", "peer", "name", devices[2], "netns", r],
+                 ["ip", "-n", a, "addr", "add", "10.77.1.1/24", "dev", devices[0]],
+                 ["ip", "-n", r, "addr", "add", "10.77.1.254/24", "dev", devices[1]],
+                 ["ip", "-n", r, "addr", "add", "10.77.2.254/24", "dev", devices[2]],
+                 ["ip", "-n", b, "addr", "add", "10.77.2.2/24", "dev", devices[3]]]
+        steps += [["ip", "-n", ns, "link", "set", dev, "up"] for ns, dev in zip((a, r, r, b), devices)]
+        steps += [["ip", "-n", a, "route", "add", "default", "via", "10.77.1.254"],
+                  ["ip", "-n", b, "route", "add", "default", "via", "10.77.2.254"],
+                  ["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]]
+        for ns in (a, r, b):
+            self.addCleanup(subprocess.run, ["ip", "netns", "delete", ns], capture_output=True)
+        for step in steps:
+            subprocess.run(step, check=True, capture_output=True)
+        subprocess.run(["ip", "netns", "exec", r, "nft", "-f", "-"], input=rules.encode(), check=True)
+        return (a, r, b), devices
+
+    @unittest.skipIf(shutil.which("ip") is None or shutil.which("nft") is None,
+                     "needs ip(8) and nft(8) (scripts/install-deps installs nftables) for namespaces and NAT")
+    def test_a_datagram_through_nat_into_another_namespace_is_one_journey(self):
+        # Crossing into a namespace scrubs the mark, so `track` follows the datagram on. Each
+        # is one journey through three namespaces, with the ARP probe's clones of it (each
+        # hop's first datagram waits for its neighbour), its device and namespace at each
+        # step, its tuple translated where R sends it to B, and the conntrack state R gave it.
+        (a, r, b), (va, ra, rb, vb) = self.nat_router()
+        query = f"trace packet where mark == {MARK:#x} track select ifname, dev_netns_name, tuple, ct_state"
+        status, out, err = kq_around("-f", "json", query,
+                                     command=f"{sys.executable} {SUPPORT}/nat_udp.py {MARK:#x} {a} {b}")
+        self.assertEqual(status, 0, err)
+        journeys = {}
+        for e in sorted(json_events(out), key=lambda e: e["timestamp"]):
+            journeys.setdefault(e["journey"], []).append(e)
+        self.assertEqual(len(journeys), 2, out)
+        forwarded, dropped = sorted(journeys.values(), key=lambda events: events[0]["timestamp"])
+
+        def steps(events, *keys):
+            """The values of `keys` at each event, a run of the same ones once."""
+            seen = [tuple(e[k] for k in keys) for e in events]
+            return [s for i, s in enumerate(seen) if i == 0 or s != seen[i - 1]]
+
+        sent, translated = "10.77.1.1:40000 -> 10.77.1.254:9999", r"^10\.77\.2\.254:\d+ -> 10\.77\.2\.2:9998$"
+        self.assertEqual([s[0] for s in steps(forwarded, "dev_netns_name")], [a, r, b], out)
+        self.assertEqual([s[0] for s in steps(forwarded, "ifname")], [va, ra, rb, vb], out)
+        self.assertGreater(len({e["packet_id"] for e in forwarded}), 1, "no ARP probe's clone on it")
+        for e in forwarded:
+            if (e["dev_netns_name"], e["ifname"]) in ((a, va), (r, ra)):
+                self.assertEqual((e["tuple"], e["ct_state"]), (sent, "none"), e)
+            elif e["ifname"] == rb:
+                self.assertRegex(e["tuple"], translated)
+                self.assertEqual(e["ct_state"], "NEW", e)
+            else:  # in B, whose netfilter tracks nothing
+                self.assertEqual((e["dev_netns_name"], e["ifname"], e["ct_state"]), (b, vb, "none"), e)
+                self.assertRegex(e["tuple"], translated)
+        self.assertIn("net:netif_receive_skb", [e["function"] for e in forwarded if e["ifname"] == vb])
+        # The other ends in R's forward chain, tracked as a new connection.
+        self.assertEqual([s[0] for s in steps(dropped, "dev_netns_name")], [a, r], out)
+        last = dropped[-1]
+        self.assertEqual((last["function"], last.get("drop_reason"), last["ct_state"], last["tuple"]),
+                         ("skb:kfree_skb", "SKB_DROP_REASON_NETFILTER_DROP", "NEW", "10.77.1.1:40000 -> 10.77.2.2:9997"))
 
     def test_track_follows_a_packet_after_the_filter_stops_holding(self):
         # `len` at net_dev_queue counts the Ethernet header; once `lo` received the frame
