@@ -50,6 +50,8 @@ SESSION_BEGIN : 'begin' ;
 SESSION_END : 'end' ;
 // `join ... as NAME optional`: a row even where the join finds nothing.
 OPTIONAL : 'optional' ;
+// `join ... as NAME keep`: its events stay for every row, none used up.
+KEEP : 'keep' ;
 TRACEPOINT : 'tracepoint' ;
 SYSCALL : 'syscall' ;
 

@@ -83,7 +83,7 @@ replayQuery
 // `select count() group by reason`); the AST builder reports a repeated one (but `join`s
 // chain). A join's own `where` comes before its `on`, so a `where` after `on` is the query's.
 clause
-  : JOIN probe AS name OPTIONAL? (WHERE expr)? ON expr (WITHIN NUMBER)?   # joinClause
+  : JOIN probe AS name OPTIONAL? KEEP? (WHERE expr)? ON expr (WITHIN NUMBER)?   # joinClause
   | WHERE expr                              # whereClause
   | SELECT selectItem (',' selectItem)*     # selectClause
   | GROUP BY expr (',' expr)*               # groupClause
@@ -223,7 +223,7 @@ scalarKeyword
 
 name
   : IDENT | INTTYPE | PACKET | GRAPH | INTERVAL | PROFILE | BY | TRACEPOINT | SYSCALL | JOIN | WITHIN | TRACK
-  | SESSION_BEGIN | SESSION_END | OPTIONAL
+  | SESSION_BEGIN | SESSION_END | OPTIONAL | KEEP
   | CONFIG
   ;
 

@@ -242,6 +242,7 @@ bool Checker::checkJoins(const std::vector<ast::Join>& joins) {
     j.source = read_;
     if (join.where) j.where = compile(*join.where);
     if (join.within) j.within_ns = join.within->value;
+    j.keep = join.keep;
     // `on rq`: the same expression read on each side; `on a.x == y and ...`: pairs.
     std::vector<const ast::Expr*> equalities;
     std::function<void(const ast::Expr&)> split = [&](const ast::Expr& e) {

@@ -88,6 +88,7 @@ struct ReplayJoin {
   std::optional<Compiled> where;  // the source's own `where`
   std::vector<std::pair<Eval, Eval>> keys;  // (the source's side, the query's)
   uint64_t within_ns = 0;
+  bool keep = false;  // `keep`: a row does not use its event up
   std::unordered_map<std::string, DecodedEvent> waiting;
   engine::JoinResult counts;
 };

@@ -139,12 +139,13 @@ class QuerySink : public engine::Sink {
     }
     bool passes = !where_ || where_->eval(e).truthy();
     if (passes) row(e);
-    // A joined event is used up by the row it made; one the `where` turned down waits on.
+    // A joined event is used up by the row it made (but a `keep` join's); one the `where`
+    // turned down waits on.
     for (size_t j = 0; j < joins.size(); ++j) {
       checker_.setJoined(j, nullptr);
       if (passes) {
         ++joins[j].counts.matched;
-        joins[j].waiting.erase(keys[j]);
+        if (!joins[j].keep) joins[j].waiting.erase(keys[j]);
       }
     }
   }

@@ -396,6 +396,9 @@ struct Join {
   /// `optional`: the query's event makes a row even when no joined event waits (an outer
   /// join); what it would have kept is then zero (`NAME.time` is 0).
   bool optional = false;
+  /// `keep`: a joined event is not used up by the row it makes; each row reads the newest
+  /// event under its key (a socket's owner, a device's last state).
+  bool keep = false;
 };
 
 struct Clauses {

@@ -262,7 +262,7 @@ class Dumper : public ExprVisitor<Dumper> {
 
   void clauses(const Clauses& c) {
     for (const Join& join : c.joins) {
-      std::string optional = join.optional ? " optional" : "";
+      std::string optional = std::string(join.optional ? " optional" : "") + (join.keep ? " keep" : "");
       line(join.within ? fmt::format("join as {}{} within {}ns", join.name, optional, join.within->value)
                        : "join as " + join.name + optional);
       Nest nest(*this);

@@ -3,7 +3,7 @@
 // query reads through `NAME.` (laid out by record_layout's joinValue); the programs of the
 // query look their own key up, copy what was kept out of the map, and go on with the values
 // readable as the join's; an event that passes the query's `where` takes the entry out (a
-// match makes one row). Per-CPU counters
+// match makes one row; a `keep` join's entry stays). Per-CPU counters
 // say how many events were kept, matched, unmatched and too old (plan::JoinCount); the
 // runtime works out the evicted ones from them.
 #include <fmt/format.h>
@@ -200,7 +200,10 @@ void emitJoinConsume(ProgramEmitter& emitter, Program& program, const std::vecto
       b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), m.found), b.getInt64(0)), take, next);
       b.SetInsertPoint(take);
     }
-    emitter.object().module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {m.table->map, m.key});
+    // A `keep` join's event stays for the rows after this one.
+    if (!m.table->join->join->keep) {
+      emitter.object().module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {m.table->map, m.key});
+    }
     count(emitter, program, *m.table, plan::JoinCount::Matched);
     if (next) {
       b.CreateBr(next);

@@ -181,13 +181,14 @@ class Builder {
     return out;
   }
 
-  // JOIN probe AS name (WHERE expr)? ON expr (WITHIN NUMBER)?
+  // JOIN probe AS name OPTIONAL? KEEP? (WHERE expr)? ON expr (WITHIN NUMBER)?
   Join join(P::JoinClauseContext* ctx) {
     Join out{probe(ctx->probe()), text(ctx->name()), range(ctx->name()), nullptr, nullptr,
              std::nullopt, range(ctx)};
     if (ctx->WHERE()) out.where = expr(ctx->expr(0));
     out.on = expr(ctx->expr(ctx->WHERE() ? 1 : 0));
     out.optional = ctx->OPTIONAL() != nullptr;
+    out.keep = ctx->KEEP() != nullptr;
     if (ctx->WITHIN()) {
       out.within = numberClause(ctx->NUMBER(), NumberUnit::Nanoseconds, "within", range(ctx));
     }

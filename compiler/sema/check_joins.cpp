@@ -261,15 +261,15 @@ void checkJoins(Context& ctx, ResolvedQuery& query) {
     ResolvedJoin& join = query.joins[j];
     const ast::Join& decl = *join.join;
     // A second join of a name is another source of the first: its events wait in the
-    // first's map (`within` and `optional` are the first's to say).
+    // first's map (`within`, `optional` and `keep` are the first's to say).
     for (size_t k = 0; k < j && !join.feeds; ++k) {
       if (query.joins[k].join->name != decl.name) continue;
       join.feeds = static_cast<uint32_t>(k);
-      if (decl.within || decl.optional) {
+      if (decl.within || decl.optional || decl.keep) {
         ctx.diags
             .report(DiagKind::JoinMisuse, decl.name_range,
-                    fmt::format("`{}` is another source of the join named `{}` first: `within` and "
-                                "`optional` go on that one",
+                    fmt::format("`{}` is another source of the join named `{}` first: `within`, "
+                                "`optional` and `keep` go on that one",
                                 decl.name, decl.name))
             .note(query.joins[k].join->name_range, "the first is here");
       }

@@ -89,8 +89,12 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   };
   for (PacketFunction& f : packetFunctions(ctx.btf, ctx.kernel)) {
     if (!use(f.function.name)) continue;
+    // The skb_release_* functions pass on a reason their caller chose, and `__kfree_skb`
+    // passes none (SKB_DROP_REASON_NOT_SPECIFIED after sk_skb_reason_drop said
+    // NETFILTER_DROP): the drop's reason is the function's that dropped it.
+    std::optional<uint32_t> reason = f.function.name.rfind("skb_release_", 0) == 0 ? std::nullopt : f.reason;
     PacketSite site{f.function.name, f.function.module.empty() ? "vmlinux" : f.function.module, "",
-                    f.skb, f.reason, f.function.name == "kfree_skbmem",
+                    f.skb, reason, f.function.name == "kfree_skbmem",
                     f.function.name == "skb_release_data" || f.function.name == "skb_free_head"};
     out.packet_sites.push_back(std::move(site));
     out.functions.push_back(std::move(f.function));

@@ -155,6 +155,20 @@ class Joins(harness.KqTestCase):
         rows = [json.loads(line) for line in out.splitlines()]
         self.assertEqual([(r["fd"], r["found"]) for r in rows], [(1000, True)], out)
 
+    def test_a_kept_join_is_read_by_every_row(self):
+        # `keep`: the one getpid is read by both closes (each a row), and by neither without.
+        query = "trace syscall:close(fd) join syscall:getpid as g{} on tid select fd, g.time > 0 as found"
+        status, out, err = kq("-f", "json", query.format(" keep"), "-c", f"python3 {CLOSER}")
+        self.assertEqual(status, 0, err)
+        rows = [(r["fd"], r["found"]) for r in map(json.loads, out.splitlines())]
+        self.assertEqual([row for row in rows if row[0] in (999, 1000)], [(999, True), (1000, True)], out)
+        [join] = next(json.loads(l) for l in err.splitlines() if l.startswith('{"summary"'))["summary"]["joins"]
+        self.assertEqual((join["matched"], join["waiting"]), (2, join["kept"]), err)  # none used up
+        status, out, err = kq("-f", "json", query.format(""), "-c", f"python3 {CLOSER}")
+        self.assertEqual(status, 0, err)
+        rows = [(r["fd"], r["found"]) for r in map(json.loads, out.splitlines())]
+        self.assertEqual([row for row in rows if row[0] in (999, 1000)], [(999, True)], out)
+
     def test_joins_chain(self):
         # Two joins on one query: each row needs both, each consumed once; both kept the same
         # syscall entry (each program reads the clock itself: close, not equal).

@@ -26,6 +26,8 @@ import harness
 from harness import kq
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
+sys.path.insert(0, SUPPORT)
+import nat_udp  # noqa: E402
 WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
 # This run's own mark: other runs of kq's tests on this machine may send packets at once.
 MARK = 0x6B720000 | (os.getpid() & 0xFFFF)
@@ -365,38 +367,6 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual([p.span.endswith(", on 3 skbs") for p in packets], [True, True, True, False])
         self.assertEqual([p.rows[0]["len"] for p in packets], ["142", "143", "144", "342"])
 
-    def nat_router(self):
-        """Namespaces A (10.77.1.1), R and B (10.77.2.2), A-R and R-B joined by veth pairs;
-        R forwards, DNATs UDP to its port 9999 on to B's 10.77.2.2:9998, masquerades what
-        it sends to B, and drops UDP to port 9997 in its forward chain. Neighbours start
-        unresolved, so each hop's first datagram waits for ARP. The names (A, R, B) and
-        the devices (A's, R's to A, R's to B, B's)."""
-        tag = os.getpid() % 100000
-        a, r, b = (f"kq{side}{tag}" for side in "arb")
-        devices = [f"kqv{side}{tag}" for side in ("a", "ra", "rb", "b")]
-        rules = ("table ip kq {\n"
-                 "  chain kqpre { type nat hook prerouting priority -100; udp dport 9999 dnat to 10.77.2.2:9998; }\n"
-                 "  chain kqforward { type filter hook forward priority 0; udp dport 9997 drop; }\n"
-                 f'  chain kqpost {{ type nat hook postrouting priority 100; oifname "{devices[2]}" masquerade; }}\n'
-                 "}\n")
-        steps = [["ip", "netns", "add", a], ["ip", "netns", "add", r], ["ip", "netns", "add", b],
-                 ["ip", "link", "add", devices[0], "netns", a, "type", "veth", "peer", "name", devices[1], "netns", r],
-                 ["ip", "link", "add", devices[3], "netns", b, "type", "veth", "peer", "name", devices[2], "netns", r],
-                 ["ip", "-n", a, "addr", "add", "10.77.1.1/24", "dev", devices[0]],
-                 ["ip", "-n", r, "addr", "add", "10.77.1.254/24", "dev", devices[1]],
-                 ["ip", "-n", r, "addr", "add", "10.77.2.254/24", "dev", devices[2]],
-                 ["ip", "-n", b, "addr", "add", "10.77.2.2/24", "dev", devices[3]]]
-        steps += [["ip", "-n", ns, "link", "set", dev, "up"] for ns, dev in zip((a, r, r, b), devices)]
-        steps += [["ip", "-n", a, "route", "add", "default", "via", "10.77.1.254"],
-                  ["ip", "-n", b, "route", "add", "default", "via", "10.77.2.254"],
-                  ["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]]
-        for ns in (a, r, b):
-            self.addCleanup(subprocess.run, ["ip", "netns", "delete", ns], capture_output=True)
-        for step in steps:
-            subprocess.run(step, check=True, capture_output=True)
-        subprocess.run(["ip", "netns", "exec", r, "nft", "-f", "-"], input=rules.encode(), check=True)
-        return (a, r, b), devices
-
     @unittest.skipIf(shutil.which("ip") is None or shutil.which("nft") is None,
                      "needs ip(8) and nft(8) (scripts/install-deps installs nftables) for namespaces and NAT")
     def test_a_datagram_through_nat_into_another_namespace_is_one_journey(self):
@@ -404,7 +374,8 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         # is one journey through three namespaces, with the ARP probe's clones of it (each
         # hop's first datagram waits for its neighbour), its device and namespace at each
         # step, its tuple translated where R sends it to B, and the conntrack state R gave it.
-        (a, r, b), (va, ra, rb, vb) = self.nat_router()
+        (a, r, b), (va, ra, rb, vb) = nat_udp.router(os.getpid() % 100000,
+                                                     lambda args: self.addCleanup(subprocess.run, args, capture_output=True))
         query = f"trace packet where mark == {MARK:#x} track select ifname, dev_netns_name, tuple, ct_state"
         status, out, err = kq_around("-f", "json", query,
                                      command=f"{sys.executable} {SUPPORT}/nat_udp.py {MARK:#x} {a} {b}")

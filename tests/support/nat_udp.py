@@ -1,32 +1,79 @@
 #!/usr/bin/env python3
-"""Two marked UDP datagrams from namespace A through a router namespace R into namespace B
-(the namespaces nat_router() in packet_mode_test.py builds): one to R's address, port
-9999, which R's DNAT sends on to B's 10.77.2.2:9998 (masquerading its source), read there;
-one to B's port 9997, which R's forward chain drops. Usage: nat_udp.py MARK NS_A NS_B"""
+"""A NAT router between network namespaces, and marked UDP through it. `router()` builds
+namespaces A (10.77.1.1), R and B (10.77.2.2), A-R and R-B joined by veth pairs: R forwards,
+DNATs UDP to its port 9999 on to B's 10.77.2.2:9998, masquerades what it sends to B, and
+drops UDP to port 9997 in its forward chain. Neighbours start unresolved, so each hop's
+first datagram waits for ARP. As a script, it sends two marked datagrams from A: one to
+R's 10.77.1.254:9999, which B reads on 9998; one to B's port 9997, which R drops.
+Usage: nat_udp.py MARK NS_A NS_B"""
 import subprocess
 import socket
 import sys
 
-mark, ns_a, ns_b = int(sys.argv[1], 0), sys.argv[2], sys.argv[3]
-if ns_a == "--in-a":  # the sender, in A
+
+def router(tag, cleanup):
+    """Builds the namespaces, named with `tag`; `cleanup(args)` is called with a command
+    that deletes each. The names (A, R, B) and the devices (A's, R's to A, R's to B, B's)."""
+    a, r, b = (f"kq{side}{tag}" for side in "arb")
+    devices = [f"kqv{side}{tag}" for side in ("a", "ra", "rb", "b")]
+    rules = ("table ip kq {\n"
+             "  chain kqpre { type nat hook prerouting priority -100; udp dport 9999 dnat to 10.77.2.2:9998; }\n"
+             "  chain kqforward { type filter hook forward priority 0; udp dport 9997 drop; }\n"
+             f'  chain kqpost {{ type nat hook postrouting priority 100; oifname "{devices[2]}" masquerade; }}\n'
+             "}\n")
+    steps = [["ip", "netns", "add", a], ["ip", "netns", "add", r], ["ip", "netns", "add", b],
+             ["ip", "link", "add", devices[0], "netns", a, "type", "veth", "peer", "name", devices[1], "netns", r],
+             ["ip", "link", "add", devices[3], "netns", b, "type", "veth", "peer", "name", devices[2], "netns", r],
+             ["ip", "-n", a, "addr", "add", "10.77.1.1/24", "dev", devices[0]],
+             ["ip", "-n", r, "addr", "add", "10.77.1.254/24", "dev", devices[1]],
+             ["ip", "-n", r, "addr", "add", "10.77.2.254/24", "dev", devices[2]],
+             ["ip", "-n", b, "addr", "add", "10.77.2.2/24", "dev", devices[3]]]
+    steps += [["ip", "-n", ns, "link", "set", dev, "up"] for ns, dev in zip((a, r, r, b), devices)]
+    steps += [["ip", "-n", ns, "link", "set", "lo", "up"] for ns in (a, r, b)]
+    steps += [["ip", "-n", a, "route", "add", "default", "via", "10.77.1.254"],
+              ["ip", "-n", b, "route", "add", "default", "via", "10.77.2.254"],
+              ["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"]]
+    for ns in (a, r, b):
+        cleanup(["ip", "netns", "delete", ns])
+    for step in steps:
+        subprocess.run(step, check=True, capture_output=True)
+    subprocess.run(["ip", "netns", "exec", r, "nft", "-f", "-"], input=rules.encode(), check=True)
+    return (a, r, b), devices
+
+
+def send(mark):
+    """In A: the two datagrams."""
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sender.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
     sender.bind(("10.77.1.1", 40000))
     sender.sendto(b"x" * 100, ("10.77.1.254", 9999))
     sender.sendto(b"y" * 50, ("10.77.2.2", 9997))
-    sys.exit(0)
-if ns_a == "--in-b":  # the receiver, in B: says when it listens, then what it read
+
+
+def receive():
+    """In B: says when it listens, then how many bytes it read."""
     receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     receiver.bind(("10.77.2.2", 9998))
     receiver.settimeout(20)
     print("listening", flush=True)
     print(len(receiver.recv(2048)), flush=True)
-    sys.exit(0)
-receiver = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, __file__, str(mark), "--in-b", ""],
-                            stdout=subprocess.PIPE, text=True)
-assert receiver.stdout.readline() == "listening\n"
-subprocess.run(["ip", "netns", "exec", ns_a, sys.executable, __file__, str(mark), "--in-a", ""], check=True)
-read = receiver.stdout.readline().strip()
-receiver.wait(timeout=20)
-if read != "100":
-    sys.exit(f"B read {read or 'nothing'}, not the 100-byte datagram")
+
+
+def main():
+    mark, ns_a, ns_b = int(sys.argv[1], 0), sys.argv[2], sys.argv[3]
+    if ns_a == "--send":
+        return send(mark)
+    if ns_a == "--receive":
+        return receive()
+    receiver = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, __file__, str(mark), "--receive", "-"],
+                                stdout=subprocess.PIPE, text=True)
+    assert receiver.stdout.readline() == "listening\n"
+    subprocess.run(["ip", "netns", "exec", ns_a, sys.executable, __file__, str(mark), "--send", "-"], check=True)
+    read = receiver.stdout.readline().strip()
+    receiver.wait(timeout=20)
+    if read != "100":
+        sys.exit(f"B read {read or 'nothing'}, not the 100-byte datagram")
+
+
+if __name__ == "__main__":
+    main()

@@ -31,7 +31,10 @@ KERNELS = {
     "6.12": ("bookworm-backports", r"^linux-image-6\.12\.\d+\+deb12-amd64$"),
     "6.1": ("bookworm-security", r"^linux-image-6\.1\.0-\d+-amd64$"),
 }
-MODULES = ["virtio_pci", "netfs", "9pnet", "9pnet_virtio", "9p", "overlay", "virtio_console"]
+# The guest's own modules, loaded at boot (with what they need): the host's root, its console,
+# and what packet tests build (veth pairs; nftables with conntrack, DNAT and masquerade).
+MODULES = ["virtio_pci", "netfs", "9pnet", "9pnet_virtio", "9p", "overlay", "virtio_console",
+           "veth", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct"]
 
 
 def log(msg):

@@ -18,6 +18,9 @@ import urllib.request
 
 KQ = None
 HERE = os.path.dirname(os.path.abspath(__file__))
+SUPPORT = os.path.join(HERE, "..", "support")
+sys.path.insert(0, SUPPORT)
+import nat_udp  # noqa: E402
 SEND_UDP = f"{sys.executable} {HERE}/../support/send_udp.py"
 SEND_TCP = f"{sys.executable} {HERE}/../support/send_tcp.py"
 SEED = "trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef"
@@ -466,6 +469,44 @@ class KernelFunctions(unittest.TestCase):
                 self.assertEqual(functions[-1], "kfree_skbmem", packet)
                 if skb != first:
                     self.assertIn("skb_copy_datagram_iter", functions, packet)
+
+    def test_packet_through_nat_into_another_namespace_is_one_journey(self):
+        # Through kprobe.multi, tests/support/nat_udp.py's router: the datagram DNATed and
+        # masqueraded on its way from A through R to B is one journey (with the ARP probe's
+        # clones), in A, then R, then B; in R netfilter sees it first untracked, then NEW,
+        # and it leaves R translated; the other datagram ends in R's forward chain.
+        self.skip_without_kprobe_multi()
+        cleanups = []
+        try:
+            (a, r, b), (va, ra, rb, vb) = nat_udp.router(os.getpid() % 100000, cleanups.append)
+            _, out, _ = self.packet_run(
+                "-f", "json", "trace packet where mark == 0x4e41 track select ifname, dev_netns_name, tuple, ct_state",
+                send=f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
+        finally:
+            for args in cleanups:
+                subprocess.run(args, capture_output=True)
+        journeys = {}
+        for e in sorted(map(json.loads, out.splitlines()), key=lambda e: e["timestamp"]):
+            journeys.setdefault(e["journey"], []).append(e)
+        self.assertEqual(len(journeys), 2, out)
+        forwarded, dropped = sorted(journeys.values(), key=lambda events: events[0]["timestamp"])
+        # 0 where the skb has no device (being built, and once the socket took it).
+        netns = [e["dev_netns_name"] for e in forwarded if e["dev_netns_name"] != 0]
+        self.assertEqual([n for i, n in enumerate(netns) if i == 0 or n != netns[i - 1]], [a, r, b], out)
+        sent, translated = "10.77.1.1:40000 -> 10.77.1.254:9999", r"^10\.77\.2\.254:\d+ -> 10\.77\.2\.2:9998$"
+        in_r = [e for e in forwarded if e["dev_netns_name"] == r]
+        self.assertEqual((in_r[0]["tuple"], in_r[0]["ct_state"]), (sent, "none"), in_r[0])
+        self.assertIn("NEW", [e["ct_state"] for e in in_r], out)
+        self.assertEqual(in_r[-1]["ifname"], rb, in_r[-1])
+        self.assertRegex(in_r[-1]["tuple"], translated)
+        self.assertTrue({"ip_forward", "nf_nat_ipv4_pre_routing"} <= {e["function"] for e in in_r}, out)
+        self.assertTrue(all(re.match(translated, e["tuple"]) for e in forwarded if e["dev_netns_name"] == b), out)
+        self.assertIn(vb, {e["ifname"] for e in forwarded})
+        # One reason, where it was dropped (not skb_release_data's, which __kfree_skb calls
+        # with SKB_DROP_REASON_NOT_SPECIFIED), and the freeing after it.
+        drops = [(e["function"], e["dev_netns_name"], e["drop_reason"], e["ct_state"]) for e in dropped if "drop_reason" in e]
+        self.assertEqual(drops, [("sk_skb_reason_drop", r, "SKB_DROP_REASON_NETFILTER_DROP", "NEW")], out)
+        self.assertEqual(dropped[-1]["function"], "kfree_skbmem", out)
 
     def test_packet_graph_nests_calls_with_their_returns(self):
         self.skip_without_kprobe_multi()
