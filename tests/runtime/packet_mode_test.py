@@ -336,7 +336,7 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         # sent and as received), which share its data: one journey, three skbs, each freed
         # once. The datagram sent with no packet socket open is a journey of its own skb.
         command = f"{sys.executable} {SUPPORT}/cloned_udp.py {MARK:#x} 3"
-        status, out, err = kq_around("-f", "json", f"trace packet where mark == {MARK:#x} select len",
+        status, out, err = kq_around("-f", "json", f"trace packet where mark == {MARK:#x} select len, tuple",
                                      command=command)
         self.assertEqual(status, 0, err)
         journeys = {}
@@ -355,6 +355,9 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
             skbs = {e["packet_id"] for e in events}
             clones = skbs - {first["packet_id"]}
             self.assertEqual(len(clones), 0 if first["len"] == 300 + 42 else 2, events)
+            # The clone of the packet sent has its transport header at the network header
+            # (dev_queue_xmit_nit puts it there): its ports are read past the IP header.
+            self.assertEqual(len({e["tuple"] for e in events}), 1, events)
             for clone in clones:
                 # Each clone was read by the packet socket, then freed.
                 self.assertEqual([e["function"] for e in events if e["packet_id"] == clone],
