@@ -226,6 +226,14 @@ llvm::Value* ExprLowering::packetFrees() {
   return b_.getInt1(args_.packet->frees);
 }
 
+llvm::Value* ExprLowering::packetUnseen() {
+  if (args_.packet->at_return) return b_.getFalse();
+  if (args_.packet->cookie) {
+    return b_.CreateICmpNE(b_.CreateAnd(args_.packet->cookie, b_.getInt64(kPacketCookieUnseen)), b_.getInt64(0));
+  }
+  return b_.getInt1(args_.packet->unseen);
+}
+
 llvm::Value* ExprLowering::packetReleases() {
   if (args_.packet->at_return) return b_.getFalse();
   if (args_.packet->cookie) {

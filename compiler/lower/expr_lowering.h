@@ -61,6 +61,7 @@ struct PacketAccess {
   std::optional<uint32_t> reason_slot;  // a tracepoint's context slot of the reason
   bool frees = false;                   // a tracepoint where the skb is freed
   bool releases = false;                // a tracepoint where the skb lets go of its data
+  bool unseen = false;                  // a tracepoint attached only to end journeys
   /// The members its journey is kept through (null: by the skb's address alone).
   const sema::PacketIdentity* identity = nullptr;
   /// A slot holding the journey known before the skb was forgotten where it is freed (0:
@@ -85,6 +86,8 @@ inline constexpr uint32_t kPacketCookieSkbShift = 32;
 inline constexpr uint32_t kPacketCookieReasonShift = 40;
 inline constexpr uint64_t kPacketCookieFrees = uint64_t{1} << 48;
 inline constexpr uint64_t kPacketCookieReleases = uint64_t{1} << 49;
+/// A site the globs left out, attached only to end the journeys of the skbs it frees.
+inline constexpr uint64_t kPacketCookieUnseen = uint64_t{1} << 50;
 
 struct ArgAccess {
   /// SyscallRegs: a tp_btf program on raw_syscalls:sys_enter, whose ctx[0] is the `struct
@@ -208,6 +211,7 @@ class ExprLowering {
   /// Whether the skb is a clone or has one (its `cloned` bit, i1).
   llvm::Value* packetCloned();
   llvm::Value* packetFrees();
+  llvm::Value* packetUnseen();
   bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
   /// `caller`: the traced function's own frames at the top of the kernel stack.
   uint32_t ownFrames() const { return args_.own_frames; }

@@ -41,6 +41,14 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
     ExprLowering site = lowering(program, p.probe.exprs, args);
     forgetFreed(program, site, p);
   }
+  // A site the globs left out ends journeys (above) and shows nothing.
+  if (std::any_of(p.target.packet_sites.begin(), p.target.packet_sites.end(),
+                  [](const sema::PacketSite& s) { return s.unseen; })) {
+    ExprLowering site = lowering(program, p.probe.exprs, args);
+    auto* shown = llvm::BasicBlock::Create(b.getContext(), "site_shown", program.fn);
+    b.CreateCondBr(site.packetUnseen(), program.bail, shown);
+    b.SetInsertPoint(shown);
+  }
 }
 
 namespace {

@@ -652,7 +652,8 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
     symbols.push_back(site.name);
     cookies.push_back(i | uint64_t{site.skb} << kPacketCookieSkbShift |
                       uint64_t{site.reason ? *site.reason + 1 : 0} << kPacketCookieReasonShift |
-                      (site.frees ? kPacketCookieFrees : 0) | (site.releases ? kPacketCookieReleases : 0));
+                      (site.frees ? kPacketCookieFrees : 0) | (site.releases ? kPacketCookieReleases : 0) |
+                      (site.unseen ? kPacketCookieUnseen : 0));
   }
   uint32_t method = 0;
   if (!symbols.empty()) {
@@ -699,6 +700,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
     args.packet->reason_slot = packet_site->reason;
     args.packet->frees = packet_site->frees;
     args.packet->releases = packet_site->releases;
+    args.packet->unseen = packet_site->unseen;
     args.func = packet_site->name;
     ProgramSite s = site("tp_btf/" + packet_site->event, Attach::TpBtf, packet_site->event, group,
                          method, args);

@@ -87,15 +87,21 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     }
     return any;
   };
+  // Globs narrow what is shown; where the kernel frees skbs is attached all the same
+  // (unseen), or a freed skb's journey would go on in the next skb at its address. Not
+  // for `graph`, whose returns would need them too.
+  bool narrowed = !packet.functions.empty() && !packet.graph;
   for (PacketFunction& f : packetFunctions(ctx.btf, ctx.kernel)) {
-    if (!use(f.function.name)) continue;
+    bool frees = f.function.name == "kfree_skbmem", releases = f.function.name == "skb_release_data" ||
+                                                              f.function.name == "skb_free_head";
+    bool shown = use(f.function.name);
+    if (!shown && !(narrowed && (frees || releases))) continue;
     // The skb_release_* functions pass on a reason their caller chose, and `__kfree_skb`
     // passes none (SKB_DROP_REASON_NOT_SPECIFIED after sk_skb_reason_drop said
     // NETFILTER_DROP): the drop's reason is the function's that dropped it.
     std::optional<uint32_t> reason = f.function.name.rfind("skb_release_", 0) == 0 ? std::nullopt : f.reason;
     PacketSite site{f.function.name, f.function.module.empty() ? "vmlinux" : f.function.module, "",
-                    f.skb, reason, f.function.name == "kfree_skbmem",
-                    f.function.name == "skb_release_data" || f.function.name == "skb_free_head"};
+                    f.skb, reason, frees, releases, !shown};
     out.packet_sites.push_back(std::move(site));
     out.functions.push_back(std::move(f.function));
   }
@@ -105,11 +111,12 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   std::map<std::string, std::string> names = tracepointNames(ctx, event_names);
   for (auto& [handler, slot] : events) {
     const std::string& event = handler.name;
-    if (!use(event)) continue;
-    auto named = names.find(event);
     bool freed = event == "kfree_skb" || event == "consume_skb";
+    bool shown = use(event);
+    if (!shown && !(narrowed && freed)) continue;
+    auto named = names.find(event);
     out.packet_sites.push_back({named == names.end() ? event : named->second, "vmlinux", event,
-                                slot, dropReason(handler, 1), freed, freed});
+                                slot, dropReason(handler, 1), freed, freed, !shown});
   }
   for (size_t i = 0; i < packet.functions.size(); ++i) {
     if (glob_used[i]) continue;

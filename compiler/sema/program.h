@@ -53,6 +53,9 @@ struct PacketSite {
   /// The skb lets go of its data here, before the data's count drops (skb_release_data,
   /// skb_free_head; skb:kfree_skb, skb:consume_skb): the last skb holding it frees it.
   bool releases = false;
+  /// Left out by the globs but attached all the same, showing nothing: an skb freed here
+  /// ends its journey, so that a later skb at its address is not taken for it.
+  bool unseen = false;
 };
 
 /// `packet`: the members a packet's journey is kept through, found by sema so that

@@ -317,13 +317,19 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(status, 0, err)
         attached, method = attached_through(err)
         self.assertEqual(method, "tp_btf")
-        # A few tracepoints: the ready line names them.
-        self.assertRegex(err, r"through tp_btf \(net_dev_\w+(, net_dev_\w+)*\)\n")
+        # A few tracepoints: the ready line names them, with those where skbs are freed,
+        # attached (showing nothing) so that each freed skb's journey ends.
+        self.assertRegex(err, r"through tp_btf \((net_dev_\w+|kfree_skb|consume_skb)(, (net_dev_\w+|kfree_skb|consume_skb))*\)\n")
+        self.assertIn("kfree_skb", err)
         _, _, full = kq(f"trace packet where mark == {MARK:#x}", "-c", "true")
         self.assertLess(attached, attached_through(full)[0])
         functions = Counter(e["function"] for e in json_events(out))
         self.assertEqual(functions["net:net_dev_queue"], 6)
         self.assertTrue(all(f.startswith("net:net_dev_") for f in functions), functions)
+        # Each datagram its own journey, though the next skb is often at the address of the
+        # one freed before it.
+        journeys = Counter(e["journey"] for e in json_events(out) if e["function"] == "net:net_dev_queue")
+        self.assertEqual(sorted(journeys.values()), [1] * 6, out)
 
     def test_a_glob_naming_nothing_is_an_error(self):
         status, out, err = kq("trace packet(nope_*)", "-c", "true")
