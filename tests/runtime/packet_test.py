@@ -336,6 +336,29 @@ class NetProperties(harness.KqTestCase):
         self.assertEqual(udp, [("127.0.0.1:40000 -> 127.0.0.1:9998", "NEW", entry),
                                ("127.0.0.1:9999 -> 127.0.0.1:40000", "ESTABLISHED_REPLY", entry)], out)
 
+    def test_the_sockets_cgroup_and_user(self):
+        # A process in a cgroup of the test's makes a socket as user 65534 (its filesystem
+        # user, which a socket takes; still root otherwise, to mark it) and sends a marked
+        # datagram: at the device the packet's socket says both (the task's own `cgroup`
+        # says the same here, as the sender sends it).
+        mounts = [line.split() for line in open("/proc/mounts")]
+        unified = next((m[1] for m in mounts if m[2] == "cgroup2"), None)
+        if unified is None:
+            self.skipTest("no cgroup v2 hierarchy is mounted")
+        group = os.path.join(unified, f"kqsk{os.getpid()}")
+        os.mkdir(group)
+        self.addCleanup(os.rmdir, group)
+        sender = (f"import os, socket; open('{group}/cgroup.procs', 'w').write(str(os.getpid())); "
+                  "import ctypes; ctypes.CDLL(None).setfsuid(65534); "
+                  "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                  f"s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, {MARK}); s.sendto(b'x', ('127.0.0.1', 9))")
+        status, out, err = kq("-f", "json", f"trace tracepoint:net:net_dev_queue where mark == {MARK:#x} "
+                              "select sk_cgroup, sk_uid, cgroup", "-c", f"{sys.executable} -c \"{sender}\"")
+        self.assertEqual(status, 0, err)
+        rows = [json.loads(line) for line in out.splitlines()]
+        inode = os.stat(group).st_ino  # a cgroup v2 id is its directory's inode
+        self.assertEqual([(r["sk_cgroup"], r["sk_uid"], r["cgroup"]) for r in rows], [(inode, 65534, inode)], out)
+
     @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) for a network namespace")
     def test_gso_fields_of_a_large_send(self):
         # 300,000 bytes over TCP on a loopback of MTU 1500: the stack sends GSO packets of
