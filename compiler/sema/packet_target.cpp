@@ -92,14 +92,15 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   // for `graph`, whose returns would need them too.
   bool narrowed = !packet.functions.empty() && !packet.graph;
   for (PacketFunction& f : packetFunctions(ctx.btf, ctx.kernel)) {
-    bool frees = f.function.name == "kfree_skbmem", releases = f.function.name == "skb_release_data" ||
-                                                              f.function.name == "skb_free_head";
-    bool shown = use(f.function.name);
+    const std::string& name = f.function.name;
+    bool frees = name == "kfree_skbmem";
+    bool releases = name == "skb_release_data" || name == "skb_free_head";
+    bool shown = use(name);
     if (!shown && !(narrowed && (frees || releases))) continue;
     // The skb_release_* functions pass on a reason their caller chose, and `__kfree_skb`
     // passes none (SKB_DROP_REASON_NOT_SPECIFIED after sk_skb_reason_drop said
     // NETFILTER_DROP): the drop's reason is the function's that dropped it.
-    std::optional<uint32_t> reason = f.function.name.rfind("skb_release_", 0) == 0 ? std::nullopt : f.reason;
+    std::optional<uint32_t> reason = name.rfind("skb_release_", 0) == 0 ? std::nullopt : f.reason;
     PacketSite site{f.function.name, f.function.module.empty() ? "vmlinux" : f.function.module, "",
                     f.skb, reason, frees, releases, !shown};
     out.packet_sites.push_back(std::move(site));
