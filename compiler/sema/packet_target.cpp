@@ -3,6 +3,8 @@
 // the rest from the stack at entry), narrowed by the
 // query's globs (`packet(ip_*, udp_*)`), then every tracepoint whose BTF handler carries
 // one: the set a kernel without kprobes and fentry falls back to.
+#include <algorithm>
+
 #include <bpf/btf.h>
 
 #include <fmt/format.h>
@@ -106,6 +108,14 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     out.packet_sites.push_back(std::move(site));
     out.functions.push_back(std::move(f.function));
   }
+  // Only beside a function shown: alone they would attach, and show nothing, where the
+  // globs name only tracepoints.
+  auto visible = [](const PacketSite& s) { return !s.unseen; };
+  if (std::none_of(out.packet_sites.begin(), out.packet_sites.end(), visible)) {
+    out.packet_sites.clear();
+    out.functions.clear();
+  }
+  size_t function_sites = out.packet_sites.size();
   std::vector<std::pair<btf::Function, uint32_t>> events = ctx.btf.tracepointsTaking("sk_buff");
   std::set<std::string> event_names;
   for (auto& [handler, slot] : events) event_names.insert(handler.name);
@@ -118,6 +128,11 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     auto named = names.find(event);
     out.packet_sites.push_back({named == names.end() ? event : named->second, "vmlinux", event,
                                 slot, dropReason(handler, 1), freed, freed, !shown});
+  }
+  // Likewise beside a tracepoint shown: the fallback to tracepoints is for those.
+  auto tracepoints_from = out.packet_sites.begin() + static_cast<std::ptrdiff_t>(function_sites);
+  if (std::none_of(tracepoints_from, out.packet_sites.end(), visible)) {
+    out.packet_sites.resize(function_sites);
   }
   for (size_t i = 0; i < packet.functions.size(); ++i) {
     if (glob_used[i]) continue;
@@ -145,10 +160,14 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   out.args.push_back({"skb", skb_ptr, 0});
   out.attach = functionAttachMethods(ctx.kernel, {});
   out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
+  // What the globs chose (the sites kept only to end journeys are not counted).
   size_t tracepoints = out.packet_sites.size() - out.functions.size();
+  auto functions_end = out.packet_sites.begin() + static_cast<std::ptrdiff_t>(out.functions.size());
+  size_t shown_functions = static_cast<size_t>(std::count_if(out.packet_sites.begin(), functions_end, visible));
+  size_t shown_tracepoints = static_cast<size_t>(std::count_if(functions_end, out.packet_sites.end(), visible));
   out.description = tracepoints == out.packet_sites.size()
-                        ? fmt::format("packet ({} tracepoints)", tracepoints)
-                        : fmt::format("packet ({} functions)", out.functions.size());
+                        ? fmt::format("packet ({} tracepoints)", shown_tracepoints)
+                        : fmt::format("packet ({} functions)", shown_functions);
   return out;
 }
 

@@ -331,6 +331,14 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         journeys = Counter(e["journey"] for e in json_events(out) if e["function"] == "net:net_dev_queue")
         self.assertEqual(sorted(journeys.values()), [1] * 6, out)
 
+    def test_globs_naming_only_functions_need_kprobes_here(self):
+        # The sites kept to end journeys come only beside sites shown: alone, they would
+        # attach here and show nothing.
+        status, out, err = kq(f"trace packet(ip_*) where mark == {MARK:#x}", "-c", "true")
+        self.assertEqual((status, out), (1, ""), err)
+        self.assertRegex(err, r"cannot attach to packet \(\d+ functions\) on this kernel \[CannotAttach\]")
+        self.assertNotIn("ready", err)
+
     def test_a_glob_naming_nothing_is_an_error(self):
         status, out, err = kq("trace packet(nope_*)", "-c", "true")
         self.assertEqual((status, out), (1, ""))
