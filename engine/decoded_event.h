@@ -47,6 +47,7 @@ struct PacketFacts {
   std::string reason;  // a drop's reason by name, or empty
   /// The packet's journey, kept by the kernel (clones share it); 0 from a plan without one.
   uint64_t journey = 0;
+  std::string verdict;  // an XDP or TC program's (`XDP_DROP`, `TC_ACT_SHOT`), or empty
 };
 
 struct DecodedEvent {

@@ -400,6 +400,12 @@ const DecodedEvent* RecordDecoder::decode(const uint8_t* data, size_t size) {
       facts.reason = context_.types.enumText(probe.fields[packet.reason_field],
                                              static_cast<int64_t>(u64(packet.reason_field)));
     }
+    if (packet.verdict_field >= 0 && u64(packet.verdict_field) != 0) {
+      const plan::FieldLayout& f = probe.fields[packet.verdict_field];
+      uint64_t v = u64(packet.verdict_field);
+      auto name = f.names.find(static_cast<int64_t>(v));
+      facts.verdict = name != f.names.end() ? name->second : std::to_string(static_cast<int32_t>(v & 0xffffffff));
+    }
     e.packet = std::move(facts);
   }
   return &e;

@@ -282,12 +282,14 @@ std::string PacketLines::line(const DecodedEvent& e, const std::string& time, co
     if (e.probe == probe_ && i < widths_.size()) {
       size_t n = columnsOf(values[i]);
       if (numeric || n <= kMaxTextWidth) widths_[i] = std::max(widths_[i], n);
-      out += "  " + (i + 1 == values.size() && e.packet->reason.empty() ? values[i] : padded(values[i], widths_[i], numeric));
+      bool last = i + 1 == values.size() && e.packet->reason.empty() && e.packet->verdict.empty();
+      out += "  " + (last ? values[i] : padded(values[i], widths_[i], numeric));
     } else {
       out += "  " + values[i];
     }
   }
   if (!e.packet->reason.empty()) out += "  drop: " + e.packet->reason;
+  if (!e.packet->verdict.empty()) out += "  verdict: " + e.packet->verdict;
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
 }

@@ -37,6 +37,7 @@ class JsonSink : public Sink {
       j["function"] = site < packet.sites.size() ? packet.sites[site] : std::to_string(site);
       j["is_return"] = e.packet->is_return;
       if (!e.packet->reason.empty()) j["drop_reason"] = e.packet->reason;
+      if (!e.packet->verdict.empty()) j["verdict"] = e.packet->verdict;
       // kq's own: the journey the skb is on (a clone shares its original's).
       if (e.packet->journey) j["journey"] = fmt::format("0x{:x}", e.packet->journey);
     } else {

@@ -68,6 +68,7 @@ class PcapngSink : public DataSink {
     }
     std::vector<std::string> comments = {site};
     if (e.packet && !e.packet->reason.empty()) comments.push_back("drop: " + e.packet->reason);
+    if (e.packet && !e.packet->verdict.empty()) comments.push_back("verdict: " + e.packet->verdict);
     comments.push_back(fmt::format("pid {} tid {} comm {}", e.header.pid, e.header.tid, e.comm));
     if (c.netns >= 0) comments.push_back(fmt::format("netns {}", e.values[c.netns].u));
     uint64_t skb = e.packet ? e.packet->skb : 0;

@@ -54,6 +54,7 @@ class PerfettoSink : public DataSink {
       args["skb"] = fmt::format("0x{:x}", e.packet->skb);
       if (e.packet->journey) args["journey"] = fmt::format("0x{:x}", e.packet->journey);
       if (!e.packet->reason.empty()) args["drop"] = e.packet->reason;
+      if (!e.packet->verdict.empty()) args["verdict"] = e.packet->verdict;
       if (p.graph) {
         slice["ph"] = e.packet->is_return ? "E" : "B";
         slice["ts"] = micros(e.wall_ns);

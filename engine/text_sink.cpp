@@ -256,6 +256,7 @@ class TextSink : public Sink {
     p.site = e.packet->site;
     p.is_return = e.packet->is_return;
     p.reason = e.packet->reason;
+    p.verdict = e.packet->verdict;
     for (size_t i = 0; i < probe.fields.size(); ++i) {
       const Value& v = e.values[i];
       if (v.kind == ValueKind::Missing || probe.fields[i].is_capture || probe.fields[i].hidden) continue;

@@ -134,6 +134,9 @@ struct PacketLayout {
   /// The packet's journey, kept by the kernel: the skbs that share its data (clones) or
   /// took it over have one; -1 in plans from before, whose packets are their skbs.
   int32_t journey_field = -1;
+  /// An XDP or TC program's verdict there (a Table field: the program type in the high 32
+  /// bits, the value in the low ones; 0 at the kernel's sites); -1 where no program is traced.
+  int32_t verdict_field = -1;
   std::vector<std::string> sites;    // `ip_rcv`, `skb:kfree_skb`
   std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
   std::vector<bool> frees;  // each site: the skb is freed there (a later one is a new packet)
@@ -145,6 +148,7 @@ struct PacketLayout {
     visit("return_field", self.return_field...);
     visit("reason_field", self.reason_field...);
     visit("?journey_field", self.journey_field...);
+    visit("?verdict_field", self.verdict_field...);
     visit("sites", self.sites...);
     visit("modules", self.modules...);
     visit("frees", self.frees...);

@@ -139,6 +139,7 @@ void check(Checks& c, const std::string& path, const ProbeLayout& p) {
   checkEightByteField(c, at(here, "return_field"), packet.return_field, p.fields);
   checkEightByteField(c, at(here, "reason_field"), packet.reason_field, p.fields);
   checkEightByteField(c, at(here, "journey_field"), packet.journey_field, p.fields);
+  checkEightByteField(c, at(here, "verdict_field"), packet.verdict_field, p.fields);
   if (packet.modules.size() != packet.sites.size() || packet.frees.size() != packet.sites.size()) {
     c.fail(here, fmt::format("has {}, {} and {}: one of each per site",
                              plural(packet.sites.size(), "site", "sites"),
@@ -252,11 +253,22 @@ void check(Checks& c, const std::string& path, const ProgramPlan& plan) {
     c.fail(at(path, "group_notes"), fmt::format("has {} for {}", plural(plan.group_notes.size(), "entry", "entries"),
                                       plural(groups, "group", "groups")));
   }
-  for (size_t i = 0; i < plan.packet_groups.size(); ++i) {
-    if (plan.packet_groups[i] >= groups) {
-      c.fail(at(at(path, "packet_groups"), i), fmt::format("is {}, but the plan names {}", plan.packet_groups[i],
-                                                 plural(groups, "group", "groups")));
+  auto named = [&](const char* name, const auto& numbers) {
+    for (size_t i = 0; i < numbers.size(); ++i) {
+      if (numbers[i] >= 0 && static_cast<size_t>(numbers[i]) < groups) continue;
+      c.fail(at(at(path, name), i), fmt::format("is {}, but the plan names {}", numbers[i], plural(groups, "group", "groups")));
     }
+  };
+  named("packet_groups", plan.packet_groups);
+  named("optional_groups", plan.optional_groups);
+  std::vector<int32_t> programs;
+  for (int32_t g : plan.packet_program_groups) {
+    if (g != -1) programs.push_back(g);
+  }
+  named("packet_program_groups", programs);
+  if (!plan.packet_program_groups.empty() && plan.packet_program_groups.size() != plan.packet_groups.size()) {
+    c.fail(at(path, "packet_program_groups"), fmt::format("has {} for {}", plural(plan.packet_program_groups.size(), "entry", "entries"),
+                                                         plural(plan.packet_groups.size(), "packet group", "packet groups")));
   }
   std::map<std::string, size_t> maps;
   for (size_t i = 0; i < plan.maps.size(); ++i) {

@@ -272,6 +272,11 @@ struct ProgramPlan {
   std::vector<std::string> group_notes;
   /// The groups of `packet` probes: kq says where they attached once they are ready.
   std::vector<uint32_t> packet_groups;
+  /// Groups that may attach nothing here (a packet query's XDP and TC programs, traced by
+  /// fexit): where no method of one works, the rest loads without it, and kq says why.
+  std::vector<uint32_t> optional_groups;
+  /// For each of packet_groups, the optional group of its XDP and TC programs (-1: none).
+  std::vector<int32_t> packet_program_groups;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("programs", self.programs...);
@@ -286,6 +291,8 @@ struct ProgramPlan {
     visit("group_names", self.group_names...);
     visit("group_notes", self.group_notes...);
     visit("packet_groups", self.packet_groups...);
+    visit("?optional_groups", self.optional_groups...);
+    visit("?packet_program_groups", self.packet_program_groups...);
     visit("?start_map", self.start_map...);
     visit("?pace_map", self.pace_map...);
   }

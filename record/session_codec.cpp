@@ -89,14 +89,17 @@ void encodeEvent(ByteWriter& out, const engine::DecodedEvent& event) {
   if (own_name) out.string(event.probe_name);
   out.varint(event.values.size());
   for (const Value& v : event.values) encodeValue(out, v);
-  // 0: no packet; 1: a packet without a journey (recorded by a kq before journeys); 2: with one.
-  out.u8(!event.packet ? 0 : event.packet->journey ? 2 : 1);
-  if (event.packet) {
-    out.varint(event.packet->skb);
-    if (event.packet->journey) out.varint(event.packet->journey);
-    out.varint(event.packet->site);
-    out.u8(event.packet->is_return);
-    out.string(event.packet->reason);
+  // 0: no packet; 1: a packet without a journey (recorded by a kq before journeys); 2: with
+  // one; 3: with one and an XDP or TC program's verdict.
+  const engine::PacketFacts* packet = event.packet ? &*event.packet : nullptr;
+  out.u8(!packet ? 0 : !packet->verdict.empty() ? 3 : packet->journey ? 2 : 1);
+  if (packet) {
+    out.varint(packet->skb);
+    if (packet->journey || !packet->verdict.empty()) out.varint(packet->journey);
+    out.varint(packet->site);
+    out.u8(packet->is_return);
+    out.string(packet->reason);
+    if (!packet->verdict.empty()) out.string(packet->verdict);
   }
 }
 
@@ -124,10 +127,11 @@ void decodeEvent(ByteReader& in, const plan::ProgramLayout& layout, engine::Deco
   if (uint8_t packet = in.u8()) {
     engine::PacketFacts facts;
     facts.skb = in.varint();
-    if (packet == 2) facts.journey = in.varint();
+    if (packet >= 2) facts.journey = in.varint();
     facts.site = static_cast<uint32_t>(in.varint());
     facts.is_return = in.u8() != 0;
     facts.reason = in.string();
+    if (packet == 3) facts.verdict = in.string();
     // Where a packet was seen is one of its probe's packet sites.
     if (in.ok() && (!event.probe->packet || facts.site >= event.probe->packet->sites.size())) {
       return in.fail(fmt::format("a packet event of `{}` at site {}, which its layout does not have",

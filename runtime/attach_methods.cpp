@@ -146,9 +146,13 @@ bool AttachMethods::mayChoose(uint32_t group, uint32_t method) const {
 
 std::optional<uint32_t> AttachMethods::firstUnusable() const {
   for (uint32_t g = 0; g < groups_.size(); ++g) {
-    if (!groups_[g].methods.empty() && !chosen(g)) return g;
+    if (!groups_[g].methods.empty() && !chosen(g) && !optional(g)) return g;
   }
   return std::nullopt;
+}
+
+bool AttachMethods::optional(uint32_t group) const {
+  return std::find(plan_.optional_groups.begin(), plan_.optional_groups.end(), group) != plan_.optional_groups.end();
 }
 
 bool AttachMethods::refuse(uint32_t group, const std::string& why) {
@@ -158,7 +162,7 @@ bool AttachMethods::refuse(uint32_t group, const std::string& why) {
   g.passed_over.push_back(fmt::format("{}: {}", plan::attachName(g.methods[g.next].first), why));
   ++g.next;
   settle(g);
-  return g.next < g.methods.size();
+  return g.next < g.methods.size() || optional(group);
 }
 
 std::string AttachMethods::failure(uint32_t group) const {

@@ -25,10 +25,12 @@ class AttachMethods {
   /// Whether a load here may ever use `method` of `group`: the chosen one, or one after it
   /// (where a refusal moves on to). The methods before it are passed over on every load.
   bool mayChoose(uint32_t group, uint32_t method) const;
-  /// The first group no method can attach, if any.
+  /// The first group no method can attach, if any (an optional group may attach nothing).
   std::optional<uint32_t> firstUnusable() const;
+  /// Whether the plan lets `group` attach nothing (plan.optional_groups).
+  bool optional(uint32_t group) const;
   /// The kernel refused a program of `group`'s chosen method (`why`): the group moves to
-  /// its next usable method; false when none is left.
+  /// its next usable method; false when none is left, unless the group is optional.
   bool refuse(uint32_t group, const std::string& why);
 
   /// "cannot attach to ip_send_skb:\n  fentry: ...\n  kprobe: ...".

@@ -185,7 +185,22 @@ std::vector<std::string> LoadedObject::readyLines(const plan::ProgramPlan& plan)
     // `packet (2,361 functions)` names what could be traced; what was is said after.
     std::string name = group < plan.group_names.size() ? plan.group_names[group] : "packet";
     name = name.substr(0, name.find(" ("));
-    out.push_back(fmt::format("{}: ready, {}", name, attachedText(group)));
+    std::string line = fmt::format("{}: ready, {}", name, attachedText(group));
+    // Its XDP and TC programs, traced or not.
+    size_t i = out.size();
+    int32_t programs = i < plan.packet_program_groups.size() ? plan.packet_program_groups[i] : -1;
+    auto places = programs < 0 ? places_.end() : places_.find(static_cast<uint32_t>(programs));
+    if (places != places_.end()) {
+      const Places& p = places->second;
+      std::string names;
+      for (const std::string& t : p.tracepoints) names += (names.empty() ? "" : ", ") + t;
+      line += fmt::format(", and {} XDP/TC program{} through {} ({})", p.count, p.count == 1 ? "" : "s",
+                          plan::attachName(p.attach), names);
+    } else if (auto why = programs < 0 ? left_out_.end() : left_out_.find(static_cast<uint32_t>(programs));
+               why != left_out_.end()) {
+      line += fmt::format("; the XDP and TC programs loaded are not traced ({})", why->second);
+    }
+    out.push_back(std::move(line));
   }
   return out;
 }
@@ -307,6 +322,10 @@ class Loader {
       if (!failure) {
         for (uint32_t g = 0; g < methods_.groups(); ++g) {
           loaded->notes_.insert(loaded->notes_.begin() + g, methods_.note(g));
+          if (!methods_.optional(g) || methods_.chosen(g)) continue;
+          std::string why;
+          for (const std::string& r : methods_.reasons(g)) why += (why.empty() ? "" : "; ") + r;
+          loaded->left_out_[g] = why;
         }
         return LoadResult{std::move(loaded), std::nullopt};
       }
@@ -553,16 +572,16 @@ class Loader {
     options_.sites->made(live.place, bpf_link__fd(link), slots);
   }
 
-  /// What a program attached to, for LoadedObject::attachedText.
-  static void countPlaces(LoadedObject& loaded, const plan::PlannedProgram& p, size_t links_before) {
-    if (p.attach == plan::Attach::Fexit || p.attach == plan::Attach::Kretprobe ||
-        p.attach == plan::Attach::KretprobeMulti || p.attach == plan::Attach::Uretprobe) {
-      return;
-    }
+  /// What a program attached to, for LoadedObject::attachedText (an optional group's
+  /// programs are all at returns: each fexit names its place).
+  void countPlaces(LoadedObject& loaded, const plan::PlannedProgram& p, size_t links_before) const {
+    bool at_return = p.attach == plan::Attach::Fexit || p.attach == plan::Attach::Kretprobe ||
+                     p.attach == plan::Attach::KretprobeMulti || p.attach == plan::Attach::Uretprobe;
+    if (at_return && !methods_.optional(p.group)) return;
     size_t n = p.attach == plan::Attach::KprobeMulti ? p.symbols.size() : loaded.links_.size() - links_before;
     auto [it, added] = loaded.places_.try_emplace(p.group, LoadedObject::Places{p.attach, 0, {}});
     it->second.count += n;
-    if ((p.attach == plan::Attach::TpBtf || p.attach == plan::Attach::Tracepoint) && n) {
+    if ((p.attach == plan::Attach::TpBtf || p.attach == plan::Attach::Tracepoint || at_return) && n) {
       it->second.tracepoints.push_back(p.target);
     }
   }

@@ -115,6 +115,8 @@ class LoadedObject {
   };
   std::map<uint32_t, Places> places_;  // by group
   std::vector<std::string> notes_;
+  /// The optional groups (plan.optional_groups) that attached nothing: why, by group.
+  std::map<uint32_t, std::string> left_out_;
   std::vector<std::pair<std::string, std::string>> logs_;
   std::vector<std::unique_ptr<char[]>> log_buffers_;
 };

@@ -176,6 +176,7 @@ void PacketView::printPacket(const plan::ProbeLayout& probe, const std::vector<P
     }
     for (const std::string& v : e.values) row.push_back(v);
     if (!e.reason.empty()) row.push_back("drop: " + e.reason);
+    if (!e.verdict.empty()) row.push_back("verdict: " + e.verdict);
     rows.push_back(std::move(row));
   }
   std::vector<bool> right{false, true, true};

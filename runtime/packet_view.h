@@ -23,6 +23,7 @@ struct PacketEvent {
   uint32_t site = 0;  // index into PacketLayout::sites
   bool is_return = false;
   std::string reason;  // a drop's reason, or empty
+  std::string verdict;  // an XDP or TC program's, or empty
   std::vector<std::string> values;
 };
 

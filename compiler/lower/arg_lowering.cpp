@@ -16,7 +16,8 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
     Val out = extend(args_.packet->skb, type);
     // A tracepoint's is a BTF pointer (direct loads); a kprobe's is read with
     // bpf_probe_read_kernel.
-    out.btf = args_.kind == ArgAccess::Kind::CtxArray && !args_.packet->at_return;
+    // An XDP program's skb was found in a map: a number to the verifier.
+    out.btf = args_.kind == ArgAccess::Kind::CtxArray && !args_.packet->at_return && !args_.packet->xdp;
     return out;
   }
   switch (args_.kind) {
@@ -266,6 +267,28 @@ llvm::Value* ExprLowering::packetCloned() {
   if (!at) return b_.getFalse();
   Val bit = loadBitfield(Place{at, types_.u64(), false, false, true});
   return b_.CreateICmpNE(bit.v, b_.getInt64(0));
+}
+
+llvm::Value* ExprLowering::packetCopyPosition() {
+  if (!args_.packet->cookie || args_.packet->at_return) return nullptr;
+  return cookieByte(b_, args_.packet->cookie, kPacketCookieCopyShift);
+}
+
+llvm::Value* ExprLowering::packetCopied(llvm::Value* position) {
+  return registerAt(b_.CreateSub(position, b_.getInt64(1)));
+}
+
+llvm::Value* ExprLowering::packetVerdict() {
+  if (!args_.packet->program_type) return b_.getInt64(0);
+  llvm::Value* ret = b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(args_.return_slot)));
+  return b_.CreateOr(b_.CreateAnd(ret, b_.getInt64(0xffffffff)), b_.getInt64(uint64_t{args_.packet->program_type} << 32));
+}
+
+llvm::Value* ExprLowering::xdpHardStart() {
+  const sema::PacketIdentity* identity = args_.packet->identity;
+  if (!identity || !identity->xdp_hard_start) return nullptr;
+  llvm::Value* xdp = b_.CreateLoad(b_.getInt64Ty(), args_.ctx);
+  return packetMember(Val{xdp}, *identity->xdp_hard_start, slot(8));
 }
 
 llvm::Value* ExprLowering::syscallRegs() {

@@ -78,6 +78,10 @@ struct PacketAccess {
   bool at_return = false;
   /// `packet graph`, at entry: this call's depth in its function on this thread.
   llvm::Value* depth = nullptr;
+  /// An XDP or TC program's fexit: its type (its return is the packet's verdict there), and
+  /// whether its context is an XDP buffer (the skb is then the one whose head it starts at).
+  uint32_t program_type = 0;
+  bool xdp = false;
 };
 
 /// A packet kprobe's cookie: the site number in the low 32 bits, then the register of the
@@ -88,6 +92,8 @@ inline constexpr uint64_t kPacketCookieFrees = uint64_t{1} << 48;
 inline constexpr uint64_t kPacketCookieReleases = uint64_t{1} << 49;
 /// A site the globs left out, attached only to end the journeys of the skbs it frees.
 inline constexpr uint64_t kPacketCookieUnseen = uint64_t{1} << 50;
+/// The register of the skb the site's skb is a copy of, plus one (0: not a copy).
+inline constexpr uint32_t kPacketCookieCopyShift = 56;
 
 struct ArgAccess {
   /// SyscallRegs: a tp_btf program on raw_syscalls:sys_enter, whose ctx[0] is the `struct
@@ -212,6 +218,14 @@ class ExprLowering {
   llvm::Value* packetCloned();
   llvm::Value* packetFrees();
   llvm::Value* packetUnseen();
+  /// Where the site's skb is a copy being made (skb_copy_header): the register of the skb
+  /// copied plus one, 0 elsewhere (null: no site of the program makes copies); and that skb.
+  llvm::Value* packetCopyPosition();
+  llvm::Value* packetCopied(llvm::Value* position);
+  /// An XDP or TC program's verdict, its type in the high 32 bits (0 at other sites).
+  llvm::Value* packetVerdict();
+  /// An XDP program's `xdp_buff->data_hard_start`: the head of the skb it runs on.
+  llvm::Value* xdpHardStart();
   bool packetAtReturn() const { return args_.packet && args_.packet->at_return; }
   /// `caller`: the traced function's own frames at the top of the kernel stack.
   uint32_t ownFrames() const { return args_.own_frames; }

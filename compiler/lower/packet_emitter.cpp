@@ -19,27 +19,33 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
                                                       {program.fn->getArg(0)});
     uint32_t registers = static_cast<uint32_t>(ptRegsLayout(args.arch).args.size());
     for (const sema::PacketSite& s : p.target.packet_sites) {
-      if (s.event.empty() && (s.skb >= registers || (s.reason && *s.reason >= registers))) {
-        args.packet->stack_args = true;
-      }
+      bool past = s.skb >= registers || (s.reason && *s.reason >= registers) || (s.copy_of && *s.copy_of >= registers);
+      if (s.event.empty() && !s.program && past) args.packet->stack_args = true;
     }
   }
   if (args.packet->at_return) return;
+  args.packet->identity = p.target.packet_identity ? &*p.target.packet_identity : nullptr;
   ExprLowering lower = lowering(program, p.probe.exprs, args);
   // Every call counts towards its depth, whichever packet it is for.
   if (p.graph) args.packet->depth = graphEnter(program, p, lower);
-  args.packet->skb = lower.packetSkb();
+  if (args.packet->xdp) {
+    xdpSkb(program, lower, p, args);
+  } else {
+    args.packet->skb = lower.packetSkb();
+  }
   // Some tracepoints pass NULL (tcp_send_reset without an skb): no packet then.
   auto* some = llvm::BasicBlock::Create(b.getContext(), "has_skb", program.fn);
   b.CreateCondBr(b.CreateICmpNE(args.packet->skb, b.getInt64(0)), some, program.bail);
   b.SetInsertPoint(some);
+  if (!p.journeys) args.packet->identity = nullptr;
   if (p.journeys) {
-    args.packet->identity = p.target.packet_identity ? &*p.target.packet_identity : nullptr;
     args.packet->journey_before_free = program.frame.allocate(8);
     b.CreateStore(b.getInt64(0), args.packet->journey_before_free);
-    // Before `where`: an skb freed where `where` no longer holds is forgotten all the same.
+    // Before `where`: an skb freed where `where` no longer holds is forgotten all the same,
+    // and a copy is on its original's journey before `where` asks whether it is followed.
     ExprLowering site = lowering(program, p.probe.exprs, args);
     forgetFreed(program, site, p);
+    inheritCopy(program, site, p);
   }
   // A site the globs left out ends journeys (above) and shows nothing.
   if (std::any_of(p.target.packet_sites.begin(), p.target.packet_sites.end(),
@@ -49,6 +55,73 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
     b.CreateCondBr(site.packetUnseen(), program.bail, shown);
     b.SetInsertPoint(shown);
   }
+}
+
+void ProgramEmitter::xdpSkb(Program& program, ExprLowering& lower, const ProbeUnit& p, ArgAccess& args) {
+  // The skb whose data the program runs on: generic XDP's own, veth's copy into its page
+  // pool (skb_copy_header put the copy on the journey). A head no journey knows is a packet
+  // kq was not asked about: the program returns.
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* start = lower.xdpHardStart();
+  args.packet->skb = b.getInt64(0);
+  if (!start || !p.heads) {
+    b.CreateBr(program.bail);
+    b.SetInsertPoint(llvm::BasicBlock::Create(b.getContext(), "no_xdp_skb", program.fn));
+    return;
+  }
+  llvm::Value* key = program.frame.allocate(8);
+  b.CreateStore(start, key);
+  llvm::Value* entry = mapLookup(program, p.heads, key);
+  auto* known = llvm::BasicBlock::Create(b.getContext(), "xdp_head_known", program.fn);
+  auto* holds = llvm::BasicBlock::Create(b.getContext(), "xdp_skb_holds_head", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(entry), known, program.bail);
+  b.SetInsertPoint(known);
+  args.packet->skb = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), entry, b.getInt64(8)));
+  // The skb kept there may have let go of the data since (a clone freed): not the packet.
+  b.CreateCondBr(b.CreateICmpEQ(lower.packetHead(), start), holds, program.bail);
+  b.SetInsertPoint(holds);
+}
+
+void ProgramEmitter::inheritCopy(Program& program, ExprLowering& lower, const ProbeUnit& p) {
+  llvm::IRBuilder<>& b = program.b;
+  BpfModule& module = object_.module();
+  llvm::Value* position = lower.packetCopyPosition();
+  if (!position) return;
+  auto* copying = llvm::BasicBlock::Create(b.getContext(), "copying", program.fn);
+  auto* original_known = llvm::BasicBlock::Create(b.getContext(), "copy_of_journey", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "copied", program.fn);
+  b.CreateCondBr(b.CreateICmpNE(position, b.getInt64(0)), copying, done);
+  b.SetInsertPoint(copying);
+  llvm::Value* original = program.frame.allocate(8);
+  b.CreateStore(lower.packetCopied(position), original);
+  llvm::Value* entry = mapLookup(program, p.journeys, original);
+  b.CreateCondBr(b.CreateIsNotNull(entry), original_known, done);
+  // The copy, new, takes its original's journey; its data (a head of its own) too.
+  b.SetInsertPoint(original_known);
+  llvm::Value* journey = b.CreateLoad(b.getInt64Ty(), entry);
+  llvm::Value* head = p.heads ? lower.packetHead() : nullptr;
+  llvm::Value* skb_key = program.frame.allocate(8);
+  b.CreateStore(lower.packetSkb(), skb_key);
+  llvm::Value* value = program.frame.allocate(16);
+  b.CreateStore(journey, value);
+  b.CreateStore(head ? head : b.getInt64(0), b.CreateGEP(b.getInt8Ty(), value, b.getInt64(8)));
+  module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.journeys, skb_key, value, b.getInt64(0)});
+  if (head) {
+    llvm::Value* head_key = program.frame.allocate(8);
+    b.CreateStore(head, head_key);
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(),
+                      {p.heads, head_key, headEntry(program, journey, lower.packetSkb()), b.getInt64(0)});
+  }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
+llvm::Value* ProgramEmitter::headEntry(Program& program, llvm::Value* journey, llvm::Value* skb) {
+  llvm::IRBuilder<>& b = program.b;
+  llvm::Value* value = program.frame.allocate(16);
+  b.CreateStore(journey, value);
+  b.CreateStore(skb, b.CreateGEP(b.getInt8Ty(), value, b.getInt64(8)));
+  return value;
 }
 
 namespace {
@@ -186,7 +259,9 @@ void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const 
     b.SetInsertPoint(shared);
     llvm::Value* head_key = program.frame.allocate(8);
     b.CreateStore(head, head_key);
-    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
+    // Its skb is going: an XDP program finds none there.
+    llvm::Value* entry = headEntry(program, b.CreateLoad(b.getInt64Ty(), journey), b.getInt64(0));
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, entry, b.getInt64(0)});
   }
   b.CreateBr(done);
   b.SetInsertPoint(keep);
@@ -208,7 +283,8 @@ void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const 
     b.CreateStore(head, head_at);
     llvm::Value* head_key = program.frame.allocate(8);
     b.CreateStore(head, head_key);
-    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
+    llvm::Value* entry = headEntry(program, known, lower.packetSkb());
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, entry, b.getInt64(0)});
   }
   b.CreateBr(done);
   // A new skb: a clone is on its data's journey, any other starts one (an skb new at a
@@ -228,7 +304,8 @@ void ProgramEmitter::packetJourney(Program& program, ExprLowering& lower, const 
     b.CreateStore(b.CreateLoad(b.getInt64Ty(), shared), journey);
     b.CreateBr(store);
     b.SetInsertPoint(first);
-    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, journey, b.getInt64(0)});
+    llvm::Value* entry = headEntry(program, b.CreateLoad(b.getInt64Ty(), journey), lower.packetSkb());
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.heads, head_key, entry, b.getInt64(0)});
     b.CreateBr(store);
     b.SetInsertPoint(store);
     b.CreateStore(head, b.CreateGEP(b.getInt8Ty(), value, b.getInt64(8)));

@@ -4,6 +4,7 @@
 #include "compiler/lower/pt_regs.h"
 #include "host/syscall_numbers.h"
 
+#include <linux/bpf.h>
 #include <linux/perf_event.h>
 
 #include <algorithm>
@@ -606,6 +607,7 @@ void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint3
       case Field::Packet::Site: if (f.hidden) view.site_field = static_cast<int32_t>(i); break;
       case Field::Packet::Return: view.return_field = static_cast<int32_t>(i); break;
       case Field::Packet::Journey: view.journey_field = static_cast<int32_t>(i); break;
+      case Field::Packet::Verdict: view.verdict_field = static_cast<int32_t>(i); break;
       case Field::Packet::Reason:
         view.reason_field = static_cast<int32_t>(i);
         if (reason) {
@@ -619,10 +621,10 @@ void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint3
   }
   p.track = p.query.query->clauses.track.has_value();
   if (layout.writes_records || p.track) {
-    // (journey, data head) by skb, and journey by data head.
+    // (journey, data head) by skb, and (journey, an skb holding it) by data head.
     p.journeys = object_.addMap({fmt::format("journeys_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 16, 0});
     if (p.target.packet_identity) {
-      p.heads = object_.addMap({fmt::format("journey_heads_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 8, 0});
+      p.heads = object_.addMap({fmt::format("journey_heads_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 16, 0});
     }
   }
   if (packet.graph) {
@@ -638,6 +640,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
   bool graph = std::get<ast::PacketTarget>(t.target->kind).graph;
   uint32_t group = object_.newGroup(t.description);
   object_.plan().packet_groups.push_back(group);
+  object_.plan().packet_program_groups.push_back(-1);
   // One program serves every function: its attach cookie says which, and where the
   // function takes its skb (and a drop's reason), so LLVM compiles it once.
   std::vector<std::string> symbols;
@@ -645,6 +648,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
   std::vector<std::pair<uint32_t, const sema::PacketSite*>> tracepoints;
   for (uint32_t i = 0; i < t.packet_sites.size(); ++i) {
     const sema::PacketSite& site = t.packet_sites[i];
+    if (site.program) continue;  // lowerPacketPrograms
     if (!site.event.empty()) {
       tracepoints.emplace_back(i, &site);
       continue;
@@ -653,8 +657,10 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
     cookies.push_back(i | uint64_t{site.skb} << kPacketCookieSkbShift |
                       uint64_t{site.reason ? *site.reason + 1 : 0} << kPacketCookieReasonShift |
                       (site.frees ? kPacketCookieFrees : 0) | (site.releases ? kPacketCookieReleases : 0) |
-                      (site.unseen ? kPacketCookieUnseen : 0));
+                      (site.unseen ? kPacketCookieUnseen : 0) |
+                      uint64_t{site.copy_of ? *site.copy_of + 1 : 0} << kPacketCookieCopyShift);
   }
+  lowerPacketPrograms(p);
   uint32_t method = 0;
   if (!symbols.empty()) {
     struct Kind {
@@ -705,6 +711,41 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
     ProgramSite s = site("tp_btf/" + packet_site->event, Attach::TpBtf, packet_site->event, group,
                          method, args);
     emitter_.emitMain(p, s);
+  }
+}
+
+void ProbePlanner::lowerPacketPrograms(const ProbeUnit& p) {
+  const sema::ResolvedTarget& t = p.target;
+  std::vector<uint32_t> programs;
+  for (uint32_t i = 0; i < t.packet_sites.size(); ++i) {
+    const sema::PacketSite& site = t.packet_sites[i];
+    // An XDP program's skb is found by its data's head, which only journeys keep.
+    bool xdp = site.program && site.program->type == BPF_PROG_TYPE_XDP;
+    if (site.program && (!xdp || p.heads)) programs.push_back(i);
+  }
+  if (programs.empty()) return;
+  // Their own group, which may attach nothing: the query goes on without them, and says so.
+  uint32_t group = object_.newGroup(fmt::format("the XDP and TC programs of {}", t.description));
+  object_.plan().optional_groups.push_back(group);
+  object_.plan().packet_program_groups.back() = static_cast<int32_t>(group);
+  object_.noteGroup(group, "an XDP or TC program: fexit on its function, through a BPF trampoline (its "
+                           "verdict is its return); kprobes cannot go into a BPF program, so where the "
+                           "kernel refuses fexit, packet mode goes on without them");
+  for (uint32_t index : programs) {
+    const sema::PacketSite& s = t.packet_sites[index];
+    const host::BpfProgram& prog = *s.program;
+    ArgAccess args{ArgAccess::Kind::CtxArray};
+    args.ret = ArgAccess::Ret::CtxSlot;
+    args.return_slot = static_cast<uint32_t>(prog.params.size());
+    args.packet.emplace();
+    args.packet->site = index;
+    args.packet->program_type = prog.type;
+    args.packet->xdp = prog.type == BPF_PROG_TYPE_XDP;
+    args.func = s.name;
+    ProgramSite leave = site("fexit/" + prog.function, Attach::Fexit, prog.function, group, 0, args);
+    leave.func = s.name;
+    leave.attach_program = prog.id;
+    emitter_.emitMain(p, leave);
   }
 }
 

@@ -36,6 +36,8 @@ class ProbePlanner {
                      uint32_t kprobe_method);
   void lowerKprobeMulti(const ProbeUnit& p, uint32_t group);
   void lowerBpfPrograms(const ProbeUnit& p);
+  /// `packet`'s XDP and TC programs: fexit on each, in a group that may attach nothing.
+  void lowerPacketPrograms(const ProbeUnit& p);
   /// Makes the site of one attach method (`fentry`, `fexit`) at the place being lowered.
   using SiteAt = std::function<ProgramSite(const char* kind, plan::Attach attach, ArgAccess args)>;
   /// fentry on a function; at exit, fentry keeping the entry time and fexit reading the

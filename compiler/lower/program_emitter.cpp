@@ -444,6 +444,7 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
     case Field::Packet::Site: return (void)b.CreateStore(lower.packetSite(), dst);
     case Field::Packet::Reason: return (void)b.CreateStore(lower.packetReason(), dst);
     case Field::Packet::Journey: return (void)b.CreateStore(lower.packetJourney(), dst);
+    case Field::Packet::Verdict: return (void)b.CreateStore(lower.packetVerdict(), dst);
     case Field::Packet::Return:
       return (void)b.CreateStore(b.getInt64(lower.packetAtReturn() ? 1 : 0), dst);
   }

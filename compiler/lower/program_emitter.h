@@ -189,6 +189,13 @@ class ProgramEmitter {
   llvm::Value* journeyKnown(Program& program, ExprLowering& lower, const ProbeUnit& p);
   /// Where the skb lets go of its data or is freed: forgets what no later event can use.
   void forgetFreed(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  /// A copy being made (skb_copy_header): on its original's journey, if that has one.
+  void inheritCopy(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  /// An XDP program's skb (PacketAccess::skb): the one holding the data it runs on, which
+  /// a journey's head entry keeps; the program returns where there is none.
+  void xdpSkb(Program& program, ExprLowering& lower, const ProbeUnit& p, ArgAccess& args);
+  /// A head entry's value: the journey, and an skb holding the data (0: none).
+  llvm::Value* headEntry(Program& program, llvm::Value* journey, llvm::Value* skb);
   /// The (thread, site) key of the depth map, and the (thread, site, depth) key of the graph map.
   llvm::Value* depthKey(Program& program, ExprLowering& lower);
   llvm::Value* graphKey(Program& program, ExprLowering& lower, llvm::Value* depth);

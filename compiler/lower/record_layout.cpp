@@ -184,6 +184,7 @@ Field packetField(Field::Packet role, FieldKind kind) {
   f.layout.name = role == Field::Packet::Skb       ? "skb"
                   : role == Field::Packet::Return  ? "is_return"
                   : role == Field::Packet::Journey ? "journey"
+                  : role == Field::Packet::Verdict ? "verdict"
                                                    : "reason";
   f.layout.kind = kind;
   f.layout.size = 8;
@@ -204,6 +205,17 @@ void addPacketFields(std::vector<Field>& fields, const sema::ResolvedTarget& tar
   addField(fields, packetField(Field::Packet::Return, FieldKind::Bool));
   addField(fields, packetField(Field::Packet::Reason, FieldKind::Enum));
   addField(fields, packetField(Field::Packet::Journey, FieldKind::Unsigned));
+  // XDP's and TC's verdicts, named by the program type and the value: 0 is no verdict.
+  Field verdict = packetField(Field::Packet::Verdict, FieldKind::Table);
+  for (const sema::PacketSite& site : target.packet_sites) {
+    const host::Verdicts* verdicts = site.program ? host::verdictsOf(site.program->type) : nullptr;
+    if (!verdicts) continue;
+    for (const auto& [value, name] : verdicts->names) {
+      int64_t key = static_cast<int64_t>(uint64_t{site.program->type} << 32 | static_cast<uint32_t>(value));
+      verdict.layout.names.emplace(key, std::string(name));
+    }
+  }
+  if (!verdict.layout.names.empty()) addField(fields, std::move(verdict));
 }
 
 /// Whether `target` is a system call's exit (`syscall:NAME`, `tracepoint:syscalls:sys_exit_*`).

@@ -25,7 +25,7 @@ struct Field {
   const sema::Type* type = nullptr;
   bool func_ip = false;  // the traced function's address (`func` where one program serves many)
   /// A `packet` probe's hidden facts (plan::PacketLayout), computed by its program.
-  enum class Packet : uint8_t { None, Skb, Site, Return, Reason, Journey } packet = Packet::None;
+  enum class Packet : uint8_t { None, Skb, Site, Return, Reason, Journey, Verdict } packet = Packet::None;
   /// A `fmt` argument inside a `fn`: the `fn` use whose body `expr` belongs to.
   const ast::Expr* within = nullptr;
   /// A syscall glob's hidden field: the call's number, which names the record's probe

@@ -3,6 +3,8 @@
 // the rest from the stack at entry), narrowed by the
 // query's globs (`packet(ip_*, udp_*)`), then every tracepoint whose BTF handler carries
 // one: the set a kernel without kprobes and fentry falls back to.
+#include <linux/bpf.h>
+
 #include <algorithm>
 
 #include <bpf/btf.h>
@@ -44,6 +46,28 @@ std::optional<uint32_t> dropReason(const btf::Function& f, uint32_t first) {
   return std::nullopt;
 }
 
+/// The parameter named `name` if it is a `struct sk_buff *`.
+std::optional<uint32_t> skbParam(const btf::Function& f, std::string_view name) {
+  for (uint32_t i = 0; i < f.params.size(); ++i) {
+    if (f.params[i].name != name) continue;
+    btf::BtfType t = f.params[i].type.resolved();
+    if (t.id == 0 || !btf_is_ptr(t.get())) return std::nullopt;
+    btf::BtfType pointee = btf::BtfType{t.file, t.get()->type}.resolved();
+    if (pointee.id != 0 && btf_is_struct(pointee.get()) && pointee.name() == "sk_buff") return i;
+  }
+  return std::nullopt;
+}
+
+/// Where `f` makes a copy of an skb with data of its own (`skb_copy_header(new, old)`, which
+/// skb_copy, pskb_copy and XDP's copy into a page pool all call): the argument of the skb
+/// copied, when `f`'s skb (at `position`) is the copy.
+std::optional<uint32_t> copyOf(const btf::Function& f, uint32_t position) {
+  std::optional<uint32_t> copy = skbParam(f, "new");
+  if (!copy || *copy != position) return std::nullopt;
+  std::optional<uint32_t> old = skbParam(f, "old");
+  return old && slotIsPosition(f, *old) ? old : std::nullopt;
+}
+
 /// The members a journey is kept through, each a pointer or an integer of at most 8 bytes.
 std::optional<PacketIdentity> packetIdentity(const btf::Btf& btf, btf::BtfType sk_buff) {
   std::optional<btf::BtfType> shared_info = btf.findStruct("skb_shared_info");
@@ -56,7 +80,17 @@ std::optional<PacketIdentity> packetIdentity(const btf::Btf& btf, btf::BtfType s
   auto end = member(sk_buff, "end");
   auto dataref = member(shared_info, "dataref");
   if (!cloned || !head || !end || !dataref) return std::nullopt;
-  return PacketIdentity{std::move(*cloned), std::move(*head), std::move(*end), std::move(*dataref)};
+  PacketIdentity out{std::move(*cloned), std::move(*head), std::move(*end), std::move(*dataref), std::nullopt};
+  std::optional<btf::MemberSteps> hard_start = member(btf.findStruct("xdp_buff"), "data_hard_start");
+  if (hard_start && hard_start->type.size() == 8) out.xdp_hard_start = std::move(hard_start);
+  return out;
+}
+
+/// A program packet mode traces: XDP's or TC's, loaded with BTF (fexit attaches by it),
+/// its context the first parameter.
+bool packetProgram(const host::BpfProgram& p) {
+  bool kind = p.type == BPF_PROG_TYPE_XDP || p.type == BPF_PROG_TYPE_SCHED_CLS || p.type == BPF_PROG_TYPE_SCHED_ACT;
+  return kind && p.hasBtf() && !p.params.empty() && p.params[0].kind == host::BpfProgramParam::Kind::Context;
 }
 
 }  // namespace
@@ -104,7 +138,7 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     // NETFILTER_DROP): the drop's reason is the function's that dropped it.
     std::optional<uint32_t> reason = name.rfind("skb_release_", 0) == 0 ? std::nullopt : f.reason;
     PacketSite site{f.function.name, f.function.module.empty() ? "vmlinux" : f.function.module, "",
-                    f.skb, reason, frees, releases, !shown};
+                    f.skb, reason, frees, releases, !shown, copyOf(f.function, f.skb), std::nullopt};
     out.packet_sites.push_back(std::move(site));
     out.functions.push_back(std::move(f.function));
   }
@@ -127,12 +161,29 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     if (!shown && !(narrowed && freed)) continue;
     auto named = names.find(event);
     out.packet_sites.push_back({named == names.end() ? event : named->second, "vmlinux", event,
-                                slot, dropReason(handler, 1), freed, freed, !shown});
+                                slot, dropReason(handler, 1), freed, freed, !shown, std::nullopt, std::nullopt});
   }
   // Likewise beside a tracepoint shown: the fallback to tracepoints is for those.
   auto tracepoints_from = out.packet_sites.begin() + static_cast<std::ptrdiff_t>(function_sites);
   if (std::none_of(tracepoints_from, out.packet_sites.end(), visible)) {
     out.packet_sites.resize(function_sites);
+  }
+  // The XDP and TC programs loaded now (those the globs name), beside the sites that find
+  // their skbs. Not for `graph`, whose calls nest: a program's one event is at its return.
+  std::optional<PacketIdentity> identity = packetIdentity(ctx.btf, *skb);
+  size_t programs = 0;
+  std::vector<host::BpfProgram> loaded;
+  if (!packet.graph && !out.packet_sites.empty()) {
+    // Listing them needs root, as tracing them does: without, packet mode goes on without.
+    if (auto listed = ctx.kernel.bpfPrograms()) loaded = std::move(*listed);
+  }
+  for (const host::BpfProgram& prog : loaded) {
+    bool xdp = prog.type == BPF_PROG_TYPE_XDP;
+    if (!packetProgram(prog) || (xdp && (!identity || !identity->xdp_hard_start))) continue;
+    if (!use(prog.displayName())) continue;
+    out.packet_sites.push_back({"bpf:" + prog.displayName(), "bpf", "", 0, std::nullopt, false, false, false,
+                                std::nullopt, prog});
+    ++programs;
   }
   for (size_t i = 0; i < packet.functions.size(); ++i) {
     if (glob_used[i]) continue;
@@ -155,19 +206,20 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
     diag.note("without `graph`, the tracepoints are traced");
     return std::nullopt;
   }
-  out.packet_identity = packetIdentity(ctx.btf, *skb);
+  out.packet_identity = std::move(identity);
   auto skb_ptr = ctx.types.pointerTo(ctx.types.fromBtf(*skb));
   out.args.push_back({"skb", skb_ptr, 0});
   out.attach = functionAttachMethods(ctx.kernel, {});
   out.attach.push_back({AttachKind::TpBtf, Known::Yes, ""});
   // What the globs chose (the sites kept only to end journeys are not counted).
-  size_t tracepoints = out.packet_sites.size() - out.functions.size();
   auto functions_end = out.packet_sites.begin() + static_cast<std::ptrdiff_t>(out.functions.size());
+  auto tracepoints_end = out.packet_sites.end() - static_cast<std::ptrdiff_t>(programs);
   size_t shown_functions = static_cast<size_t>(std::count_if(out.packet_sites.begin(), functions_end, visible));
-  size_t shown_tracepoints = static_cast<size_t>(std::count_if(functions_end, out.packet_sites.end(), visible));
-  out.description = tracepoints == out.packet_sites.size()
-                        ? fmt::format("packet ({} tracepoints)", shown_tracepoints)
-                        : fmt::format("packet ({} functions)", shown_functions);
+  size_t shown_tracepoints = static_cast<size_t>(std::count_if(functions_end, tracepoints_end, visible));
+  out.description = out.functions.empty() ? fmt::format("packet ({} tracepoints", shown_tracepoints)
+                                          : fmt::format("packet ({} functions", shown_functions);
+  if (programs) out.description += fmt::format(", {} BPF program{}", programs, programs == 1 ? "" : "s");
+  out.description += ")";
   return out;
 }
 

@@ -56,6 +56,13 @@ struct PacketSite {
   /// Left out by the globs but attached all the same, showing nothing: an skb freed here
   /// ends its journey, so that a later skb at its address is not taken for it.
   bool unseen = false;
+  /// The argument of the skb whose copy `skb` is being made (skb_copy_header's `old`): the
+  /// copy, data of its own, goes on that skb's journey.
+  std::optional<uint32_t> copy_of;
+  /// An XDP or TC program (fexit on its function): its verdict shows as the packet's step
+  /// there. A TC program's context is the skb; an XDP program's `struct xdp_buff` is found
+  /// by its data (PacketIdentity::xdp_hard_start), on the skb whose head it is.
+  std::optional<host::BpfProgram> program;
 };
 
 /// `packet`: the members a packet's journey is kept through, found by sema so that
@@ -67,6 +74,9 @@ struct PacketIdentity {
   btf::MemberSteps head;
   btf::MemberSteps end;
   btf::MemberSteps dataref;  // of `struct skb_shared_info`
+  /// `struct xdp_buff`'s `data_hard_start`: an skb's head where XDP runs on one (generic
+  /// XDP, veth's). Unset where the BTF lacks it: XDP programs are then not traced.
+  std::optional<btf::MemberSteps> xdp_hard_start;
 };
 
 /// One probe target after resolution.
@@ -80,7 +90,8 @@ struct ResolvedTarget {
   std::optional<host::TracepointFormat> format;  // classic tracepoint record
   /// A syscall: the offset of `ret` in its `sys_exit_<name>` record (from tracefs).
   std::optional<uint32_t> exit_ret_offset;
-  /// `packet`: where packets are seen: each of `functions` (in order), then tracepoints.
+  /// `packet`: where packets are seen: each of `functions` (in order), then tracepoints,
+  /// then XDP and TC programs.
   std::vector<PacketSite> packet_sites;
   /// `packet`: how clones are known (empty where the BTF lacks a member: journeys then
   /// follow the skb's address alone).

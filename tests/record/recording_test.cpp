@@ -85,7 +85,7 @@ TEST(SessionCodec, EveryValueEventTableAndResultComesBackAsItWent) {
   event.probe = &layout.probes[0];
   event.probe_name = "syscall:open";  // a glob's record names itself
   event.values = everyKind();
-  event.packet = engine::PacketFacts{0xffff0000, 3, true, "NO_SOCKET", 0x1234000};
+  event.packet = engine::PacketFacts{0xffff0000, 3, true, "NO_SOCKET", 0x1234000, "XDP_DROP"};
   layout.probes[0].packet = plan::PacketLayout{};
   layout.probes[0].packet->sites = {"ip_rcv", "ip_output", "dev_queue_xmit", "skb:kfree_skb"};
   ByteWriter out;
@@ -132,6 +132,7 @@ TEST(SessionCodec, EveryValueEventTableAndResultComesBackAsItWent) {
   ASSERT_TRUE(e2.packet);
   EXPECT_EQ(e2.packet->reason, "NO_SOCKET");
   EXPECT_EQ(e2.packet->journey, 0x1234000u);
+  EXPECT_EQ(e2.packet->verdict, "XDP_DROP");
   EXPECT_TRUE(e2.packet->is_return);
   ASSERT_EQ(t2.rows.size(), 2u);
   EXPECT_EQ(t2.layout, &layout.aggregates[0]);

@@ -409,7 +409,12 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
             return [s for i, s in enumerate(seen) if i == 0 or s != seen[i - 1]]
 
         sent, translated = "10.77.1.1:40000 -> 10.77.1.254:9999", r"^10\.77\.2\.254:\d+ -> 10\.77\.2\.2:9998$"
-        self.assertEqual([s[0] for s in steps(forwarded, "dev_netns_name")], [a, r, b], out)
+        # Once B's socket took the datagram, it has no device: where the reader's timing
+        # lets skb:consume_skb see it free it (a run in four here), that step has none.
+        delivered = [e for e in forwarded if not (e["dev_netns_name"] == 0 and e["function"] == "skb:consume_skb"
+                                                  and e is forwarded[-1])]
+        self.assertEqual([s[0] for s in steps(delivered, "dev_netns_name")], [a, r, b], out)
+        forwarded = delivered
         self.assertEqual([s[0] for s in steps(forwarded, "ifname")], [va, ra, rb, vb], out)
         self.assertGreater(len({e["packet_id"] for e in forwarded}), 1, "no ARP probe's clone on it")
         for e in forwarded:
