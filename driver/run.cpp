@@ -52,6 +52,26 @@ std::string tracedProcessProblem(uint32_t pid) {
 
 /// The probe target of attach group `group`: the resolved target its name describes, in a
 /// query of the group's programs; null if none is (a fork follower's group).
+/// The loaded BPF programs the query traces (`bpf:`, packet mode's XDP and TC programs), by
+/// id and tag: a line each, part of what decides the object (a program loaded again has a
+/// new id, which the object attaches by).
+std::string tracedPrograms(const sema::Program& program) {
+  std::string out;
+  auto add = [&](const sema::ResolvedProbe& probe) {
+    for (const sema::ResolvedTarget& t : probe.chain) {
+      for (const host::BpfProgram& p : t.bpf_programs) out += fmt::format("\n# bpf program {} {}", p.id, p.tag);
+      for (const sema::PacketSite& s : t.packet_sites) {
+        if (s.program) out += fmt::format("\n# bpf program {} {}", s.program->id, s.program->tag);
+      }
+    }
+  };
+  for (const sema::ResolvedQuery& q : program.queries) {
+    for (const sema::ResolvedProbe& probe : q.probes) add(probe);
+    for (const sema::ResolvedJoin& j : q.joins) add(j.probe);
+  }
+  return out;
+}
+
 const sema::ResolvedTarget* groupTarget(const sema::CheckedProgram& checked, const plan::ProgramPlan& plan,
                                         uint32_t group) {
   if (group >= plan.group_names.size()) return nullptr;
@@ -250,6 +270,8 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     // --packet-bytes adds columns the text does not show.
     std::string text = sources.file(file).text();
     if (request.packet_bytes) text += fmt::format("\n# --packet-bytes {}", request.packet_bytes);
+    // A program traced by fexit (`bpf:`, packet mode's XDP and TC) attaches by its id.
+    text += tracedPrograms(checked.program);
     cache_key = objectCacheKey(sources.file(file).name(), text, options, request.attach);
   }
   std::optional<lower::CompiledProgram> compiled;

@@ -28,13 +28,17 @@ from harness import kq
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 sys.path.insert(0, SUPPORT)
 import nat_udp  # noqa: E402
+import xdp_udp  # noqa: E402
 WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
 # This run's own mark: other runs of kq's tests on this machine may send packets at once.
 MARK = 0x6B720000 | (os.getpid() & 0xFFFF)
 SIZES = [10, 150, 400]  # payloads of the datagrams to the closed port
 UDP4, UDP6 = 14 + 20 + 8, 14 + 40 + 8  # loopback's Ethernet, IP and UDP headers
 NO_SOCKET = "SKB_DROP_REASON_NO_SOCKET"
-READY = re.compile(r"^kq: packet: ready, ([\d,]+|nothing)(?: (?:tracepoints?|functions?) through (\S+))?(?: \((.*)\))?$", re.M)
+# Then, where XDP or TC programs are loaded, whether they were traced (", and 2 XDP/TC programs
+# through fexit (...)", "; the XDP and TC programs loaded are not traced (...)").
+READY = re.compile(r"^kq: packet: ready, ([\d,]+|nothing)(?: (?:tracepoints?|functions?) through (\S+))?"
+                   r"(?: \(([^)]*)\))?(?:, and \d+ XDP/TC .*|; the XDP and TC programs .*)?$", re.M)
 
 
 def free_port(kind):
@@ -432,6 +436,38 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         last = dropped[-1]
         self.assertEqual((last["function"], last.get("drop_reason"), last["ct_state"], last["tuple"]),
                          ("skb:kfree_skb", "SKB_DROP_REASON_NETFILTER_DROP", "NEW", "10.77.1.1:40000 -> 10.77.2.2:9997"))
+
+    @unittest.skipIf(not all(shutil.which(t) for t in ("ip", "tc", "clang")),
+                     "needs ip(8), tc(8) and clang (scripts/install-deps installs them) for the XDP and TC programs")
+    def test_xdp_and_tc_programs_fexit_cannot_reach_leave_the_journeys_whole(self):
+        # tests/support/xdp_udp.py's XDP and TC programs on B's device drop two of three
+        # marked datagrams. Where the kernel refuses fexit (this one), packet mode goes on
+        # without the programs, says why on its ready line, and each datagram is still one
+        # journey, ending where it was dropped: XDP's drop freed with no reason, TC's with
+        # SKB_DROP_REASON_TC_INGRESS. Where fexit works (tests/vm), the programs are steps.
+        obj = xdp_udp.build(WORKDIR)
+        (a, b), (_, vb) = xdp_udp.pair(os.getpid() % 100000, obj=obj,
+                                       cleanup=lambda args: self.addCleanup(subprocess.run, args, capture_output=True))
+        query = f"trace packet where mark == {MARK:#x} track select ifname, tuple"
+        status, out, err = kq_around("-f", "json", query, command=f"{sys.executable} {SUPPORT}/xdp_udp.py {MARK:#x} {a} {b}")
+        self.assertEqual(status, 0, err)
+        traced = re.search(r"^kq: packet: ready, .*, and 2 XDP/TC programs through fexit", err, re.M)
+        if not traced:
+            self.assertRegex(err, r"(?m)^kq: packet: ready, [\d,]+ tracepoints through tp_btf; the XDP and TC "
+                                  r"programs loaded are not traced \(fexit: .+\)$")
+        journeys = {}
+        for e in sorted(json_events(out), key=lambda e: e["timestamp"]):
+            journeys.setdefault(e["journey"], []).append(e)
+        ends = {}
+        for events in journeys.values():
+            [port] = {e["tuple"].rsplit(":", 1)[1] for e in events}
+            ends[port] = events
+        self.assertEqual(sorted(ends), ["9996", "9997", "9998"], out)
+        self.assertEqual(any("verdict" in e for e in json_events(out)), bool(traced), out)
+        last = {port: (events[-1]["function"], events[-1].get("drop_reason")) for port, events in ends.items()}
+        self.assertEqual(last["9997"], ("skb:kfree_skb", "SKB_DROP_REASON_NOT_SPECIFIED"), ends["9997"])
+        self.assertEqual(last["9996"], ("skb:kfree_skb", "SKB_DROP_REASON_TC_INGRESS"), ends["9996"])
+        self.assertTrue(all(e["ifname"] == vb for e in ends["9997"][-2:]), ends["9997"])
 
     def test_track_follows_a_packet_after_the_filter_stops_holding(self):
         # `len` at net_dev_queue counts the Ethernet header; once `lo` received the frame

@@ -34,7 +34,7 @@ KERNELS = {
 # The guest's own modules, loaded at boot (with what they need): the host's root, its console,
 # and what packet tests build (veth pairs; nftables with conntrack, DNAT and masquerade).
 MODULES = ["virtio_pci", "netfs", "9pnet", "9pnet_virtio", "9p", "overlay", "virtio_console",
-           "veth", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct"]
+           "veth", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct", "sch_ingress", "cls_bpf"]
 
 
 def log(msg):

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SUPPORT = os.path.join(HERE, "..", "support")
 sys.path.insert(0, SUPPORT)
 import nat_udp  # noqa: E402
+import xdp_udp  # noqa: E402
 SEND_UDP = f"{sys.executable} {HERE}/../support/send_udp.py"
 SEND_TCP = f"{sys.executable} {HERE}/../support/send_tcp.py"
 SEED = "trace ip_send_skb(skb) where skb->len > 100 and mark == 0xdeadbeef"
@@ -520,6 +521,60 @@ class KernelFunctions(unittest.TestCase):
         drops = [(e["function"], e["dev_netns_name"], e["drop_reason"], e["ct_state"]) for e in dropped if "drop_reason" in e]
         self.assertEqual(drops, [("sk_skb_reason_drop", r, "SKB_DROP_REASON_NETFILTER_DROP", "NEW")], out)
         self.assertEqual(dropped[-1]["function"], "kfree_skbmem", out)
+
+    def test_packet_ends_at_an_xdp_or_tc_programs_verdict(self):
+        # Through kprobe.multi and fexit on the programs tests/support/xdp_udp.py attaches to
+        # B's device: three marked datagrams from A, one passed by both programs and read,
+        # one XDP drops, one TC drops. Each is one journey, whose program steps show their
+        # verdicts; after a drop only the freeing of its skb. Generic XDP runs on the skb
+        # (its head moved to make XDP's headroom); veth's own XDP on a copy in its page pool,
+        # which is on the journey through skb_copy_header.
+        self.skip_without_kprobe_multi()
+        directory = tempfile.mkdtemp(prefix="kq-vm-xdp-udp-")
+        obj = xdp_udp.build(directory)
+        frees = {"kfree_skb_reason", "sk_skb_reason_drop", "kfree_skb_list_reason", "skb_release_head_state",
+                 "skb_release_data", "skb_free_head", "kfree_skbmem", "__kfree_skb", "skb_release_all",
+                 "consume_skb", "napi_consume_skb", "skb_attempt_defer_free", "__napi_kfree_skb",
+                 "napi_skb_cache_put", "kfree_skb_partial", "skb_orphan_partial", "skb_dst_drop", "sock_wfree",
+                 "sock_rfree", "__sock_wfree"}
+        for mode in ("xdpgeneric", "xdpdrv"):
+            with self.subTest(mode=mode):
+                cleanups = []
+                try:
+                    (a, b), (va, vb) = xdp_udp.pair(os.getpid() % 100000, cleanups.append, obj, mode)
+                    ready, out, _ = self.packet_run(
+                        "-f", "json", "trace packet where mark == 0x7d9 track select ifname, tuple",
+                        send=f"{sys.executable} {SUPPORT}/xdp_udp.py 0x7d9 {a} {b}")
+                finally:
+                    for args in cleanups:
+                        subprocess.run(args, capture_output=True)
+                self.assertRegex(ready, r", and 2 XDP/TC programs through fexit \((xdpdrop_9997, tcdrop_9996|"
+                                        r"tcdrop_9996, xdpdrop_9997)\)$")
+                journeys = {}
+                for e in sorted(map(json.loads, out.splitlines()), key=lambda e: e["timestamp"]):
+                    journeys.setdefault(e["journey"], []).append(e)
+                by_port = {}
+                for events in journeys.values():
+                    # (udp_send_skb sees the datagram before its ports are written)
+                    ports = {e["tuple"].rsplit(":", 1)[-1] for e in events if e["tuple"].startswith("10.78.1.1:")} - {"0"}
+                    self.assertEqual(len(ports), 1, events)
+                    by_port[ports.pop()] = events
+                self.assertEqual(sorted(by_port), ["9996", "9997", "9998"], out)
+                for port, verdicts in (("9998", ["XDP_PASS", "TC_ACT_OK"]), ("9997", ["XDP_DROP"]),
+                                       ("9996", ["XDP_PASS", "TC_ACT_SHOT"])):
+                    events = by_port[port]
+                    functions = [e["function"] for e in events]
+                    steps = [e for e in events if "verdict" in e]
+                    self.assertEqual([e["verdict"] for e in steps], verdicts, functions)
+                    self.assertEqual([e["function"] for e in steps],
+                                     ["bpf:xdpdrop_9997", "bpf:tcdrop_9996"][:len(verdicts)], functions)
+                    # Each program's step on B's device, with the datagram's tuple.
+                    for e in steps:
+                        self.assertEqual((e["ifname"], e["tuple"]), (vb, f"10.78.1.1:{int(port) + 30000} -> 10.78.1.2:{port}"), e)
+                    if port != "9998":
+                        after = functions[functions.index(steps[-1]["function"]) + 1:]
+                        self.assertTrue(after and set(after) <= frees, functions)
+                        self.assertEqual(after[-1], "kfree_skbmem", functions)
 
     def test_packet_ready_and_exit_times_cold_warm_and_per_function(self):
         # What bench/README.md records (printed, not asserted): packet mode through
