@@ -253,19 +253,16 @@ void check(Checks& c, const std::string& path, const ProgramPlan& plan) {
     c.fail(at(path, "group_notes"), fmt::format("has {} for {}", plural(plan.group_notes.size(), "entry", "entries"),
                                       plural(groups, "group", "groups")));
   }
-  auto named = [&](const char* name, const auto& numbers) {
+  auto named = [&](const char* name, const auto& numbers, bool none_allowed) {
     for (size_t i = 0; i < numbers.size(); ++i) {
-      if (numbers[i] >= 0 && static_cast<size_t>(numbers[i]) < groups) continue;
-      c.fail(at(at(path, name), i), fmt::format("is {}, but the plan names {}", numbers[i], plural(groups, "group", "groups")));
+      auto n = static_cast<int64_t>(numbers[i]);
+      if ((n >= 0 && static_cast<size_t>(n) < groups) || (none_allowed && n == -1)) continue;
+      c.fail(at(at(path, name), i), fmt::format("is {}, but the plan names {}", n, plural(groups, "group", "groups")));
     }
   };
-  named("packet_groups", plan.packet_groups);
-  named("optional_groups", plan.optional_groups);
-  std::vector<int32_t> programs;
-  for (int32_t g : plan.packet_program_groups) {
-    if (g != -1) programs.push_back(g);
-  }
-  named("packet_program_groups", programs);
+  named("packet_groups", plan.packet_groups, false);
+  named("optional_groups", plan.optional_groups, false);
+  named("packet_program_groups", plan.packet_program_groups, true);
   if (!plan.packet_program_groups.empty() && plan.packet_program_groups.size() != plan.packet_groups.size()) {
     c.fail(at(path, "packet_program_groups"), fmt::format("has {} for {}", plural(plan.packet_program_groups.size(), "entry", "entries"),
                                                          plural(plan.packet_groups.size(), "packet group", "packet groups")));

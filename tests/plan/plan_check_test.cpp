@@ -103,6 +103,11 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
        "programs[0].cookies has 1 entry for 2 symbols"},
       {[](PortablePlan& p) { p.plan.group_notes = {"", "", ""}; }, "group_notes has 3 entries for 2 groups"},
       {[](PortablePlan& p) { p.plan.packet_groups = {2}; }, "packet_groups[0] is 2, but the plan names 2 groups"},
+      {[](PortablePlan& p) { p.plan.optional_groups = {5}; }, "optional_groups[0] is 5, but the plan names 2 groups"},
+      {[](PortablePlan& p) { p.plan.packet_groups = {0, 1}; p.plan.packet_program_groups = {-1, -2}; },
+       "packet_program_groups[1] is -2, but the plan names 2 groups"},
+      {[](PortablePlan& p) { p.plan.packet_program_groups = {1}; },
+       "packet_program_groups has 1 entry for 0 packet groups"},
       {[](PortablePlan& p) { p.plan.group_names[1] = std::string("get\x1b[2Jpid"); p.plan.programs[2].method = 2; },
        "programs[2].method is 2, but group 1 (`get\\x1b[2Jpid`) has no method 1: a group's "
        "methods are numbered from 0"},

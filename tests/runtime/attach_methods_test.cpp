@@ -75,6 +75,44 @@ TEST(AttachMethods, NamesEveryMethodWhenNoneWorks) {
             "cannot attach to ip_send_skb:\n  fentry: no trampolines\n  kprobe: no kprobes");
 }
 
+/// `trace packet` with an XDP program loaded: kprobe.multi for the functions, and fexit on
+/// the program in a group that may attach nothing.
+plan::ProgramPlan packetWithProgram() {
+  plan::ProgramPlan plan;
+  plan.group_names = {"packet (2 functions, 1 BPF program)", "the XDP and TC programs of packet"};
+  plan.programs = {program("m", plan::Attach::KprobeMulti, 0, 0), program("k", plan::Attach::Kprobe, 0, 1),
+                   program("x", plan::Attach::Fexit, 1, 0)};
+  plan.packet_groups = {0};
+  plan.optional_groups = {1};
+  plan.packet_program_groups = {1};
+  return plan;
+}
+
+TEST(AttachMethods, AnOptionalGroupMayAttachNothing) {
+  FakeKernel kernel;
+  kernel.absent[plan::Feature::Trampoline] = "no trampolines";
+  plan::ProgramPlan plan = packetWithProgram();
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.chosen(0), 0u);
+  EXPECT_FALSE(methods.chosen(1));
+  EXPECT_FALSE(methods.firstUnusable());  // the rest loads without it
+  EXPECT_EQ(methods.reasons(1), std::vector<std::string>{"fexit: no trampolines"});
+}
+
+TEST(AttachMethods, AnOptionalGroupTheKernelRefusesIsLeftOut) {
+  FakeKernel kernel;
+  plan::ProgramPlan plan = packetWithProgram();
+  AttachMethods methods(plan, kernel, "");
+  EXPECT_EQ(methods.chosen(1), 0u);
+  // A refusal leaves nothing to try, and the load goes on: a required group's would end it.
+  EXPECT_TRUE(methods.refuse(1, "EPERM"));
+  EXPECT_FALSE(methods.chosen(1));
+  EXPECT_FALSE(methods.firstUnusable());
+  EXPECT_TRUE(methods.refuse(0, "no kprobe.multi"));
+  EXPECT_FALSE(methods.refuse(0, "no kprobes"));
+  EXPECT_EQ(methods.firstUnusable(), 0u);
+}
+
 TEST(AttachMethods, AttachOptionKeepsOneFamily) {
   FakeKernel kernel;
   plan::ProgramPlan plan = functionAtExit();

@@ -168,6 +168,7 @@ class Builder {
          {"pkt_type", b.type("__u8"), 704, 3},
          {"ignore_df", b.type("__u8"), 707, 1},
          {"encapsulation", b.type("__u8"), 708, 1},
+         {"cloned", b.type("__u8"), 709, 1},
          {"protocol", b.type("__be16"), 720},
          {"mark", b.type("__u32"), 736},
          {"transport_header", b.type("__u16"), 768},
@@ -177,7 +178,10 @@ class Builder {
          {"data", b.ptr("unsigned char"), 896},
          {"tail", b.type("sk_buff_data_t"), 960},
          {"inner_transport_header", b.type("__u16"), 992},
-         {"inner_network_header", b.type("__u16"), 1008}}));
+         {"inner_network_header", b.type("__u16"), 1008},
+         {"end", b.type("sk_buff_data_t"), 1024}}));
+  // What a packet's data's count of skbs is in: past the data, at `end`.
+  b.record(true, "skb_shared_info", 320, {{"nr_frags", b.type("__u8"), 16}, {"dataref", b.type("int"), 256}});
 
   // What an XDP program's `struct xdp_md *` is to a tracing program.
   b.record(true, "xdp_buff", 56,
