@@ -169,7 +169,7 @@ int listFunctions(const std::string& pattern, const btf::Btf& btf, host::KernelI
 
 // Every traceable function taking a `struct sk_buff *`, with that argument's position:
 // the set packet tracing attaches to; then the tracepoints carrying one, which it falls
-// back to where the kernel has no kprobes.
+// back to where the kernel has no kprobes; then the XDP and TC programs loaded.
 int listPacketFunctions(const btf::Btf& btf, host::KernelInfo& kernel, Io& io) {
   auto skb = btf.findStruct("sk_buff");
   if (!skb) {
@@ -192,6 +192,9 @@ int listPacketFunctions(const btf::Btf& btf, host::KernelInfo& kernel, Io& io) {
       auto it = events.find(event);
       if (it != events.end()) io.out << fmt::format("tracepoint:{}:{} (skb: arg{})\n", category, event, it->second);
     }
+  }
+  for (const host::BpfProgram& p : sema::packetPrograms(kernel)) {
+    io.out << fmt::format("bpf:{} ({}, id {}: its verdict, through fexit)\n", p.displayName(), p.type_name, p.id);
   }
   return 0;
 }

@@ -21,4 +21,9 @@ struct PacketFunction {
 /// attachment fail); where its list cannot be read, kallsyms says which functions exist.
 std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInfo& kernel);
 
+/// The BPF programs loaded now that packet mode traces too (fexit on each): XDP's and TC's,
+/// loaded with BTF (fexit attaches by it), their context their first parameter. None where
+/// they cannot be listed (without root).
+std::vector<host::BpfProgram> packetPrograms(host::KernelInfo& kernel);
+
 }  // namespace kq::sema

@@ -86,12 +86,6 @@ std::optional<PacketIdentity> packetIdentity(const btf::Btf& btf, btf::BtfType s
   return out;
 }
 
-/// A program packet mode traces: XDP's or TC's, loaded with BTF (fexit attaches by it),
-/// its context the first parameter.
-bool packetProgram(const host::BpfProgram& p) {
-  bool kind = p.type == BPF_PROG_TYPE_XDP || p.type == BPF_PROG_TYPE_SCHED_CLS || p.type == BPF_PROG_TYPE_SCHED_ACT;
-  return kind && p.hasBtf() && !p.params.empty() && p.params[0].kind == host::BpfProgramParam::Kind::Context;
-}
 
 }  // namespace
 
@@ -103,6 +97,18 @@ std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInf
     std::optional<uint32_t> reason = dropReason(f, 0);
     if (!slotIsPosition(f, position) || (reason && !slotIsPosition(f, *reason))) continue;
     out.push_back({std::move(f), position, reason});
+  }
+  return out;
+}
+
+std::vector<host::BpfProgram> packetPrograms(host::KernelInfo& kernel) {
+  Result<std::vector<host::BpfProgram>> loaded = kernel.bpfPrograms();
+  if (!loaded) return {};
+  std::vector<host::BpfProgram> out;
+  for (host::BpfProgram& p : *loaded) {
+    bool kind = p.type == BPF_PROG_TYPE_XDP || p.type == BPF_PROG_TYPE_SCHED_CLS || p.type == BPF_PROG_TYPE_SCHED_ACT;
+    bool context = !p.params.empty() && p.params[0].kind == host::BpfProgramParam::Kind::Context;
+    if (kind && p.hasBtf() && context) out.push_back(std::move(p));
   }
   return out;
 }
@@ -173,13 +179,10 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   std::optional<PacketIdentity> identity = packetIdentity(ctx.btf, *skb);
   size_t programs = 0;
   std::vector<host::BpfProgram> loaded;
-  if (!packet.graph && !out.packet_sites.empty()) {
-    // Listing them needs root, as tracing them does: without, packet mode goes on without.
-    if (auto listed = ctx.kernel.bpfPrograms()) loaded = std::move(*listed);
-  }
+  if (!packet.graph && !out.packet_sites.empty()) loaded = packetPrograms(ctx.kernel);
   for (const host::BpfProgram& prog : loaded) {
     bool xdp = prog.type == BPF_PROG_TYPE_XDP;
-    if (!packetProgram(prog) || (xdp && (!identity || !identity->xdp_hard_start))) continue;
+    if (xdp && (!identity || !identity->xdp_hard_start)) continue;
     if (!use(prog.displayName())) continue;
     out.packet_sites.push_back({"bpf:" + prog.displayName(), "bpf", "", 0, std::nullopt, false, false, false,
                                 std::nullopt, prog});
