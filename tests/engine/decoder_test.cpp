@@ -108,5 +108,26 @@ TEST(RecordDecoder, APacketProbesEventSaysWhereThePacketWas) {
   EXPECT_EQ(decoder.decode(kept.data().data(), kept.data().size())->packet->reason, "");
 }
 
+TEST(RecordDecoder, AnXdpOrTcProgramsVerdictIsNamedByItsProgramType) {
+  FakeHost host;
+  plan::FieldLayout verdict = field("verdict", FieldKind::Table, 48);
+  verdict.names = {{int64_t{6} << 32 | 1, "XDP_DROP"}, {int64_t{3} << 32 | 2, "TC_ACT_SHOT"}};
+  plan::ProgramLayout layout = oneProbe({field("skb", FieldKind::Pointer, 40), verdict});
+  layout.probes[0].size = 56;
+  plan::PacketLayout packet;
+  packet.skb_field = 0;
+  packet.verdict_field = 1;
+  layout.probes[0].packet = packet;
+  RecordDecoder decoder(layout, host.context());
+  auto verdictOf = [&](uint64_t v) {
+    Bytes r = record(0, 56).u64(40, 0xffff888000a00000).u64(48, v);
+    return decoder.decode(r.data().data(), r.data().size())->packet->verdict;
+  };
+  EXPECT_EQ(verdictOf(uint64_t{6} << 32 | 1), "XDP_DROP");
+  EXPECT_EQ(verdictOf(uint64_t{3} << 32 | 2), "TC_ACT_SHOT");
+  EXPECT_EQ(verdictOf(uint64_t{3} << 32 | 0xffffffff), "-1");  // a value with no name: its number
+  EXPECT_EQ(verdictOf(0), "");  // a kernel function's site: none
+}
+
 }  // namespace
 }  // namespace kq::engine::testing

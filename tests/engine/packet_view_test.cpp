@@ -130,6 +130,36 @@ TEST_F(PacketView, AJourneyIsOnePacketWhateverItsSkbs) {
             "  03:04:05.678919    +0 ns    0  ip_rcv    42   0x10\n");
 }
 
+TEST_F(PacketView, AnXdpProgramsVerdictEndsItsStep) {
+  // A fifth site, an XDP program traced by fexit: its verdict in a hidden Table field.
+  plan::ProbeLayout probe = journeyProbe();
+  probe.size = 104;
+  plan::FieldLayout verdict = hidden(field("verdict", FieldKind::Table, 96));
+  verdict.names = {{int64_t{6} << 32 | 1, "XDP_DROP"}, {int64_t{6} << 32 | 2, "XDP_PASS"}};
+  probe.fields.push_back(verdict);
+  probe.packet->verdict_field = static_cast<int32_t>(probe.fields.size() - 1);
+  probe.packet->sites.push_back("bpf:xdp_drop_udp");
+  probe.packet->modules.push_back("bpf");
+  probe.packet->frees.push_back(false);
+  plan.layout.probes = {probe};
+  constexpr uint64_t kXdp = 4;
+  auto judged = [](const Seen& s, uint64_t verdict) { return seen(s, 104).u64(88, 0x1000).u64(96, verdict); };
+  std::vector<Bytes> records{
+      judged({kSkbA, IpRcv, 0, 60}, 0),
+      judged({kSkbA, static_cast<Site>(kXdp), 1000, 60}, uint64_t{6} << 32 | 1),
+      judged({kSkbA, KfreeSkb, 2000, 60}, 0),
+  };
+  EXPECT_EQ(print(records),
+            "packet 0xffff888000a00000: 3 events in 2.0 µs\n"
+            "  TIME             ELAPSED  CPU  FUNCTION                len  mark\n"
+            "  03:04:05.678900    +0 ns    0  ip_rcv                  60   0x10\n"
+            "  03:04:05.678901  +1.0 µs    0  bpf:xdp_drop_udp [bpf]  60   0x10  verdict: XDP_DROP\n"
+            "  03:04:05.678902  +2.0 µs    0  skb:kfree_skb           60   0x10\n");
+  std::string json = printEvents(plan, host, {records[1]}, OutputFormat::Json, {}).out;
+  EXPECT_NE(json.find(R"("function":"bpf:xdp_drop_udp","is_return":false,"verdict":"XDP_DROP","journey":"0x1000")"),
+            std::string::npos) << json;
+}
+
 TEST_F(PacketView, EventsAreLinesAsTheyComeThenThePerPacketView) {
   plan.layout.probes = {packetProbe(/*graph=*/false)};
   std::vector<Bytes> records{
