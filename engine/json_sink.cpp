@@ -120,6 +120,12 @@ class JsonSink : public Sink {
         {"exits_without_entry", result.lostFor(plan::Lost::StashMissing)},
     };
     if (result.not_shown) summary["not_shown"] = result.not_shown;
+    // A packet query's losses, by site (all queries').
+    nlohmann::json lost_at = nlohmann::json::object();
+    for (const QueryStats& s : result.queries) {
+      for (const auto& [site, n] : s.lost_at) lost_at[site] = lost_at.value(site, uint64_t{0}) + n;
+    }
+    if (!lost_at.empty()) summary["lost_at"] = lost_at;
     if (layout_.queries > 1) {
       nlohmann::json queries = nlohmann::json::array();
       for (size_t q = 0; q < result.queries.size(); ++q) {

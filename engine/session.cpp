@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -322,6 +323,20 @@ std::array<uint64_t, plan::kLostReasons> Session::lostOf(uint32_t q) const {
   return lost;
 }
 
+std::vector<std::pair<std::string, uint64_t>> Session::lostAt(uint32_t q) const {
+  std::map<std::string, uint64_t> by_site;
+  for (const plan::ProbeLayout& probe : plan_.layout.probes) {
+    if (probe.query != q || !probe.packet || probe.packet->lost_map.empty()) continue;
+    int fd = object_.mapFd(probe.packet->lost_map);
+    for (uint32_t i = 0; i < probe.packet->sites.size(); ++i) {
+      if (uint64_t n = perCpuSum(fd, i)) by_site[probe.packet->sites[i]] += n;
+    }
+  }
+  std::vector<std::pair<std::string, uint64_t>> out(by_site.begin(), by_site.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
 SessionResult Session::run() {
   SessionResult result;
   RecordDecoder decoder(plan_.layout, context_);
@@ -445,6 +460,7 @@ SessionResult Session::run() {
   result.traced_pid = static_cast<uint32_t>(options_.traced);
   for (uint32_t q = 0; q < states_.size(); ++q) {
     QueryStats stats = handles_[q].stats();
+    stats.lost_at = lostAt(q);
     if (!states_[q].ended.exchange(true)) sink_.onQueryEnd(q, stats);  // ended with the session
     stats.ended = true;
     for (uint32_t why = 0; why < plan::kLostReasons; ++why) result.lost[why] += stats.lost[why];

@@ -85,6 +85,8 @@ class Session {
   };
   /// Query `q`'s losses, by reason, from the kernel's counters.
   std::array<uint64_t, plan::kLostReasons> lostOf(uint32_t q) const;
+  /// QueryStats::lost_at of query `q`.
+  std::vector<std::pair<std::string, uint64_t>> lostAt(uint32_t q) const;
   void wake();
 
   Host& host_;

@@ -33,6 +33,9 @@ struct QueryStats {
   uint64_t not_shown = 0;
   /// Events lost, by plan::Lost reason.
   std::array<uint64_t, plan::kLostReasons> lost{};
+  /// A packet query's records lost for a full ring buffer, by site (`ip_rcv`), the most
+  /// first; at the end of a session.
+  std::vector<std::pair<std::string, uint64_t>> lost_at;
   bool ended = false;  // its `for`, its `limit`, or stop()
 
   uint64_t lostFor(plan::Lost why) const { return lost[static_cast<uint32_t>(why)]; }

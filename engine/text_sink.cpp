@@ -326,6 +326,17 @@ class TextSink : public Sink {
         text += fmt::format("\nkq: {}: {}", queryTitle(static_cast<uint32_t>(q)), fmt::join(parts, ", "));
       }
     }
+    // A packet query's losses, by where (the most first).
+    for (size_t q = 0; q < result.queries.size(); ++q) {
+      const auto& at = result.queries[q].lost_at;
+      if (at.empty()) continue;
+      constexpr size_t kShown = 8;
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < at.size() && i < kShown; ++i) parts.push_back(fmt::format("{} {}", at[i].first, at[i].second));
+      if (at.size() > kShown) parts.push_back("and " + plural(at.size() - kShown, "more site", "more sites"));
+      std::string whose = layout_.queries > 1 ? fmt::format(" by {}", queryTitle(static_cast<uint32_t>(q))) : "";
+      text += fmt::format("\nkq: lost{} at: {}", whose, fmt::join(parts, ", "));
+    }
     if (uint64_t n = result.lostFor(plan::Lost::StashFull)) {
       text += fmt::format("\nkq: {} not kept for {} exit (too many calls were in flight at once)",
                           plural(n, "function entry was", "function entries were"),

@@ -141,6 +141,9 @@ struct PacketLayout {
   std::vector<std::string> modules;  // each site's module: `vmlinux`, `nf_conntrack`
   std::vector<bool> frees;  // each site: the skb is freed there (a later one is a new packet)
   bool graph = false;
+  /// A per-CPU array of a counter per site: records lost there for a full ring buffer (the
+  /// query's RingBufferFull count, by where). Empty in plans from before.
+  std::string lost_map;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("skb_field", self.skb_field...);
@@ -153,6 +156,7 @@ struct PacketLayout {
     visit("modules", self.modules...);
     visit("frees", self.frees...);
     visit("graph", self.graph...);
+    visit("?lost_map", self.lost_map...);
   }
 };
 

@@ -212,6 +212,12 @@ std::string objectMismatch(const plan::ProgramPlan& plan, const ObjectContents& 
   uint64_t queries = plan.layout.queries;
   c.counters("lost_map", plan.lost_map, queries * plan::kLostReasons,
              fmt::format("the losses of {} {}", queries, queries == 1 ? "query" : "queries").c_str());
+  for (size_t i = 0; i < plan.layout.probes.size(); ++i) {
+    const plan::ProbeLayout& probe = plan.layout.probes[i];
+    if (!probe.packet || probe.packet->lost_map.empty()) continue;
+    c.counters(fmt::format("probes[{}].packet.lost_map", i), probe.packet->lost_map, probe.packet->sites.size(),
+               fmt::format("the losses at {} packet sites", probe.packet->sites.size()).c_str());
+  }
   if (!plan.tracked_map.empty()) c.map("tracked_map", plan.tracked_map);
   if (!plan.stops_map.empty()) {
     if (const ObjectMap* stops = c.map("stops_map", plan.stops_map)) {

@@ -620,6 +620,10 @@ void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint3
     }
   }
   p.track = p.query.query->clauses.track.has_value();
+  if (layout.writes_records) {
+    view.lost_map = fmt::format("packet_lost_{}", query_number);
+    p.packet_lost = object_.addMap({view.lost_map, MapType::PercpuArray, static_cast<uint32_t>(view.sites.size()), 4, 8});
+  }
   if (layout.writes_records || p.track) {
     // (journey, data head) by skb, and (journey, an skb holding it) by data head.
     p.journeys = object_.addMap({fmt::format("journeys_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 16, 0});

@@ -366,6 +366,19 @@ void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const Pr
   auto* full = llvm::BasicBlock::Create(b.getContext(), "full", program.fn);
   b.CreateCondBr(b.CreateIsNotNull(record), reserved, full);
   b.SetInsertPoint(full);
+  if (p.packet_lost) {
+    // Where it was lost, too: the site's counter (a plain add, per CPU).
+    llvm::Value* index = program.frame.allocate(4);
+    b.CreateStore(b.CreateTrunc(lower.packetSite(), b.getInt32Ty()), index);
+    llvm::Value* counter = mapLookup(program, p.packet_lost, index);
+    auto* count = llvm::BasicBlock::Create(b.getContext(), "count_lost_at", program.fn);
+    auto* counted = llvm::BasicBlock::Create(b.getContext(), "counted_at", program.fn);
+    b.CreateCondBr(b.CreateIsNotNull(counter), count, counted);
+    b.SetInsertPoint(count);
+    b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
+    b.CreateBr(counted);
+    b.SetInsertPoint(counted);
+  }
   countLost(program, plan::Lost::RingBufferFull);
   b.SetInsertPoint(reserved);
   writeHeader(program, record, p.id);

@@ -110,6 +110,8 @@ struct ProbeUnit {
   llvm::GlobalVariable* graph = nullptr;
   /// `packet graph`: how deep each thread is in each function (every call counts).
   llvm::GlobalVariable* graph_depth = nullptr;
+  /// `packet`: records lost for a full ring, per CPU, by site (PacketLayout::lost_map).
+  llvm::GlobalVariable* packet_lost = nullptr;
 };
 
 /// A program being generated: one query's part of the program at its site (the object's

@@ -47,5 +47,25 @@ TEST(SessionSummary, SaysEveryLostReasonInPlainWords) {
             R"("not_counted":0,"not_counted_no_memory":0}})" "\n");
 }
 
+TEST(SessionSummary, SaysWhereAPacketQueryLostItsRecords) {
+  plan::ProgramPlan plan;
+  plan.layout.probes.resize(1);
+  plan.maps.push_back({"events", "ringbuf", 0, 0, 4 << 10, true, 4 << 10, 0});
+  SessionResult result;
+  result.events = 10;
+  result.lost = {45, 0, 0, 0, 0};
+  QueryStats stats;
+  for (int i = 0; i < 9; ++i) stats.lost_at.emplace_back("site_" + std::to_string(i), 9 - i);
+  result.queries.push_back(stats);
+  std::string text = summaryOf(plan, result, OutputFormat::Text).err;
+  EXPECT_NE(text.find("\nkq: lost at: site_0 9, site_1 8, site_2 7, site_3 6, site_4 5, site_5 4, site_6 3, "
+                      "site_7 2, and 1 more site\n"),
+            std::string::npos)
+      << text;
+  std::string json = summaryOf(plan, result, OutputFormat::Json).err;
+  EXPECT_NE(json.find(R"("lost_at":{"site_0":9,"site_1":8,)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("site_8":1})"), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace kq::engine

@@ -469,6 +469,32 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(last["9996"], ("skb:kfree_skb", "SKB_DROP_REASON_TC_INGRESS"), ends["9996"])
         self.assertTrue(all(e["ifname"] == vb for e in ends["9997"][-2:]), ends["9997"])
 
+    def test_losses_are_counted_where_they_happened(self):
+        # A burst of 2,000 marked datagrams into the smallest ring buffer: most of their
+        # records are lost, and each loss is counted at its site, in JSON and in text.
+        burst = (f"{sys.executable} -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                 f"s.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, {MARK:#x}); "
+                 f"[s.sendto(b'x' * 20, ('127.0.0.1', {CLOSED_PORT})) for _ in range(2000)]\"")
+        query = f"trace packet where mark == {MARK:#x} select len"
+        status, out, err = kq_around("--buffer-size", "4k", "-f", "json", query, command=burst)
+        self.assertEqual(status, 0, err)
+        [summary] = [json.loads(l)["summary"] for l in err.splitlines() if l.startswith('{"summary"')]
+        self.assertGreater(summary["lost"], 0, summary)
+        self.assertEqual(sum(summary["lost_at"].values()), summary["lost"], summary)
+        sites = {e["function"] for e in json_events(out)}
+        self.assertTrue(set(summary["lost_at"]) <= sites | {"net:net_dev_start_xmit", "net:netif_rx_entry",
+                                                            "net:netif_rx", "net:net_dev_xmit", "icmp:icmp_send"},
+                        summary)
+        self.assertIn("skb:kfree_skb", summary["lost_at"])
+        status, _, err = kq_around("--buffer-size", "4k", "--packet-view", "live", query, command=burst)
+        self.assertEqual(status, 0, err)
+        lost = int(re.search(r"^kq: \d+ events, (\d+) lost", err, re.M)[1])
+        at = re.search(r"^kq: lost at: (.*)$", err, re.M)
+        self.assertTrue(at, err)
+        counts = [int(part.rsplit(" ", 1)[1]) for part in at[1].split(", ") if not part.startswith("and ")]
+        self.assertEqual(counts, sorted(counts, reverse=True), at[1])
+        self.assertLessEqual(sum(counts), lost)
+
     def test_track_follows_a_packet_after_the_filter_stops_holding(self):
         # `len` at net_dev_queue counts the Ethernet header; once `lo` received the frame
         # it does not: 333 bytes of payload are 375 bytes there, 361 afterwards.
