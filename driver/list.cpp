@@ -11,6 +11,7 @@
 
 #include "compiler/btf/btf.h"
 #include "compiler/sema/packet_functions.h"
+#include "compiler/sema/program.h"
 #include "compiler/sema/types.h"
 #include "driver/commands.h"
 #include "host/perf_events.h"
@@ -195,6 +196,10 @@ int listPacketFunctions(const btf::Btf& btf, host::KernelInfo& kernel, Io& io) {
   }
   for (const host::BpfProgram& p : sema::packetPrograms(kernel)) {
     io.out << fmt::format("bpf:{} ({}, id {}: its verdict, through fexit)\n", p.displayName(), p.type_name, p.id);
+  }
+  std::string module;
+  if (auto chain = sema::netfilterChain(btf, kernel, module)) {
+    io.out << fmt::format("nft_do_chain [{}] (skb: arg{}'s skb; its verdict, through fexit)\n", module, chain->pkt);
   }
   return 0;
 }

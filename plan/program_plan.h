@@ -277,6 +277,8 @@ struct ProgramPlan {
   std::vector<uint32_t> optional_groups;
   /// For each of packet_groups, the optional group of its XDP and TC programs (-1: none).
   std::vector<int32_t> packet_program_groups;
+  /// Likewise, the optional group of its netfilter verdicts (nf_hook_slow's fexit; -1: none).
+  std::vector<int32_t> packet_netfilter_groups;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("programs", self.programs...);
@@ -293,6 +295,7 @@ struct ProgramPlan {
     visit("packet_groups", self.packet_groups...);
     visit("?optional_groups", self.optional_groups...);
     visit("?packet_program_groups", self.packet_program_groups...);
+    visit("?packet_netfilter_groups", self.packet_netfilter_groups...);
     visit("?start_map", self.start_map...);
     visit("?pace_map", self.pace_map...);
   }

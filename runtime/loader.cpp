@@ -200,6 +200,14 @@ std::vector<std::string> LoadedObject::readyLines(const plan::ProgramPlan& plan)
                why != left_out_.end()) {
       line += fmt::format("; the XDP and TC programs loaded are not traced ({})", why->second);
     }
+    // nft_do_chain's verdicts, likewise.
+    int32_t netfilter = i < plan.packet_netfilter_groups.size() ? plan.packet_netfilter_groups[i] : -1;
+    if (netfilter >= 0 && places_.count(static_cast<uint32_t>(netfilter))) {
+      line += fmt::format(", and netfilter's verdicts through {}", plan::attachName(places_.at(static_cast<uint32_t>(netfilter)).attach));
+    } else if (auto why = netfilter < 0 ? left_out_.end() : left_out_.find(static_cast<uint32_t>(netfilter));
+               why != left_out_.end()) {
+      line += fmt::format("; netfilter's verdicts are not traced ({})", why->second);
+    }
     out.push_back(std::move(line));
   }
   return out;

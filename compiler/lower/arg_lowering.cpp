@@ -3,6 +3,7 @@
 // uprobes; see pt_regs.h), a classic tracepoint's record, or what the entry program
 // stashed (kretprobes, syscall exits). Part of ExprLowering (expr_lowering.h).
 #include "compiler/lower/expr_lowering.h"
+#include "host/netfilter.h"
 
 #include <bpf/btf.h>
 
@@ -16,8 +17,10 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
     Val out = extend(args_.packet->skb, type);
     // A tracepoint's is a BTF pointer (direct loads); a kprobe's is read with
     // bpf_probe_read_kernel.
-    // An XDP program's skb was found in a map: a number to the verifier.
-    out.btf = args_.kind == ArgAccess::Kind::CtxArray && !args_.packet->at_return && !args_.packet->xdp;
+    // An XDP program's skb was found in a map, and nft_do_chain's read from its pkt: a
+    // number to the verifier.
+    out.btf = args_.kind == ArgAccess::Kind::CtxArray && !args_.packet->at_return && !args_.packet->xdp &&
+              !args_.packet->netfilter;
     return out;
   }
   switch (args_.kind) {
@@ -279,9 +282,41 @@ llvm::Value* ExprLowering::packetCopied(llvm::Value* position) {
 }
 
 llvm::Value* ExprLowering::packetVerdict() {
-  if (!args_.packet->program_type) return b_.getInt64(0);
+  const sema::NetfilterHookAccess* netfilter = args_.packet->netfilter;
+  if (!args_.packet->program_type && !netfilter) return b_.getInt64(0);
   llvm::Value* ret = b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(args_.return_slot)));
-  return b_.CreateOr(b_.CreateAnd(ret, b_.getInt64(0xffffffff)), b_.getInt64(uint64_t{args_.packet->program_type} << 32));
+  if (!netfilter) {
+    ret = b_.CreateAnd(ret, b_.getInt64(0xffffffff));
+    return b_.CreateOr(ret, b_.getInt64(uint64_t{args_.packet->program_type} << 32));
+  }
+  // host::netfilterVerdictWord: the verdict (NF_VERDICT_MASK: a drop's errno is above it),
+  // and the family and hook of the packet's `state`.
+  llvm::Value* state = packetMember(Val{netfilterPacketInfo()}, netfilter->state, slot(8));
+  llvm::Value* hook = state ? packetMember(Val{state}, netfilter->hook, slot(8)) : nullptr;
+  llvm::Value* pf = state ? packetMember(Val{state}, netfilter->pf, slot(8)) : nullptr;
+  if (!hook || !pf) return b_.getInt64(0);
+  llvm::Value* where = b_.CreateOr(b_.CreateShl(b_.CreateAnd(pf, b_.getInt64(0xff)), b_.getInt64(56)),
+                                   b_.CreateShl(b_.CreateAnd(hook, b_.getInt64(0xff)), b_.getInt64(48)));
+  // A drop that freed the packet already is a drop.
+  llvm::Value* verdict = b_.CreateSelect(netfilterDropped(), b_.getInt64(host::kNfDrop), b_.CreateAnd(ret, b_.getInt64(0xff)));
+  verdict = b_.CreateOr(verdict, b_.getInt64(uint64_t{host::kNetfilterVerdict} << 32));
+  return b_.CreateOr(verdict, where);
+}
+
+llvm::Value* ExprLowering::netfilterDropped() {
+  llvm::Value* ret = b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(args_.return_slot)));
+  ret = b_.CreateAnd(ret, b_.getInt64(0xffffffff));
+  llvm::Value* stolen = b_.CreateICmpEQ(b_.CreateAnd(ret, b_.getInt64(0xff)), b_.getInt64(host::kNfStolen));
+  return b_.CreateAnd(stolen, b_.CreateICmpNE(b_.CreateLShr(ret, b_.getInt64(16)), b_.getInt64(0)));
+}
+
+llvm::Value* ExprLowering::netfilterPacketInfo() {
+  return b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(args_.packet->netfilter->pkt)));
+}
+
+llvm::Value* ExprLowering::netfilterSkb() {
+  llvm::Value* skb = packetMember(Val{netfilterPacketInfo()}, args_.packet->netfilter->skb, slot(8));
+  return skb ? skb : b_.getInt64(0);
 }
 
 llvm::Value* ExprLowering::xdpHardStart() {

@@ -82,6 +82,8 @@ struct PacketAccess {
   /// whether its context is an XDP buffer (the skb is then the one whose head it starts at).
   uint32_t program_type = 0;
   bool xdp = false;
+  /// nft_do_chain's fexit: where its packet and hook are (its return is the chain's verdict).
+  const sema::NetfilterHookAccess* netfilter = nullptr;
 };
 
 /// A packet kprobe's cookie: the site number in the low 32 bits, then the register of the
@@ -204,6 +206,13 @@ class ExprLowering {
   /// `packet` programs: the skb, the site's number, a drop's reason (0 where none), and
   /// whether the skb is freed here.
   llvm::Value* packetSkb();
+  /// nft_do_chain's fexit (PacketAccess::netfilter): its `struct nft_pktinfo *`, and that
+  /// one's skb (0 where it cannot be read).
+  llvm::Value* netfilterPacketInfo();
+  llvm::Value* netfilterSkb();
+  /// nft_do_chain's return says a rule dropped the packet and freed it already (NF_STOLEN
+  /// with an errno: host::kNfStolen).
+  llvm::Value* netfilterDropped();
   llvm::Value* packetSite();
   llvm::Value* packetReason();
   llvm::Value* packetJourney();

@@ -20,7 +20,7 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
     uint32_t registers = static_cast<uint32_t>(ptRegsLayout(args.arch).args.size());
     for (const sema::PacketSite& s : p.target.packet_sites) {
       bool past = s.skb >= registers || (s.reason && *s.reason >= registers) || (s.copy_of && *s.copy_of >= registers);
-      if (s.event.empty() && !s.program && past) args.packet->stack_args = true;
+      if (s.event.empty() && !s.program && !s.netfilter && past) args.packet->stack_args = true;
     }
   }
   if (args.packet->at_return) return;
@@ -30,6 +30,8 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
   if (p.graph) args.packet->depth = graphEnter(program, p, lower);
   if (args.packet->xdp) {
     xdpSkb(program, lower, p, args);
+  } else if (args.packet->netfilter) {
+    args.packet->skb = lower.netfilterSkb();
   } else {
     args.packet->skb = lower.packetSkb();
   }
@@ -44,8 +46,12 @@ void ProgramEmitter::packetSetup(Program& program, const ProbeUnit& p, ArgAccess
     // Before `where`: an skb freed where `where` no longer holds is forgotten all the same,
     // and a copy is on its original's journey before `where` asks whether it is followed.
     ExprLowering site = lowering(program, p.probe.exprs, args);
-    forgetFreed(program, site, p);
-    inheritCopy(program, site, p);
+    if (args.packet->netfilter) {
+      if (p.freed) netfilterDropJourney(program, site, p);
+    } else {
+      forgetFreed(program, site, p);
+      inheritCopy(program, site, p);
+    }
   }
   // A site the globs left out ends journeys (above) and shows nothing.
   if (std::any_of(p.target.packet_sites.begin(), p.target.packet_sites.end(),
@@ -195,6 +201,14 @@ void ProgramEmitter::forgetFreed(Program& program, ExprLowering& lower, const Pr
   llvm::Value* key = program.frame.allocate(8);
   b.CreateStore(lower.packetSkb(), key);
   module.callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.journeys, key});
+  if (p.freed) {
+    // For nft_do_chain's return, when a rule's drop freed it (netfilterDropJourney).
+    llvm::Value* journey = lower.packetJourneyBeforeFree();
+    auto* remember = llvm::BasicBlock::Create(b.getContext(), "remember_freed", program.fn);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(b.getInt64Ty(), journey), b.getInt64(0)), remember, data);
+    b.SetInsertPoint(remember);
+    module.callHelper(b, Helper::MapUpdateElem, b.getInt64Ty(), {p.freed, key, journey, b.getInt64(0)});
+  }
   b.CreateBr(data);
   b.SetInsertPoint(data);
   if (llvm::Value* head = p.heads ? lower.packetHead() : nullptr) {
@@ -217,6 +231,25 @@ void ProgramEmitter::forgetFreed(Program& program, ExprLowering& lower, const Pr
   } else {
     b.CreateBr(done);
   }
+  b.SetInsertPoint(done);
+}
+
+void ProgramEmitter::netfilterDropJourney(Program& program, ExprLowering& lower, const ProbeUnit& p) {
+  llvm::IRBuilder<>& b = program.b;
+  auto* dropped = llvm::BasicBlock::Create(b.getContext(), "nf_dropped", program.fn);
+  auto* known = llvm::BasicBlock::Create(b.getContext(), "nf_dropped_known", program.fn);
+  auto* done = llvm::BasicBlock::Create(b.getContext(), "nf_verdict", program.fn);
+  b.CreateCondBr(lower.netfilterDropped(), dropped, done);
+  // The skb at its address now may be another packet's: only the journey it was freed on.
+  b.SetInsertPoint(dropped);
+  llvm::Value* key = program.frame.allocate(8);
+  b.CreateStore(lower.packetSkb(), key);
+  llvm::Value* entry = mapLookup(program, p.freed, key);
+  b.CreateCondBr(b.CreateIsNotNull(entry), known, program.bail);
+  b.SetInsertPoint(known);
+  b.CreateStore(b.CreateLoad(b.getInt64Ty(), entry), lower.packetJourneyBeforeFree());
+  object_.module().callHelper(b, Helper::MapDeleteElem, b.getInt64Ty(), {p.freed, key});
+  b.CreateBr(done);
   b.SetInsertPoint(done);
 }
 

@@ -23,6 +23,8 @@ constexpr uint32_t kUprobeArgs = 6;
 constexpr uint32_t kStashEntries = 65536;
 /// `track`: packets followed at once (an LRU map: the oldest make room).
 constexpr uint32_t kTrackedPackets = 65536;
+/// `packet` with netfilter's verdicts: skbs freed lately whose journeys are remembered.
+constexpr uint32_t kFreedPackets = 4096;
 
 ProgramSite site(std::string section, Attach attach, std::string target, uint32_t group,
                  uint32_t method, ArgAccess args) {
@@ -630,6 +632,11 @@ void ProbePlanner::addPacketState(ProbeUnit& p, plan::ProbeLayout& layout, uint3
     if (p.target.packet_identity) {
       p.heads = object_.addMap({fmt::format("journey_heads_{}", query_number), MapType::LruHash, kTrackedPackets, 8, 16, 0});
     }
+    if (std::any_of(p.target.packet_sites.begin(), p.target.packet_sites.end(),
+                    [](const sema::PacketSite& s) { return s.netfilter.has_value(); })) {
+      // Its entries are read within the call that freed the skb: a few per CPU would do.
+      p.freed = object_.addMap({fmt::format("journeys_freed_{}", query_number), MapType::LruHash, kFreedPackets, 8, 8, 0});
+    }
   }
   if (packet.graph) {
     // (thread, site, depth): a function calls itself for another skb (loopback's reply goes
@@ -645,6 +652,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
   uint32_t group = object_.newGroup(t.description);
   object_.plan().packet_groups.push_back(group);
   object_.plan().packet_program_groups.push_back(-1);
+  object_.plan().packet_netfilter_groups.push_back(-1);
   // One program serves every function: its attach cookie says which, and where the
   // function takes its skb (and a drop's reason), so LLVM compiles it once.
   std::vector<std::string> symbols;
@@ -652,7 +660,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
   std::vector<std::pair<uint32_t, const sema::PacketSite*>> tracepoints;
   for (uint32_t i = 0; i < t.packet_sites.size(); ++i) {
     const sema::PacketSite& site = t.packet_sites[i];
-    if (site.program) continue;  // lowerPacketPrograms
+    if (site.program || site.netfilter) continue;  // lowerPacketPrograms, lowerNetfilterVerdicts
     if (!site.event.empty()) {
       tracepoints.emplace_back(i, &site);
       continue;
@@ -665,6 +673,7 @@ void ProbePlanner::lowerPacket(const ProbeUnit& p) {
                       uint64_t{site.copy_of ? *site.copy_of + 1 : 0} << kPacketCookieCopyShift);
   }
   lowerPacketPrograms(p);
+  lowerNetfilterVerdicts(p);
   uint32_t method = 0;
   if (!symbols.empty()) {
     struct Kind {
@@ -749,6 +758,30 @@ void ProbePlanner::lowerPacketPrograms(const ProbeUnit& p) {
     ProgramSite leave = site("fexit/" + prog.function, Attach::Fexit, prog.function, group, 0, args);
     leave.func = s.name;
     leave.attach_program = prog.id;
+    emitter_.emitMain(p, leave);
+  }
+}
+
+void ProbePlanner::lowerNetfilterVerdicts(const ProbeUnit& p) {
+  const sema::ResolvedTarget& t = p.target;
+  for (uint32_t index = 0; index < t.packet_sites.size(); ++index) {
+    const sema::PacketSite& s = t.packet_sites[index];
+    if (!s.netfilter) continue;
+    uint32_t group = object_.newGroup("netfilter's verdicts (nft_do_chain's return)");
+    object_.plan().optional_groups.push_back(group);
+    object_.plan().packet_netfilter_groups.back() = static_cast<int32_t>(group);
+    object_.noteGroup(group, "nft_do_chain's return, the verdict of a base chain's rules: fexit, through a "
+                             "BPF trampoline, which reads the arguments at the return (a kretprobe cannot); "
+                             "where the kernel refuses fexit, packet mode goes on without them");
+    ArgAccess args{ArgAccess::Kind::CtxArray};
+    args.ret = ArgAccess::Ret::CtxSlot;
+    args.return_slot = s.netfilter->params;
+    args.packet.emplace();
+    args.packet->site = index;
+    args.packet->netfilter = &*s.netfilter;
+    args.func = s.name;
+    ProgramSite leave = site("fexit/" + s.name, Attach::Fexit, s.name, group, 0, args);
+    leave.func = s.name;
     emitter_.emitMain(p, leave);
   }
 }

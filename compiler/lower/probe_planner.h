@@ -38,6 +38,8 @@ class ProbePlanner {
   void lowerBpfPrograms(const ProbeUnit& p);
   /// `packet`'s XDP and TC programs: fexit on each, in a group that may attach nothing.
   void lowerPacketPrograms(const ProbeUnit& p);
+  /// nft_do_chain's return in packet mode (PacketSite::netfilter), in a group of its own.
+  void lowerNetfilterVerdicts(const ProbeUnit& p);
   /// Makes the site of one attach method (`fentry`, `fexit`) at the place being lowered.
   using SiteAt = std::function<ProgramSite(const char* kind, plan::Attach attach, ArgAccess args)>;
   /// fentry on a function; at exit, fentry keeping the entry time and fexit reading the

@@ -326,6 +326,13 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
       auto* check = llvm::BasicBlock::Create(b.getContext(), "check_where", program->fn);
       b.CreateCondBr(packetTracked(*program, body, p), pass, check);
       b.SetInsertPoint(check);
+    } else if (args.packet && args.packet->netfilter && p.freed) {
+      // A chain's drop freed the packet, which was on a journey (it was recorded): its skb
+      // cannot be asked any more.
+      auto* check = llvm::BasicBlock::Create(b.getContext(), "check_where", program->fn);
+      llvm::Value* freed_on = b.CreateLoad(b.getInt64Ty(), body.packetJourneyBeforeFree());
+      b.CreateCondBr(b.CreateICmpNE(freed_on, b.getInt64(0)), pass, check);
+      b.SetInsertPoint(check);
     }
     llvm::Value* keep = body.condition(*where);
     if (std::getenv("KQ_TEST_VERIFIER_REJECT") && !p.keeps) rejectedOnPurpose(*program, *where);

@@ -104,6 +104,9 @@ struct ProbeUnit {
   /// `track` follows the skbs they know.
   llvm::GlobalVariable* journeys = nullptr;
   llvm::GlobalVariable* heads = nullptr;
+  /// `packet` with nft_do_chain's verdicts: the journey of each skb freed lately, by its
+  /// address, for a chain's drop, which frees its packet before nft_do_chain returns.
+  llvm::GlobalVariable* freed = nullptr;
   bool track = false;
   /// `packet graph`: the skb and journey each function entered with, by (thread, site), for
   /// its return.
@@ -191,6 +194,9 @@ class ProgramEmitter {
   llvm::Value* journeyKnown(Program& program, ExprLowering& lower, const ProbeUnit& p);
   /// Where the skb lets go of its data or is freed: forgets what no later event can use.
   void forgetFreed(Program& program, ExprLowering& lower, const ProbeUnit& p);
+  /// nft_do_chain's return, where a rule dropped (and freed) the packet: the journey it was
+  /// freed on (ProbeUnit::freed), or none followed (the program returns).
+  void netfilterDropJourney(Program& program, ExprLowering& lower, const ProbeUnit& p);
   /// A copy being made (skb_copy_header): on its original's journey, if that has one.
   void inheritCopy(Program& program, ExprLowering& lower, const ProbeUnit& p);
   /// An XDP program's skb (PacketAccess::skb): the one holding the data it runs on, which

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compiler/sema/builtins/builtins.h"
+#include "host/netfilter.h"
 
 namespace kq::lower {
 namespace {
@@ -205,9 +206,13 @@ void addPacketFields(std::vector<Field>& fields, const sema::ResolvedTarget& tar
   addField(fields, packetField(Field::Packet::Return, FieldKind::Bool));
   addField(fields, packetField(Field::Packet::Reason, FieldKind::Enum));
   addField(fields, packetField(Field::Packet::Journey, FieldKind::Unsigned));
-  // XDP's and TC's verdicts, named by the program type and the value: 0 is no verdict.
+  // XDP's and TC's verdicts, named by the program type and the value, and netfilter's (by
+  // its hook too, host::netfilterVerdictWord): 0 is no verdict.
   Field verdict = packetField(Field::Packet::Verdict, FieldKind::Table);
   for (const sema::PacketSite& site : target.packet_sites) {
+    if (site.netfilter) {
+      for (auto& [word, name] : host::netfilterVerdictNames()) verdict.layout.names.emplace(static_cast<int64_t>(word), name);
+    }
     const host::Verdicts* verdicts = site.program ? host::verdictsOf(site.program->type) : nullptr;
     if (!verdicts) continue;
     for (const auto& [value, name] : verdicts->names) {

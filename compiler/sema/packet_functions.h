@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/btf/btf.h"
@@ -25,5 +26,12 @@ std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInf
 /// loaded with BTF (fexit attaches by it), their context their first parameter. None where
 /// they cannot be listed (without root).
 std::vector<host::BpfProgram> packetPrograms(host::KernelInfo& kernel);
+
+struct NetfilterHookAccess;
+/// nft_do_chain, which runs an nftables base chain's rules for a packet at a hook and
+/// returns their verdict, where kq can trace its return (fexit) and find the packet and the
+/// hook through its arguments; `module` is where it is (`nf_tables`). None where nf_tables is
+/// not loaded.
+std::optional<NetfilterHookAccess> netfilterChain(const btf::Btf& btf, host::KernelInfo& kernel, std::string& module);
 
 }  // namespace kq::sema

@@ -86,7 +86,6 @@ std::optional<PacketIdentity> packetIdentity(const btf::Btf& btf, btf::BtfType s
   return out;
 }
 
-
 }  // namespace
 
 std::vector<PacketFunction> packetFunctions(const btf::Btf& btf, host::KernelInfo& kernel) {
@@ -111,6 +110,31 @@ std::vector<host::BpfProgram> packetPrograms(host::KernelInfo& kernel) {
     if (kind && p.hasBtf() && context) out.push_back(std::move(p));
   }
   return out;
+}
+
+std::optional<NetfilterHookAccess> netfilterChain(const btf::Btf& btf, host::KernelInfo& kernel, std::string& module) {
+  std::optional<btf::Function> f = btf.findFunction("nft_do_chain");
+  if (!f || kernel.inFilterFunctions(f->name) == Known::No) return std::nullopt;
+  // The structs as the module's BTF has them (nft_pktinfo is nf_tables' own).
+  std::optional<uint32_t> pkt = btf::parameterPointingTo(*f, "nft_pktinfo", 0, kRegisterArgs);
+  if (!pkt) return std::nullopt;
+  auto pointee = [](btf::BtfType pointer) { return btf::BtfType{pointer.file, pointer.get()->type}.resolved(); };
+  auto member = [](btf::BtfType record, const char* name, uint64_t size) {
+    std::optional<btf::MemberSteps> m = btf::findMemberSteps(record, name);
+    return m && m->type.size() == size ? m : std::nullopt;
+  };
+  btf::BtfType info = pointee(f->params[*pkt].type.resolved());
+  auto skb = member(info, "skb", 8);
+  auto at = member(info, "state", 8);
+  if (!skb || !at || !btf_is_ptr(at->type.get())) return std::nullopt;
+  btf::BtfType state = pointee(at->type);
+  if (state.id == 0 || !btf_is_struct(state.get())) return std::nullopt;
+  auto hook = member(state, "hook", 1);
+  auto pf = member(state, "pf", 1);
+  if (!hook || !pf) return std::nullopt;
+  module = f->module.empty() ? "vmlinux" : f->module;
+  return NetfilterHookAccess{*pkt, static_cast<uint32_t>(f->params.size()), std::move(*skb), std::move(*at),
+                             std::move(*hook), std::move(*pf)};
 }
 
 std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& target,
@@ -188,6 +212,17 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
                                 std::nullopt, prog});
     ++programs;
   }
+  // The verdict of each nftables base chain a packet meets: nft_do_chain's return, where
+  // nf_tables is loaded (a drop's verdict comes before nf_hook_slow frees the packet).
+  std::optional<NetfilterHookAccess> chain;
+  std::string module;
+  if (!packet.graph && !out.packet_sites.empty() && use("nft_do_chain")) chain = netfilterChain(ctx.btf, ctx.kernel, module);
+  if (chain) {
+    PacketSite verdict{"nft_do_chain", module, "", 0, std::nullopt, false, false, false, std::nullopt, std::nullopt};
+    verdict.netfilter = std::move(chain);
+    out.packet_sites.push_back(std::move(verdict));
+    ++programs;
+  }
   for (size_t i = 0; i < packet.functions.size(); ++i) {
     if (glob_used[i]) continue;
     const ast::Pattern& glob = packet.functions[i];
@@ -217,11 +252,14 @@ std::optional<ResolvedTarget> resolvePacket(Context& ctx, const ast::Target& tar
   // What the globs chose (the sites kept only to end journeys are not counted).
   auto functions_end = out.packet_sites.begin() + static_cast<std::ptrdiff_t>(out.functions.size());
   auto tracepoints_end = out.packet_sites.end() - static_cast<std::ptrdiff_t>(programs);
+  bool netfilter = programs && out.packet_sites.back().netfilter;
+  programs -= netfilter ? 1 : 0;
   size_t shown_functions = static_cast<size_t>(std::count_if(out.packet_sites.begin(), functions_end, visible));
   size_t shown_tracepoints = static_cast<size_t>(std::count_if(functions_end, tracepoints_end, visible));
   out.description = out.functions.empty() ? fmt::format("packet ({} tracepoints", shown_tracepoints)
                                           : fmt::format("packet ({} functions", shown_functions);
   if (programs) out.description += fmt::format(", {} BPF program{}", programs, programs == 1 ? "" : "s");
+  if (netfilter) out.description += ", netfilter's verdicts";
   out.description += ")";
   return out;
 }

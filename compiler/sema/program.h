@@ -41,6 +41,18 @@ struct ProbeArg {
   uint32_t index;
 };
 
+/// `packet`: where nft_do_chain finds its packet and the hook it runs (its `struct
+/// nft_pktinfo *` argument's `skb`, and `state`'s `hook` and `pf`), found by sema for its
+/// return's verdict (`NF_DROP (ip forward)`).
+struct NetfilterHookAccess {
+  uint32_t pkt = 0;     // the argument
+  uint32_t params = 0;  // how many it has: the return's slot at fexit
+  btf::MemberSteps skb;
+  btf::MemberSteps state;
+  btf::MemberSteps hook;  // of `struct nf_hook_state`: u8s
+  btf::MemberSteps pf;
+};
+
 /// `packet`: one place a packet is seen: a kernel function, or (where neither kprobes nor
 /// fentry exist) a tracepoint that carries an skb.
 struct PacketSite {
@@ -63,6 +75,9 @@ struct PacketSite {
   /// there. A TC program's context is the skb; an XDP program's `struct xdp_buff` is found
   /// by its data (PacketIdentity::xdp_hard_start), on the skb whose head it is.
   std::optional<host::BpfProgram> program;
+  /// nft_do_chain's return (fexit): the verdict of a base chain's rules shows as a step of
+  /// its own, `verdict: NF_DROP (ip forward)`, before a dropped packet is freed.
+  std::optional<NetfilterHookAccess> netfilter;
 };
 
 /// `packet`: the members a packet's journey is kept through, found by sema so that

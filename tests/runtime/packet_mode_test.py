@@ -36,9 +36,12 @@ SIZES = [10, 150, 400]  # payloads of the datagrams to the closed port
 UDP4, UDP6 = 14 + 20 + 8, 14 + 40 + 8  # loopback's Ethernet, IP and UDP headers
 NO_SOCKET = "SKB_DROP_REASON_NO_SOCKET"
 # Then, where XDP or TC programs are loaded, whether they were traced (", and 2 XDP/TC programs
-# through fexit (...)", "; the XDP and TC programs loaded are not traced (...)").
+# through fexit (...)", "; the XDP and TC programs loaded are not traced (...)"), and where
+# nf_tables is loaded, whether its verdicts were (", and netfilter's verdicts through fexit",
+# "; netfilter's verdicts are not traced (...)").
 READY = re.compile(r"^kq: packet: ready, ([\d,]+|nothing)(?: (?:tracepoints?|functions?) through (\S+))?"
-                   r"(?: \(([^)]*)\))?(?:, and \d+ XDP/TC .*|; the XDP and TC programs .*)?$", re.M)
+                   r"(?: \(([^)]*)\))?(?:, and \d+ XDP/TC .*|; the XDP and TC programs .*)?"
+                   r"(?:, and netfilter's verdicts through fexit|; netfilter's verdicts are not traced .*)?$", re.M)
 
 
 def free_port(kind):
@@ -236,7 +239,12 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         attached, method = attached_through(err)
         self.assertEqual(method, "tp_btf")
         self.assertGreater(attached, 0)
-        self.assertRegex(err, rf"(?m)^kq: packet: ready, {attached} tracepoints through tp_btf$")
+        # Then netfilter's verdicts where nf_tables is in the kernel (built in, here): through
+        # fexit, or why not.
+        with open("/proc/kallsyms") as symbols:
+            nft = any(line.split()[2] == "nft_do_chain" for line in symbols if len(line.split()) > 2)
+        netfilter = r"(, and netfilter's verdicts through fexit|; netfilter's verdicts are not traced \(fexit: .+\))" if nft else ""
+        self.assertRegex(err, rf"(?m)^kq: packet: ready, {attached} tracepoints through tp_btf{netfilter}$")
 
     def test_marked_udp_and_tcp_exactly_in_the_per_packet_view(self):
         (status, out, err), frames = loopback_traffic(

@@ -187,6 +187,10 @@ class Builder {
   b.record(true, "xdp_buff", 56,
            {{"data", b.ptr("void"), 0}, {"data_end", b.ptr("void"), 64},
             {"data_meta", b.ptr("void"), 128}, {"data_hard_start", b.ptr("void"), 192}});
+  // What nft_do_chain finds its packet and hook through (packet mode's netfilter verdicts).
+  b.record(true, "nf_hook_state", 16, {{"hook", b.type("u8"), 0}, {"pf", b.type("u8"), 8}});
+  b.record(true, "nft_pktinfo", 16,
+           {{"skb", b.ptr("struct sk_buff"), 0}, {"state", b.ptr("struct nf_hook_state"), 64}});
   b.record(true, "iphdr", 20,
            {{"ihl", b.type("__u8"), 0, 4}, {"version", b.type("__u8"), 4, 4},
             {"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});
@@ -251,6 +255,7 @@ class Builder {
   b.function("ssize_t", "vfs_read", {{"file", b.ptr("struct file")}, {"buf", b.ptr("char")},
                                      {"count", b.type("size_t")}, {"pos", b.ptr("loff_t")}});
   b.function("void", "inlined_helper", {{"skb", skb}});
+  b.function("unsigned int", "nft_do_chain", {{"pkt", b.ptr("struct nft_pktinfo")}, {"priv", b.ptr("void")}});
   b.function("int", "cap_capable", {{"cred", b.ptr("void")}, {"targ_ns", b.ptr("void")},
                                     {"cap", b.type("int")}, {"opts", b.type("unsigned int")}});
   // More parameters than registers: x86-64 passes `rtp` and `flags` on the stack.

@@ -520,7 +520,17 @@ class KernelFunctions(unittest.TestCase):
         # with SKB_DROP_REASON_NOT_SPECIFIED), and the freeing after it.
         drops = [(e["function"], e["dev_netns_name"], e["drop_reason"], e["ct_state"]) for e in dropped if "drop_reason" in e]
         self.assertEqual(drops, [("sk_skb_reason_drop", r, "SKB_DROP_REASON_NETFILTER_DROP", "NEW")], out)
-        self.assertEqual(dropped[-1]["function"], "kfree_skbmem", out)
+        # Each base chain's verdict in R, as a step of nft_do_chain's: the forwarded datagram
+        # accepted by the NAT chains and the forward chain; the other dropped by the forward
+        # chain, whose drop frees it before nft_do_chain returns: the freeing, then the
+        # verdict, last.
+        def verdicts(events):
+            return [(e["function"], e["dev_netns_name"], e["verdict"]) for e in events if "verdict" in e]
+        self.assertEqual(verdicts(forwarded), [("nft_do_chain", r, f"NF_ACCEPT (ip {hook})")
+                                               for hook in ("prerouting", "forward", "postrouting")], out)
+        self.assertEqual(verdicts(dropped), [("nft_do_chain", r, "NF_ACCEPT (ip prerouting)"),
+                                             ("nft_do_chain", r, "NF_DROP (ip forward)")], out)
+        self.assertEqual([e["function"] for e in dropped[-2:]], ["kfree_skbmem", "nft_do_chain"], out)
 
     def test_packet_ends_at_an_xdp_or_tc_programs_verdict(self):
         # Through kprobe.multi and fexit on the programs tests/support/xdp_udp.py attaches to
@@ -549,7 +559,7 @@ class KernelFunctions(unittest.TestCase):
                     for args in cleanups:
                         subprocess.run(args, capture_output=True)
                 self.assertRegex(ready, r", and 2 XDP/TC programs through fexit \((xdpdrop_9997, tcdrop_9996|"
-                                        r"tcdrop_9996, xdpdrop_9997)\)$")
+                                        r"tcdrop_9996, xdpdrop_9997)\)(, and netfilter's verdicts through fexit)?$")
                 journeys = {}
                 for e in sorted(map(json.loads, out.splitlines()), key=lambda e: e["timestamp"]):
                     journeys.setdefault(e["journey"], []).append(e)
@@ -594,7 +604,7 @@ class KernelFunctions(unittest.TestCase):
                 ready, out, err, times = self.packet_run("-v", "--packet-view", "end", query.format(globs),
                                                          env=dict(env, **extra), timed=True)
                 method = "kprobe.multi" if "KQ_TEST_FAIL_ATTACH" not in extra else "kprobe"
-                self.assertRegex(ready, rf"functions? through {re.escape(method)}$")
+                self.assertRegex(ready, rf"functions? through {re.escape(method)}(, and netfilter's verdicts through fexit)?$")
                 self.assertEqual(len(re.findall(r"^packet 0x", out, re.M)), 3, out)
                 if label.startswith("kprobe.multi"):
                     self.assertEqual("found in" in err, label.endswith("warm"), err)
