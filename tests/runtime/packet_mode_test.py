@@ -27,6 +27,7 @@ from harness import kq
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support")
 sys.path.insert(0, SUPPORT)
+import bridge_udp  # noqa: E402
 import nat_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
@@ -444,6 +445,43 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         last = dropped[-1]
         self.assertEqual((last["function"], last.get("drop_reason"), last["ct_state"], last["tuple"]),
                          ("skb:kfree_skb", "SKB_DROP_REASON_NETFILTER_DROP", "NEW", "10.77.1.1:40000 -> 10.77.2.2:9997"))
+
+    @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) (scripts/install-deps installs iproute2) for namespaces")
+    def test_a_datagram_a_bridge_floods_is_one_journey_with_a_branch(self):
+        # tests/support/bridge_udp.py: the bridge in S floods A's datagram to B, the original
+        # skb, and to C, a clone, which C drops (a frame for another host). One journey of
+        # two skbs: the original from A through S into B, the clone in S, then in C.
+        (a, b, c, s), (ha, hb, hc), (pa, pb, pc), _ = bridge_udp.bridge(
+            os.getpid() % 100000, lambda args: self.addCleanup(subprocess.run, args, capture_output=True))
+        query = f"trace packet where mark == {MARK:#x} track select ifname, dev_netns_name, tuple"
+        status, out, err = kq_around("-f", "json", query,
+                                     command=f"{sys.executable} {SUPPORT}/bridge_udp.py {MARK:#x} {a} {b}")
+        self.assertEqual(status, 0, err)
+        events = sorted(json_events(out), key=lambda e: e["timestamp"])
+        self.assertEqual(len({e["journey"] for e in events}), 1, out)
+        skbs = {}
+        for e in events:
+            skbs.setdefault(e["packet_id"], []).append(e)
+        self.assertEqual(len(skbs), 2, out)
+        original, clone = sorted(skbs.values(), key=lambda events: events[0]["timestamp"])
+
+        def places(events):
+            """(namespace, device) at each event, a run of the same ones once."""
+            seen = [(e["dev_netns_name"], e["ifname"]) for e in events if e["dev_netns_name"] != 0]
+            return [p for i, p in enumerate(seen) if i == 0 or p != seen[i - 1]]
+
+        self.assertEqual(places(original), [(a, ha), (s, pa), (s, pb), (b, hb)], out)
+        self.assertEqual(places(clone), [(s, pc), (c, hc)], out)
+        self.assertIn("net:netif_receive_skb", [e["function"] for e in original if e["ifname"] == hb])
+        last = clone[-1]
+        self.assertEqual((last["function"], last.get("drop_reason"), last["dev_netns_name"]),
+                         ("skb:kfree_skb", "SKB_DROP_REASON_OTHERHOST", c), out)
+        self.assertTrue(all(e["tuple"] == "10.79.0.1:40001 -> 10.79.0.2:9996" for e in events), out)
+        # The text view: one packet on two skbs.
+        status, out, err = kq_around("--packet-view", "end", query,
+                                     command=f"{sys.executable} {SUPPORT}/bridge_udp.py {MARK:#x} {a} {b}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len(re.findall(r"^packet 0x[0-9a-f]+: \d+ events in .*, on 2 skbs$", out, re.M)), 1, out)
 
     @unittest.skipIf(not all(shutil.which(t) for t in ("ip", "tc", "clang")),
                      "needs ip(8), tc(8) and clang (scripts/install-deps installs them) for the XDP and TC programs")

@@ -21,6 +21,7 @@ KQ = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUPPORT = os.path.join(HERE, "..", "support")
 sys.path.insert(0, SUPPORT)
+import bridge_udp  # noqa: E402
 import nat_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 SEND_UDP = f"{sys.executable} {HERE}/../support/send_udp.py"
@@ -531,6 +532,41 @@ class KernelFunctions(unittest.TestCase):
         self.assertEqual(verdicts(dropped), [("nft_do_chain", r, "NF_ACCEPT (ip prerouting)"),
                                              ("nft_do_chain", r, "NF_DROP (ip forward)")], out)
         self.assertEqual([e["function"] for e in dropped[-2:]], ["kfree_skbmem", "nft_do_chain"], out)
+
+    def test_packet_a_bridge_floods_is_one_journey_with_a_branch(self):
+        # Through kprobe.multi, tests/support/bridge_udp.py's bridge in S floods A's datagram:
+        # the original skb to B, which reads it, and a clone (skb_clone in the bridge's flood)
+        # to C, which drops it (a frame for another host). One journey of two skbs.
+        self.skip_without_kprobe_multi()
+        cleanups = []
+        try:
+            (a, b, c, s), (ha, hb, hc), (pa, pb, pc), _ = bridge_udp.bridge(os.getpid() % 100000, cleanups.append)
+            _, out, _ = self.packet_run(
+                "-f", "json", "trace packet where mark == 0x4b52 track select ifname, dev_netns_name, tuple",
+                send=f"{sys.executable} {SUPPORT}/bridge_udp.py 0x4b52 {a} {b}")
+        finally:
+            for args in cleanups:
+                subprocess.run(args, capture_output=True)
+        events = sorted(map(json.loads, out.splitlines()), key=lambda e: e["timestamp"])
+        self.assertEqual(len({e["journey"] for e in events}), 1, out)
+        skbs = {}
+        for e in events:
+            skbs.setdefault(e["packet_id"], []).append(e)
+        self.assertEqual(len(skbs), 2, out)
+        original, clone = sorted(skbs.values(), key=lambda events: events[0]["timestamp"])
+
+        def places(events):
+            seen = [(e["dev_netns_name"], e["ifname"]) for e in events if e["dev_netns_name"] != 0]
+            return [p for i, p in enumerate(seen) if i == 0 or p != seen[i - 1]]
+
+        self.assertEqual(places(original), [(a, ha), (s, pa), (s, pb), (b, hb)], out)
+        # The clone starts on the port it came in by, until the bridge sends it to C's.
+        self.assertEqual(places(clone)[-2:], [(s, pc), (c, hc)], out)
+        self.assertTrue({"br_flood", "skb_clone", "br_forward_finish"} <= {e["function"] for e in original}, out)
+        drops = [(e["function"], e["dev_netns_name"], e["drop_reason"]) for e in clone if "drop_reason" in e]
+        self.assertEqual(drops, [("sk_skb_reason_drop", c, "SKB_DROP_REASON_OTHERHOST")], out)
+        self.assertEqual(clone[-1]["function"], "kfree_skbmem", out)
+        self.assertIn("udp_queue_rcv_skb", [e["function"] for e in original], out)
 
     def test_packet_ends_at_an_xdp_or_tc_programs_verdict(self):
         # Through kprobe.multi and fexit on the programs tests/support/xdp_udp.py attaches to
