@@ -29,6 +29,7 @@ SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "suppor
 sys.path.insert(0, SUPPORT)
 import bridge_udp  # noqa: E402
 import nat_udp  # noqa: E402
+import netns_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
 # This run's own mark: other runs of kq's tests on this machine may send packets at once.
@@ -410,11 +411,9 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         status, out, err = kq_around("-f", "json", query,
                                      command=f"{sys.executable} {SUPPORT}/nat_udp.py {MARK:#x} {a} {b}")
         self.assertEqual(status, 0, err)
-        journeys = {}
-        for e in sorted(json_events(out), key=lambda e: e["timestamp"]):
-            journeys.setdefault(e["journey"], []).append(e)
+        journeys = netns_udp.groups(json_events(out), "journey")
         self.assertEqual(len(journeys), 2, out)
-        forwarded, dropped = sorted(journeys.values(), key=lambda events: events[0]["timestamp"])
+        forwarded, dropped = journeys
 
         def steps(events, *keys):
             """The values of `keys` at each event, a run of the same ones once."""
@@ -457,21 +456,13 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         status, out, err = kq_around("-f", "json", query,
                                      command=f"{sys.executable} {SUPPORT}/bridge_udp.py {MARK:#x} {a} {b}")
         self.assertEqual(status, 0, err)
-        events = sorted(json_events(out), key=lambda e: e["timestamp"])
-        self.assertEqual(len({e["journey"] for e in events}), 1, out)
-        skbs = {}
-        for e in events:
-            skbs.setdefault(e["packet_id"], []).append(e)
+        events = list(json_events(out))
+        self.assertEqual(len(netns_udp.groups(events, "journey")), 1, out)
+        skbs = netns_udp.groups(events, "packet_id")
         self.assertEqual(len(skbs), 2, out)
-        original, clone = sorted(skbs.values(), key=lambda events: events[0]["timestamp"])
-
-        def places(events):
-            """(namespace, device) at each event, a run of the same ones once."""
-            seen = [(e["dev_netns_name"], e["ifname"]) for e in events if e["dev_netns_name"] != 0]
-            return [p for i, p in enumerate(seen) if i == 0 or p != seen[i - 1]]
-
-        self.assertEqual(places(original), [(a, ha), (s, pa), (s, pb), (b, hb)], out)
-        self.assertEqual(places(clone), [(s, pc), (c, hc)], out)
+        original, clone = skbs
+        self.assertEqual(netns_udp.places(original), [(a, ha), (s, pa), (s, pb), (b, hb)], out)
+        self.assertEqual(netns_udp.places(clone), [(s, pc), (c, hc)], out)
         self.assertIn("net:netif_receive_skb", [e["function"] for e in original if e["ifname"] == hb])
         last = clone[-1]
         self.assertEqual((last["function"], last.get("drop_reason"), last["dev_netns_name"]),

@@ -7,9 +7,9 @@ its port), so it floods the datagram, the original to one port and a clone to th
 another host (SKB_DROP_REASON_OTHERHOST). As a script, it sends the datagram from A and
 checks that B read it.
 Usage: bridge_udp.py MARK NS_A NS_B"""
-import socket
 import subprocess
-import sys
+
+import netns_udp
 
 PORT = 9996
 PAYLOAD = 120
@@ -49,36 +49,8 @@ def bridge(tag, cleanup):
 
 def send(mark):
     """In A: the datagram."""
-    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sender.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
-    sender.bind(("10.79.0.1", 40001))
-    sender.sendto(b"b" * PAYLOAD, ("10.79.0.2", PORT))
-
-
-def receive():
-    """In B: says when it listens, then how many bytes it read."""
-    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    receiver.bind(("10.79.0.2", PORT))
-    receiver.settimeout(20)
-    print("listening", flush=True)
-    print(len(receiver.recv(2048)), flush=True)
-
-
-def main():
-    mark, ns_a, ns_b = int(sys.argv[1], 0), sys.argv[2], sys.argv[3]
-    if ns_a == "--send":
-        return send(mark)
-    if ns_a == "--receive":
-        return receive()
-    receiver = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, __file__, str(mark), "--receive", "-"],
-                                stdout=subprocess.PIPE, text=True)
-    assert receiver.stdout.readline() == "listening\n"
-    subprocess.run(["ip", "netns", "exec", ns_a, sys.executable, __file__, str(mark), "--send", "-"], check=True)
-    read = receiver.stdout.readline().strip()
-    receiver.wait(timeout=20)
-    if read != str(PAYLOAD):
-        sys.exit(f"B read {read or 'nothing'}, not the {PAYLOAD}-byte datagram")
+    netns_udp.sender(mark, "10.79.0.1", 40001).sendto(b"b" * PAYLOAD, ("10.79.0.2", PORT))
 
 
 if __name__ == "__main__":
-    main()
+    netns_udp.main(__file__, send, ("10.79.0.2", PORT), PAYLOAD)

@@ -7,8 +7,8 @@ first datagram waits for ARP. As a script, it sends two marked datagrams from A:
 R's 10.77.1.254:9999, which B reads on 9998; one to B's port 9997, which R drops.
 Usage: nat_udp.py MARK NS_A NS_B"""
 import subprocess
-import socket
-import sys
+
+import netns_udp
 
 
 def router(tag, cleanup):
@@ -43,37 +43,10 @@ def router(tag, cleanup):
 
 def send(mark):
     """In A: the two datagrams."""
-    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sender.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
-    sender.bind(("10.77.1.1", 40000))
+    sender = netns_udp.sender(mark, "10.77.1.1", 40000)
     sender.sendto(b"x" * 100, ("10.77.1.254", 9999))
     sender.sendto(b"y" * 50, ("10.77.2.2", 9997))
 
 
-def receive():
-    """In B: says when it listens, then how many bytes it read."""
-    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    receiver.bind(("10.77.2.2", 9998))
-    receiver.settimeout(20)
-    print("listening", flush=True)
-    print(len(receiver.recv(2048)), flush=True)
-
-
-def main():
-    mark, ns_a, ns_b = int(sys.argv[1], 0), sys.argv[2], sys.argv[3]
-    if ns_a == "--send":
-        return send(mark)
-    if ns_a == "--receive":
-        return receive()
-    receiver = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, __file__, str(mark), "--receive", "-"],
-                                stdout=subprocess.PIPE, text=True)
-    assert receiver.stdout.readline() == "listening\n"
-    subprocess.run(["ip", "netns", "exec", ns_a, sys.executable, __file__, str(mark), "--send", "-"], check=True)
-    read = receiver.stdout.readline().strip()
-    receiver.wait(timeout=20)
-    if read != "100":
-        sys.exit(f"B read {read or 'nothing'}, not the 100-byte datagram")
-
-
 if __name__ == "__main__":
-    main()
+    netns_udp.main(__file__, send, ("10.77.2.2", 9998), 100)

@@ -7,9 +7,9 @@ script, it sends three marked datagrams from A to B: to 9998 (B reads it), to 99
 9996 (dropped on the way in).
 Usage: xdp_udp.py MARK NS_A NS_B"""
 import os
-import socket
 import subprocess
-import sys
+
+import netns_udp
 
 # UDP's destination port past a 14-byte Ethernet header and a 20-byte IPv4 header: XDP and
 # TC (at ingress) both see the packet from its Ethernet header.
@@ -66,36 +66,8 @@ def pair(tag, cleanup, obj, mode="xdpgeneric"):
 def send(mark):
     """In A: the three datagrams, each from a port of its own."""
     for port, size in ((9998, 100), (9997, 70), (9996, 40)):
-        sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        sender.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, mark)
-        sender.bind(("10.78.1.1", port + 30000))
-        sender.sendto(b"x" * size, ("10.78.1.2", port))
-
-
-def receive():
-    """In B: says when it listens, then how many bytes it read on 9998."""
-    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    receiver.bind(("10.78.1.2", 9998))
-    receiver.settimeout(20)
-    print("listening", flush=True)
-    print(len(receiver.recv(2048)), flush=True)
-
-
-def main():
-    mark, ns_a, ns_b = int(sys.argv[1], 0), sys.argv[2], sys.argv[3]
-    if ns_a == "--send":
-        return send(mark)
-    if ns_a == "--receive":
-        return receive()
-    receiver = subprocess.Popen(["ip", "netns", "exec", ns_b, sys.executable, __file__, str(mark), "--receive", "-"],
-                                stdout=subprocess.PIPE, text=True)
-    assert receiver.stdout.readline() == "listening\n"
-    subprocess.run(["ip", "netns", "exec", ns_a, sys.executable, __file__, str(mark), "--send", "-"], check=True)
-    read = receiver.stdout.readline().strip()
-    receiver.wait(timeout=20)
-    if read != "100":
-        sys.exit(f"B read {read or 'nothing'}, not the 100-byte datagram")
+        netns_udp.sender(mark, "10.78.1.1", port + 30000).sendto(b"x" * size, ("10.78.1.2", port))
 
 
 if __name__ == "__main__":
-    main()
+    netns_udp.main(__file__, send, ("10.78.1.2", 9998), 100)

@@ -23,6 +23,7 @@ SUPPORT = os.path.join(HERE, "..", "support")
 sys.path.insert(0, SUPPORT)
 import bridge_udp  # noqa: E402
 import nat_udp  # noqa: E402
+import netns_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 SEND_UDP = f"{sys.executable} {HERE}/../support/send_udp.py"
 SEND_TCP = f"{sys.executable} {HERE}/../support/send_tcp.py"
@@ -500,11 +501,9 @@ class KernelFunctions(unittest.TestCase):
         finally:
             for args in cleanups:
                 subprocess.run(args, capture_output=True)
-        journeys = {}
-        for e in sorted(map(json.loads, out.splitlines()), key=lambda e: e["timestamp"]):
-            journeys.setdefault(e["journey"], []).append(e)
+        journeys = netns_udp.groups(map(json.loads, out.splitlines()), "journey")
         self.assertEqual(len(journeys), 2, out)
-        forwarded, dropped = sorted(journeys.values(), key=lambda events: events[0]["timestamp"])
+        forwarded, dropped = journeys
         # 0 where the skb has no device (being built, and once the socket took it).
         netns = [e["dev_netns_name"] for e in forwarded if e["dev_netns_name"] != 0]
         self.assertEqual([n for i, n in enumerate(netns) if i == 0 or n != netns[i - 1]], [a, r, b], out)
@@ -547,21 +546,14 @@ class KernelFunctions(unittest.TestCase):
         finally:
             for args in cleanups:
                 subprocess.run(args, capture_output=True)
-        events = sorted(map(json.loads, out.splitlines()), key=lambda e: e["timestamp"])
-        self.assertEqual(len({e["journey"] for e in events}), 1, out)
-        skbs = {}
-        for e in events:
-            skbs.setdefault(e["packet_id"], []).append(e)
+        events = list(map(json.loads, out.splitlines()))
+        self.assertEqual(len(netns_udp.groups(events, "journey")), 1, out)
+        skbs = netns_udp.groups(events, "packet_id")
         self.assertEqual(len(skbs), 2, out)
-        original, clone = sorted(skbs.values(), key=lambda events: events[0]["timestamp"])
-
-        def places(events):
-            seen = [(e["dev_netns_name"], e["ifname"]) for e in events if e["dev_netns_name"] != 0]
-            return [p for i, p in enumerate(seen) if i == 0 or p != seen[i - 1]]
-
-        self.assertEqual(places(original), [(a, ha), (s, pa), (s, pb), (b, hb)], out)
+        original, clone = skbs
+        self.assertEqual(netns_udp.places(original), [(a, ha), (s, pa), (s, pb), (b, hb)], out)
         # The clone starts on the port it came in by, until the bridge sends it to C's.
-        self.assertEqual(places(clone)[-2:], [(s, pc), (c, hc)], out)
+        self.assertEqual(netns_udp.places(clone)[-2:], [(s, pc), (c, hc)], out)
         self.assertTrue({"br_flood", "skb_clone", "br_forward_finish"} <= {e["function"] for e in original}, out)
         drops = [(e["function"], e["dev_netns_name"], e["drop_reason"]) for e in clone if "drop_reason" in e]
         self.assertEqual(drops, [("sk_skb_reason_drop", c, "SKB_DROP_REASON_OTHERHOST")], out)
