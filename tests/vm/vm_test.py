@@ -532,6 +532,32 @@ class KernelFunctions(unittest.TestCase):
                                              ("nft_do_chain", r, "NF_DROP (ip forward)")], out)
         self.assertEqual([e["function"] for e in dropped[-2:]], ["kfree_skbmem", "nft_do_chain"], out)
 
+    def test_netfilter_hooks_and_verdicts_in_ordinary_queries(self):
+        # The stdlib's nf_hook and nf_verdict at nft_do_chain's return, in
+        # tests/support/nat_udp.py's router: R's chains accept the first datagram at
+        # prerouting (DNAT; the chain runs before the rewrite), forward and postrouting
+        # (masquerade), and the forward chain drops the second.
+        cleanups = []
+        script = ("use net\n"
+                  "trace nft_do_chain select nf_hook(pkt->state) as hook, nf_verdict(return) as verdict, "
+                  "tuple(pkt->skb) as tuple\n"
+                  "trace nft_do_chain where nf_verdict(return) == \"NF_DROP\" select nf_hook(pkt->state) as dropped_at")
+        try:
+            (a, r, b), _ = nat_udp.router(os.getpid() % 100000, cleanups.append)
+            status, out, err = kq("-f", "json", script, "-c", f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
+        finally:
+            for args in cleanups:
+                subprocess.run(args, capture_output=True)
+        self.assertEqual(status, 0, err)
+        rows = list(map(json.loads, out.splitlines()))
+        sent, forwarded, dropped = ("10.77.1.1:40000 -> " + to for to in ("10.77.1.254:9999", "10.77.2.2:9998",
+                                                                           "10.77.2.2:9997"))
+        self.assertEqual([(e["hook"], e["verdict"], e["tuple"]) for e in rows if "hook" in e],
+                         [("ip prerouting", "NF_ACCEPT", sent), ("ip forward", "NF_ACCEPT", forwarded),
+                          ("ip postrouting", "NF_ACCEPT", forwarded), ("ip prerouting", "NF_ACCEPT", dropped),
+                          ("ip forward", "NF_DROP", dropped)], out)
+        self.assertEqual([e["dropped_at"] for e in rows if "dropped_at" in e], ["ip forward"], out)
+
     def test_packet_a_bridge_floods_is_one_journey_with_a_branch(self):
         # Through kprobe.multi, tests/support/bridge_udp.py's bridge in S floods A's datagram:
         # the original skb to B, which reads it, and a clone (skb_clone in the bridge's flood)
