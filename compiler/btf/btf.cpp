@@ -352,6 +352,12 @@ std::optional<MemberSteps> findMemberSteps(BtfType record, std::string_view name
   return path;
 }
 
+bool sameRecord(BtfType a, BtfType b) {
+  if (a == b) return true;
+  if (!a.file || !b.file || a.id == 0 || b.id == 0 || a.file->user_space != b.file->user_space) return false;
+  return btf_kind(a.get()) == btf_kind(b.get()) && !a.name().empty() && a.name() == b.name() && a.size() == b.size();
+}
+
 std::optional<uint32_t> parameterPointingTo(const Function& f, std::string_view name,
                                             uint32_t first, uint32_t max_position) {
   for (uint32_t i = first; i < f.params.size() && i < max_position; ++i) {

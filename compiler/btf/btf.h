@@ -177,6 +177,12 @@ struct MemberSteps {
 };
 std::optional<MemberSteps> findMemberSteps(BtfType record, std::string_view name);
 
+/// Whether two structs (or unions) are one type: the same BTF type, or, in two BTF files (a
+/// module's own copy of a vmlinux struct, as nf_tables' `struct nf_hook_state` may be), as C
+/// takes two translation units' types: by kind, tag and size. A C header's struct is never
+/// the kernel's.
+bool sameRecord(BtfType a, BtfType b);
+
 /// glob(7)-style matching with `*` and `?`.
 bool globMatch(std::string_view pattern, std::string_view text);
 

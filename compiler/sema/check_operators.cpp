@@ -470,9 +470,10 @@ const Type* ExprChecker::cast(const ast::Cast& c) {
 bool ExprChecker::sameType(const Type* a, const Type* b) const {
   if (a == b) return true;
   if (a->isPointer() && b->isPointer()) return sameType(a->element, b->element);
-  if (a->isRecord() && b->isRecord()) return a->btf.resolved() == b->btf.resolved();
+  if (a->isRecord() && b->isRecord()) return btf::sameRecord(a->btf.resolved(), b->btf.resolved());
   return false;
 }
+
 
 bool ExprChecker::assignable(const Type* from, const Type* to) const {
   if (sameType(from, to)) return true;
