@@ -33,8 +33,10 @@ Val ExprLowering::lookupKey(const ast::Expr& e) {
     exprs_ = saved;
     return key;
   }
-  // A value of a C header's enum: named by its enumerators (record_layout.cpp).
-  if (ei.type->kind == sema::TypeKind::Enum && ei.type->btf.file && ei.type->btf.file->user_space) {
+  // A value of a C header's enum: named by its enumerators (record_layout.cpp); a number
+  // compared with a name sema found its keys of (`netns == "blue"`).
+  if ((ei.type->kind == sema::TypeKind::Enum && ei.type->btf.file && ei.type->btf.file->user_space) ||
+      (ei.type->isInteger() && !ei.table)) {
     return value(e);
   }
   return problem("this expression looks nothing up", types_.s64());
@@ -47,8 +49,9 @@ llvm::Value* ExprLowering::probeKey() {
 }
 
 Val ExprLowering::compareKeys(const ast::Binary& bin, const std::vector<int64_t>& keys) {
+  // The side looked up in a table, or (`netns == "blue"`) the number against the name.
   const sema::ExprInfo& lhs = info(*bin.lhs);
-  bool left = lhs.table && lhs.type->kind == sema::TypeKind::String;
+  bool left = (lhs.table && lhs.type->kind == sema::TypeKind::String) || lhs.type->isInteger();
   Val key = lookupKey(left ? *bin.lhs : *bin.rhs);
   at(bin);
   llvm::Value* named = b_.getFalse();

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/sema/builtins/builtins.h"
 #include "compiler/sema/context.h"
 #include "compiler/sema/expr_checker.h"
 
@@ -179,14 +180,23 @@ ExprInfo ExprChecker::lookup(const ast::Index& ix, const ExprInfo& table_info) {
   return info;
 }
 
+bool ExprChecker::isNetnsInode(const ast::Expr& e) {
+  const ExprInfo& i = info(e);
+  if (i.ref == Ref::Builtin && i.variable) return i.variable->name == "netns";
+  return (i.ref == Ref::Property || i.ref == Ref::Fn) && i.fn && i.fn->name == "dev_netns";
+}
+
 std::optional<ExprInfo> ExprChecker::foldLookupComparison(const ast::Binary& b) {
   using Op = ast::BinaryOp;
   if (b.op != Op::Eq && b.op != Op::Ne && b.op != Op::Match) return std::nullopt;
   const ast::Expr* lookup = b.lhs.get();
   const ast::Expr* other = b.rhs.get();
-  if (!isNameLookup(info(*lookup))) std::swap(lookup, other);
+  // A namespace's inode (`netns`, `dev_netns`) against the name `ip netns` gives it.
+  bool inode = !isNameLookup(info(*lookup)) && !isNameLookup(info(*other)) &&
+               (isNetnsInode(*lookup) || isNetnsInode(*other));
+  if (inode ? !isNetnsInode(*lookup) : !isNameLookup(info(*lookup))) std::swap(lookup, other);
   // `~` matches its left side against the glob on its right.
-  if (!isNameLookup(info(*lookup)) || (b.op == Op::Match && lookup != b.lhs.get())) {
+  if ((!inode && !isNameLookup(info(*lookup))) || (b.op == Op::Match && lookup != b.lhs.get())) {
     return std::nullopt;
   }
   // The name: a string literal, or a `let` of one.
@@ -195,22 +205,24 @@ std::optional<ExprInfo> ExprChecker::foldLookupComparison(const ast::Binary& b) 
   if (other_info.ref == Ref::Let && other_info.let) literal = other_info.let->value.get();
   if (literal->kind != ast::ExprKind::String) return std::nullopt;  // compared in the kernel
   const std::string& name = ast::as<ast::StringLiteral>(*literal).value;
-  const LookupTable& table = *info(*lookup).table;
+  std::shared_ptr<LookupTable> namespaces = inode ? netnsTable(ctx_.kernel) : nullptr;
+  const LookupTable& table = inode ? *namespaces : *info(*lookup).table;
   bool glob = b.op == Op::Match;
   std::vector<int64_t> keys = table.keysNamed(name, glob);
   ExprInfo out;
   out.type = error();
   if (keys.empty()) {
-    Diagnostic& diag =
-        report(DiagKind::NotInTable, other->range,
-               glob ? fmt::format("{} never matches {}: no name in its table does", quote(*lookup),
-                                  quote(*other))
-                    : fmt::format("{} is never {}: its table has no such name", quote(*lookup),
-                                  quote(*other)));
+    const char* why = inode ? (glob ? "`ip netns` names no namespace that does" : "`ip netns` names no such namespace")
+                            : (glob ? "no name in its table does" : "its table has no such name");
+    Diagnostic& diag = report(DiagKind::NotInTable, other->range,
+                              fmt::format(glob ? "{} never matches {}: {}" : "{} is never {}: {}", quote(*lookup),
+                                          quote(*other), why));
     if (auto same = sameParts(name, table.allNames())) {
       diag.note(fmt::format("did you mean `{}`? the table writes these parts in that order", *same));
     } else if (auto close = closestName(name, table.allNames())) {
       diag.note(fmt::format("did you mean `{}`?", *close));
+    } else if (inode) {
+      diag.note(fmt::format("{}; an inode compares too ({} == 4026531840)", table.origin, quote(*lookup)));
     }
     return out;
   }

@@ -139,6 +139,8 @@ class ExprChecker {
   /// `caps[cap] == "CAP_CHOWN"` (or `!=`, `~ "CAP_NET_*"`) as a comparison of the key with
   /// the keys of that name; nothing when neither side is such a lookup against a literal.
   std::optional<ExprInfo> foldLookupComparison(const ast::Binary& b);
+  /// A network namespace's inode: the builtin `netns`, or the `net` module's `dev_netns`.
+  bool isNetnsInode(const ast::Expr& e);
   /// Reports a table used other than by indexing it.
   void tableNotIndexed(const ast::Expr& e, const ExprInfo& info);
 

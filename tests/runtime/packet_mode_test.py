@@ -474,6 +474,29 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
         self.assertEqual(status, 0, err)
         self.assertEqual(len(re.findall(r"^packet 0x[0-9a-f]+: \d+ events in .*, on 2 skbs$", out, re.M)), 1, out)
 
+    @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) (scripts/install-deps installs iproute2) for namespaces")
+    def test_a_filter_on_a_namespace_by_name(self):
+        # The bridge's clone, on C's device: `dev_netns == "C"` keeps those steps alone (no
+        # mark: the veth scrubbed it); `netns == "A"` (the task's) the sender's steps.
+        (a, b, c, s), (ha, hb, hc), _, _ = bridge_udp.bridge(
+            os.getpid() % 100000, lambda args: self.addCleanup(subprocess.run, args, capture_output=True))
+        send = f"{sys.executable} {SUPPORT}/bridge_udp.py {MARK:#x} {a} {b}"
+        status, out, err = kq_around("-f", "json", f'trace packet where dev_netns == "{c}" and dport == 9996 '
+                                     "select ifname, dev_netns_name", command=send)
+        self.assertEqual(status, 0, err)
+        events = netns_udp.groups(json_events(out), "journey")
+        self.assertEqual(len(events), 1, out)
+        self.assertEqual({(e["dev_netns_name"], e["ifname"]) for e in events[0]}, {(c, hc)}, out)
+        self.assertEqual(events[0][-1].get("drop_reason"), "SKB_DROP_REASON_OTHERHOST", out)
+        status, out, err = kq_around("-f", "json", f'trace packet where netns == "{a}" and mark == {MARK:#x} '
+                                     "select ifname, dev_netns_name", command=send)
+        self.assertEqual(status, 0, err)
+        self.assertEqual([(e["dev_netns_name"], e["ifname"]) for e in json_events(out)][:1], [(a, ha)], out)
+        # A name `ip netns` does not give is an error, before anything loads.
+        status, out, err = kq_around(f'trace packet where netns == "{a}x"', command="true")
+        self.assertEqual(status, 1, err)
+        self.assertIn(f'`netns` is never `"{a}x"`: `ip netns` names no such namespace', err)
+
     @unittest.skipIf(not all(shutil.which(t) for t in ("ip", "tc", "clang")),
                      "needs ip(8), tc(8) and clang (scripts/install-deps installs them) for the XDP and TC programs")
     def test_xdp_and_tc_programs_fexit_cannot_reach_leave_the_journeys_whole(self):

@@ -150,6 +150,10 @@ inline BuiltinFunction placed(BuiltinFunction f, Placement placement) {
   return f;
 }
 
+/// The network namespaces `ip netns` names (/run/netns, as the query is compiled), by inode:
+/// the table `netns_name` names inodes with, and `netns == "blue"` finds one in.
+std::shared_ptr<LookupTable> netnsTable(host::KernelInfo& kernel);
+
 const std::vector<BuiltinVariable>& builtinVariables();
 const std::vector<BuiltinFunction>& builtinFunctions();
 

@@ -113,19 +113,23 @@ const Type* checkEnumName(BuiltinCall& c) {
 /// /run/netns as the query is compiled (the kernel keeps the inode).
 const Type* checkNetnsName(BuiltinCall& c) {
   if (!(c.args[0]->isInteger() || c.args[0]->isError())) return c.badArgument(0, "a namespace's inode");
+  c.table = netnsTable(c.kernel);
+  return c.types.string();
+}
+
+}  // namespace
+
+std::shared_ptr<LookupTable> netnsTable(host::KernelInfo& kernel) {
   auto table = std::make_shared<LookupTable>();
   std::string listed;
-  for (const host::NamedNetns& ns : c.kernel.netNamespaces()) {
+  for (const host::NamedNetns& ns : kernel.netNamespaces()) {
     if (!table->names.emplace(static_cast<int64_t>(ns.inode), ns.name).second) continue;
     listed += fmt::format("{}{} = {}", listed.empty() ? "" : ", ", ns.name, ns.inode);
   }
   table->origin = listed.empty() ? "the network namespaces `ip netns` names: none (/run/netns)"
                                  : "the network namespaces `ip netns` names: " + listed;
-  c.table = std::move(table);
-  return c.types.string();
+  return table;
 }
-
-}  // namespace
 
 void addNameFunctions(std::vector<BuiltinFunction>& out) {
   out.push_back(
