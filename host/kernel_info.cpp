@@ -1,5 +1,6 @@
 #include "host/kernel_info.h"
 
+#include "host/cache_directory.h"
 #include "host/kallsyms.h"
 
 #include <dirent.h>
@@ -33,13 +34,22 @@ class NameSet {
   }
   bool empty() const { return spans_.empty(); }
   bool contains(std::string_view name) {
-    if (!sorted_) {
-      std::sort(spans_.begin(), spans_.end(), [&](Span a, Span b) { return view(a) < view(b); });
-      sorted_ = true;
-    }
+    sort();
     auto it = std::lower_bound(spans_.begin(), spans_.end(), name,
                                [&](Span a, std::string_view n) { return view(a) < n; });
     return it != spans_.end() && view(*it) == name;
+  }
+  /// The names, sorted, a line each.
+  std::string lines() {
+    sort();
+    std::string out;
+    out.reserve(text_.size() + spans_.size());
+    for (Span s : spans_) out.append(view(s)).push_back('\n');
+    return out;
+  }
+  /// Names added in order: no sort needed.
+  void markSorted() {
+    sorted_ = std::is_sorted(spans_.begin(), spans_.end(), [&](Span a, Span b) { return view(a) < view(b); });
   }
 
  private:
@@ -47,6 +57,11 @@ class NameSet {
     uint32_t offset, size;
   };
   std::string_view view(Span s) const { return std::string_view(text_).substr(s.offset, s.size); }
+  void sort() {
+    if (sorted_) return;
+    std::sort(spans_.begin(), spans_.end(), [&](Span a, Span b) { return view(a) < view(b); });
+    sorted_ = true;
+  }
   std::string text_;
   std::vector<Span> spans_;
   bool sorted_ = true;
@@ -167,6 +182,23 @@ class SystemKernel : public KernelInfo {
   void loadFilterFunctions() {
     if (filter_loaded_) return;
     filter_loaded_ = true;
+    // Reading the file costs the kernel a walk of its ftrace records for each page read
+    // (0.2 s of a packet mode start under emulation): the names are kept, sorted, for as
+    // long as the boot and the modules loaded (what changes them) are the same.
+    std::string key = filterFunctionsKey();
+    std::filesystem::path cached = key.empty() ? std::filesystem::path() : cacheDirectory();
+    if (!cached.empty()) cached /= fmt::format("kernel/filter-functions-{:016x}", std::hash<std::string>{}(key));
+    if (!cached.empty() && ownCacheFile(cached)) {
+      std::ifstream in(cached);
+      std::string line;
+      if (std::getline(in, line) && line == key) {
+        filter_functions_.emplace();
+        while (std::getline(in, line)) filter_functions_->add(line);
+        filter_functions_->markSorted();
+        if (!filter_functions_->empty()) return;
+      }
+      filter_functions_.reset();
+    }
     auto root = tracefs();
     if (!root) {
       filter_problem_ = root.error().message;
@@ -184,6 +216,28 @@ class SystemKernel : public KernelInfo {
       size_t end = line.find_first_of(" \t");
       filter_functions_->add(std::string_view(line).substr(0, end));
     }
+    if (cached.empty() || filter_functions_->empty()) return;
+    // One list is kept: another boot's, or other modules', is of no more use.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(cached.parent_path(), ec)) {
+      if (entry.path().filename().string().rfind("filter-functions-", 0) == 0) std::filesystem::remove(entry.path(), ec);
+    }
+    writeCacheFile(cached, key + "\n" + filter_functions_->lines());
+  }
+
+  /// What available_filter_functions is the same for: this boot, and the modules loaded
+  /// ("" where the boot cannot be told).
+  static std::string filterFunctionsKey() {
+    std::string boot = bootId();
+    if (boot.empty()) return "";
+    std::vector<std::string> modules;
+    std::ifstream in("/proc/modules");
+    std::string line;
+    while (std::getline(in, line)) modules.push_back(line.substr(0, line.find(' ')));
+    std::sort(modules.begin(), modules.end());
+    std::string key = "boot " + boot + " modules";
+    for (const std::string& m : modules) key += " " + m;
+    return key;
   }
 
   /// Every symbol of /proc/kallsyms by name (the first of each name), read on first use;

@@ -5,6 +5,7 @@ neither, so these paths are tested here.
 
 Usage (inside the guest): vm_test.py PATH_TO_KQ
 """
+import glob
 import json
 import os
 import re
@@ -662,6 +663,13 @@ class KernelFunctions(unittest.TestCase):
                 self.assertEqual(len(re.findall(r"^packet 0x", out, re.M)), 3, out)
                 if label.startswith("kprobe.multi"):
                     self.assertEqual("found in" in err, label.endswith("warm"), err)
+                if label.endswith("cold"):
+                    # available_filter_functions kept for this boot and these modules.
+                    kept = glob.glob(os.path.join(cache, "kq", "kernel", "filter-functions-*"))
+                    self.assertEqual(len(kept), 1, kept)
+                    with open(kept[0]) as f, open("/proc/sys/kernel/random/boot_id") as boot:
+                        self.assertRegex(f.readline(), rf"^boot {boot.read().strip()} modules .* nf_tables ")
+                        self.assertIn("ip_rcv\n", f.read())
                 count = re.search(r"ready, ([\d,]+)", ready)[1]
                 figures.append(f"{label} ({count} functions): ready in {times[0]:.2f} s, "
                                f"exited {times[1]:.2f} s after SIGINT; kq's CPU {times[2]:.2f} s user, "
