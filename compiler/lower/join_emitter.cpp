@@ -27,18 +27,8 @@ constexpr uint32_t kCopyInlineBytes = 128;
 /// Adds one to a join counter (a per-CPU array entry, so a plain add) and goes on.
 void count(ProgramEmitter& emitter, Program& program, const JoinTable& table,
            plan::JoinCount what) {
-  llvm::IRBuilder<>& b = program.b;
-  ObjectBuilder& object = emitter.object();
-  llvm::Value* index = program.frame.allocate(4);
-  b.CreateStore(b.getInt32(table.counters + static_cast<uint32_t>(what)), index);
-  llvm::Value* counter = emitter.mapLookup(program, object.joinCounts(), index);
-  auto* add = llvm::BasicBlock::Create(b.getContext(), "join_count", program.fn);
-  auto* done = llvm::BasicBlock::Create(b.getContext(), "join_counted", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(counter), add, done);
-  b.SetInsertPoint(add);
-  b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
+  llvm::Value* index = program.b.getInt32(table.counters + static_cast<uint32_t>(what));
+  emitter.addOne(program, emitter.object().joinCounts(), index, "join_count");
 }
 
 /// The key of this event: each `on` value of its side, 8 bytes each.

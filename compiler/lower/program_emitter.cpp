@@ -176,15 +176,23 @@ void ProgramEmitter::syscallFilter(Program& program, ExprLowering& lower, const 
 void ProgramEmitter::countLost(Program& program, plan::Lost why) {
   // A per-CPU counter of the query's own (plan::ProgramPlan::lost_map), so a plain add;
   // then the program ends.
+  llvm::Value* index = program.b.getInt32(object_.query * plan::kLostReasons + static_cast<uint32_t>(why));
+  addOne(program, object_.lost, index, "count_lost", program.bail);
+}
+
+void ProgramEmitter::addOne(Program& program, llvm::GlobalVariable* counters, llvm::Value* index, const char* name,
+                            llvm::BasicBlock* then) {
   llvm::IRBuilder<>& b = program.b;
-  llvm::Value* index = program.frame.allocate(4);
-  b.CreateStore(b.getInt32(object_.query * plan::kLostReasons + static_cast<uint32_t>(why)), index);
-  llvm::Value* counter = mapLookup(program, object_.lost, index);
-  auto* count = llvm::BasicBlock::Create(b.getContext(), "count_lost", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(counter), count, program.bail);
-  b.SetInsertPoint(count);
+  llvm::Value* key = program.frame.allocate(4);
+  b.CreateStore(index, key);
+  llvm::Value* counter = mapLookup(program, counters, key);
+  auto* add = llvm::BasicBlock::Create(b.getContext(), name, program.fn);
+  llvm::BasicBlock* done = then ? then : llvm::BasicBlock::Create(b.getContext(), std::string(name) + "_done", program.fn);
+  b.CreateCondBr(b.CreateIsNotNull(counter), add, done);
+  b.SetInsertPoint(add);
   b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
-  b.CreateBr(program.bail);
+  b.CreateBr(done);
+  if (!then) b.SetInsertPoint(done);
 }
 
 llvm::Value* ProgramEmitter::stashKey(Program& program, const ProgramSite& site) {
@@ -374,17 +382,8 @@ void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const Pr
   b.CreateCondBr(b.CreateIsNotNull(record), reserved, full);
   b.SetInsertPoint(full);
   if (p.packet_lost) {
-    // Where it was lost, too: the site's counter (a plain add, per CPU).
-    llvm::Value* index = program.frame.allocate(4);
-    b.CreateStore(b.CreateTrunc(lower.packetSite(), b.getInt32Ty()), index);
-    llvm::Value* counter = mapLookup(program, p.packet_lost, index);
-    auto* count = llvm::BasicBlock::Create(b.getContext(), "count_lost_at", program.fn);
-    auto* counted = llvm::BasicBlock::Create(b.getContext(), "counted_at", program.fn);
-    b.CreateCondBr(b.CreateIsNotNull(counter), count, counted);
-    b.SetInsertPoint(count);
-    b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
-    b.CreateBr(counted);
-    b.SetInsertPoint(counted);
+    // Where it was lost, too: the site's counter.
+    addOne(program, p.packet_lost, b.CreateTrunc(lower.packetSite(), b.getInt32Ty()), "count_lost_at");
   }
   countLost(program, plan::Lost::RingBufferFull);
   b.SetInsertPoint(reserved);

@@ -170,6 +170,10 @@ class ProgramEmitter {
   void syscallFilter(Program& program, ExprLowering& lower, const ProgramSite& site);
   /// Counts an event lost for `why` and ends the program.
   void countLost(Program& program, plan::Lost why);
+  /// Adds one to entry `index` (an i32) of `counters`, a per-CPU array (so a plain add), in
+  /// a block named `name`; then goes to `then`, or on in a block of its own where null.
+  void addOne(Program& program, llvm::GlobalVariable* counters, llvm::Value* index, const char* name,
+              llvm::BasicBlock* then = nullptr);
   ObjectBuilder& object() { return object_; }
   /// Writes a field of an aggregate key at `key`, as a record field is written.
   void writeKeyField(Program& program, ExprLowering& lower, llvm::Value* key, const Field& f,

@@ -371,6 +371,11 @@ class KernelFunctions(unittest.TestCase):
                     _, err = proc.communicate(timeout=120)
                 self.assertEqual(proc.returncode, 0, err)
 
+    def deleting_later(self):
+        """For the namespace builders (tests/support): runs each command they give, which
+        deletes what they made, once the test ends."""
+        return lambda args: self.addCleanup(subprocess.run, args, capture_output=True)
+
     def skip_without_kprobe_multi(self):
         if os.uname().release.startswith("6.1."):
             self.skipTest("6.1 has no kprobe.multi: packet mode attaches ~1,500 kprobes one by one "
@@ -493,15 +498,10 @@ class KernelFunctions(unittest.TestCase):
         # clones), in A, then R, then B; in R netfilter sees it first untracked, then NEW,
         # and it leaves R translated; the other datagram ends in R's forward chain.
         self.skip_without_kprobe_multi()
-        cleanups = []
-        try:
-            (a, r, b), (va, ra, rb, vb) = nat_udp.router(os.getpid() % 100000, cleanups.append)
-            _, out, _ = self.packet_run(
-                "-f", "json", "trace packet where mark == 0x4e41 track select ifname, dev_netns_name, tuple, ct_state",
-                send=f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
-        finally:
-            for args in cleanups:
-                subprocess.run(args, capture_output=True)
+        (a, r, b), (va, ra, rb, vb) = nat_udp.router(os.getpid() % 100000, self.deleting_later())
+        _, out, _ = self.packet_run(
+            "-f", "json", "trace packet where mark == 0x4e41 track select ifname, dev_netns_name, tuple, ct_state",
+            send=f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
         journeys = netns_udp.groups(map(json.loads, out.splitlines()), "journey")
         self.assertEqual(len(journeys), 2, out)
         forwarded, dropped = journeys
@@ -538,17 +538,12 @@ class KernelFunctions(unittest.TestCase):
         # tests/support/nat_udp.py's router: R's chains accept the first datagram at
         # prerouting (DNAT; the chain runs before the rewrite), forward and postrouting
         # (masquerade), and the forward chain drops the second.
-        cleanups = []
         script = ("use net\n"
                   "trace nft_do_chain select nf_hook(pkt->state) as hook, nf_verdict(return) as verdict, "
                   "tuple(pkt->skb) as tuple\n"
                   "trace nft_do_chain where nf_verdict(return) == \"NF_DROP\" select nf_hook(pkt->state) as dropped_at")
-        try:
-            (a, r, b), _ = nat_udp.router(os.getpid() % 100000, cleanups.append)
-            status, out, err = kq("-f", "json", script, "-c", f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
-        finally:
-            for args in cleanups:
-                subprocess.run(args, capture_output=True)
+        (a, r, b), _ = nat_udp.router(os.getpid() % 100000, self.deleting_later())
+        status, out, err = kq("-f", "json", script, "-c", f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
         self.assertEqual(status, 0, err)
         rows = list(map(json.loads, out.splitlines()))
         sent, forwarded, dropped = ("10.77.1.1:40000 -> " + to for to in ("10.77.1.254:9999", "10.77.2.2:9998",
@@ -564,15 +559,10 @@ class KernelFunctions(unittest.TestCase):
         # the original skb to B, which reads it, and a clone (skb_clone in the bridge's flood)
         # to C, which drops it (a frame for another host). One journey of two skbs.
         self.skip_without_kprobe_multi()
-        cleanups = []
-        try:
-            (a, b, c, s), (ha, hb, hc), (pa, pb, pc), _ = bridge_udp.bridge(os.getpid() % 100000, cleanups.append)
-            _, out, _ = self.packet_run(
-                "-f", "json", "trace packet where mark == 0x4b52 track select ifname, dev_netns_name, tuple",
-                send=f"{sys.executable} {SUPPORT}/bridge_udp.py 0x4b52 {a} {b}")
-        finally:
-            for args in cleanups:
-                subprocess.run(args, capture_output=True)
+        (a, b, c, s), (ha, hb, hc), (pa, pb, pc), _ = bridge_udp.bridge(os.getpid() % 100000, self.deleting_later())
+        _, out, _ = self.packet_run(
+            "-f", "json", "trace packet where mark == 0x4b52 track select ifname, dev_netns_name, tuple",
+            send=f"{sys.executable} {SUPPORT}/bridge_udp.py 0x4b52 {a} {b}")
         events = list(map(json.loads, out.splitlines()))
         self.assertEqual(len(netns_udp.groups(events, "journey")), 1, out)
         skbs = netns_udp.groups(events, "packet_id")
