@@ -191,6 +191,9 @@ class Builder {
   b.record(true, "nf_hook_state", 16, {{"hook", b.type("u8"), 0}, {"pf", b.type("u8"), 8}});
   b.record(true, "nft_pktinfo", 16,
            {{"skb", b.ptr("struct sk_buff"), 0}, {"state", b.ptr("struct nf_hook_state"), 64}});
+  // Its `priv`: the base chain, and the chain's table.
+  b.record(true, "nft_table", 16, {{"name", b.ptr("char"), 64}});
+  b.record(true, "nft_chain", 128, {{"table", b.ptr("struct nft_table"), 512}, {"name", b.ptr("char"), 704}});
   b.record(true, "iphdr", 20,
            {{"ihl", b.type("__u8"), 0, 4}, {"version", b.type("__u8"), 4, 4},
             {"protocol", b.type("__u8"), 72}, {"saddr", b.type("__be32"), 96}, {"daddr", b.type("__be32"), 128}});

@@ -537,10 +537,11 @@ class KernelFunctions(unittest.TestCase):
         # The stdlib's nf_hook and nf_verdict at nft_do_chain's return, in
         # tests/support/nat_udp.py's router: R's chains accept the first datagram at
         # prerouting (DNAT; the chain runs before the rewrite), forward and postrouting
-        # (masquerade), and the forward chain drops the second.
+        # (masquerade), and the forward chain drops the second; each chain by its name and
+        # its table's.
         script = ("use net\n"
                   "trace nft_do_chain select nf_hook(pkt->state) as hook, nf_verdict(return) as verdict, "
-                  "tuple(pkt->skb) as tuple\n"
+                  "tuple(pkt->skb) as tuple, nft_table(priv) as table, nft_chain(priv) as chain\n"
                   "trace nft_do_chain where nf_verdict(return) == \"NF_DROP\" select nf_hook(pkt->state) as dropped_at")
         (a, r, b), _ = nat_udp.router(os.getpid() % 100000, self.deleting_later())
         status, out, err = kq("-f", "json", script, "-c", f"{sys.executable} {SUPPORT}/nat_udp.py 0x4e41 {a} {b}")
@@ -553,6 +554,9 @@ class KernelFunctions(unittest.TestCase):
                           ("ip postrouting", "NF_ACCEPT", forwarded), ("ip prerouting", "NF_ACCEPT", dropped),
                           ("ip forward", "NF_DROP", dropped)], out)
         self.assertEqual([e["dropped_at"] for e in rows if "dropped_at" in e], ["ip forward"], out)
+        chains = {"ip prerouting": "kqpre", "ip forward": "kqforward", "ip postrouting": "kqpost"}
+        self.assertEqual([(e["table"], e["chain"]) for e in rows if "hook" in e],
+                         [("kq", chains[e["hook"]]) for e in rows if "hook" in e], out)
 
     def test_packet_a_bridge_floods_is_one_journey_with_a_branch(self):
         # Through kprobe.multi, tests/support/bridge_udp.py's bridge in S floods A's datagram:
