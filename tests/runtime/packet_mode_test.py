@@ -30,6 +30,7 @@ sys.path.insert(0, SUPPORT)
 import bridge_udp  # noqa: E402
 import nat_udp  # noqa: E402
 import netns_udp  # noqa: E402
+import vxlan_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
 # This run's own mark: other runs of kq's tests on this machine may send packets at once.
@@ -473,6 +474,31 @@ class PacketModeThroughTracepoints(harness.KqTestCase):
                                      command=f"{sys.executable} {SUPPORT}/bridge_udp.py {MARK:#x} {a} {b}")
         self.assertEqual(status, 0, err)
         self.assertEqual(len(re.findall(r"^packet 0x[0-9a-f]+: \d+ events in .*, on 2 skbs$", out, re.M)), 1, out)
+
+    @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) (scripts/install-deps installs iproute2) for namespaces")
+    def test_a_datagram_through_a_vxlan_tunnel_is_one_journey(self):
+        # tests/support/vxlan_udp.py: encapsulated in A, decapsulated in B, the datagram is
+        # one journey (`track`: the veth scrubs the mark), on A's VXLAN device, then the
+        # underlay in both namespaces with the outer tuple and the datagram inside it, then
+        # B's VXLAN device with the datagram's own.
+        (a, b), (ua, ub), (va, vb) = vxlan_udp.tunnel(
+            os.getpid() % 100000, lambda args: self.addCleanup(subprocess.run, args, capture_output=True))
+        query = f"trace packet where mark == {MARK:#x} track select ifname, dev_netns_name, tuple, inner_tuple, encapsulated"
+        status, out, err = kq_around("-f", "json", query,
+                                     command=f"{sys.executable} {SUPPORT}/vxlan_udp.py {MARK:#x} {a} {b}")
+        self.assertEqual(status, 0, err)
+        journeys = netns_udp.groups(json_events(out), "journey")
+        self.assertEqual(len(journeys), 1, out)
+        events = journeys[0]
+        self.assertEqual([p for p in netns_udp.places(events)], [(a, va), (a, ua), (b, ub), (b, vb)], out)
+        datagram = "10.81.0.1:40002 -> 10.81.0.2:9995"
+        for e in events:
+            if e["ifname"] in (ua, ub):
+                self.assertRegex(e["tuple"], r"^10\.80\.0\.1:\d+ -> 10\.80\.0\.2:4789$")
+                self.assertEqual((e["encapsulated"], e["inner_tuple"]), (True, datagram), e)
+        self.assertEqual([e["tuple"] for e in events if e["function"] == "net:netif_receive_skb" and e["ifname"] == vb],
+                         [datagram], out)
+        self.assertEqual(events[0]["tuple"], datagram, out)
 
     @unittest.skipIf(shutil.which("ip") is None, "needs ip(8) (scripts/install-deps installs iproute2) for namespaces")
     def test_a_filter_on_a_namespace_by_name(self):

@@ -32,9 +32,10 @@ KERNELS = {
     "6.1": ("bookworm-security", r"^linux-image-6\.1\.0-\d+-amd64$"),
 }
 # The guest's own modules, loaded at boot (with what they need): the host's root, its console,
-# and what packet tests build (veth pairs, a bridge; nftables with conntrack, DNAT and masquerade).
+# and what packet tests build (veth pairs, a bridge, VXLAN; nftables with conntrack, DNAT and
+# masquerade).
 MODULES = ["virtio_pci", "netfs", "9pnet", "9pnet_virtio", "9p", "overlay", "virtio_console",
-           "veth", "bridge", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct", "sch_ingress", "cls_bpf"]
+           "veth", "bridge", "vxlan", "nft_chain_nat", "nft_nat", "nft_masq", "nft_ct", "sch_ingress", "cls_bpf"]
 
 
 def log(msg):

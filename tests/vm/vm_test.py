@@ -25,6 +25,7 @@ sys.path.insert(0, SUPPORT)
 import bridge_udp  # noqa: E402
 import nat_udp  # noqa: E402
 import netns_udp  # noqa: E402
+import vxlan_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 SEND_UDP = f"{sys.executable} {HERE}/../support/send_udp.py"
 SEND_TCP = f"{sys.executable} {HERE}/../support/send_tcp.py"
@@ -580,6 +581,32 @@ class KernelFunctions(unittest.TestCase):
         self.assertEqual(drops, [("sk_skb_reason_drop", c, "SKB_DROP_REASON_OTHERHOST")], out)
         self.assertEqual(clone[-1]["function"], "kfree_skbmem", out)
         self.assertIn("udp_queue_rcv_skb", [e["function"] for e in original], out)
+
+    def test_packet_through_a_vxlan_tunnel_is_one_journey(self):
+        # Through kprobe.multi, tests/support/vxlan_udp.py's tunnel: the datagram VXLAN
+        # encapsulates in A and decapsulates in B is one journey, through vxlan_xmit and
+        # vxlan_rcv, with the outer tuple on the underlay and its own on either side.
+        self.skip_without_kprobe_multi()
+        (a, b), (ua, ub), (va, vb) = vxlan_udp.tunnel(os.getpid() % 100000, self.deleting_later())
+        _, out, _ = self.packet_run(
+            "-f", "json", "trace packet where mark == 0x7678 track select ifname, dev_netns_name, tuple, inner_tuple",
+            send=f"{sys.executable} {SUPPORT}/vxlan_udp.py 0x7678 {a} {b}")
+        journeys = netns_udp.groups(map(json.loads, out.splitlines()), "journey")
+        self.assertEqual(len(journeys), 1, out)
+        events = journeys[0]
+        places = netns_udp.places(events)
+        self.assertEqual([p for i, p in enumerate(places) if p not in places[:i]], [(a, va), (a, ua), (b, ub), (b, vb)], out)
+        functions = {e["function"] for e in events}
+        self.assertTrue({"vxlan_xmit", "vxlan_rcv", "udp_queue_rcv_skb"} <= functions, sorted(functions))
+        datagram = "10.81.0.1:40002 -> 10.81.0.2:9995"
+        outer = [e for e in events if e["function"] == "vxlan_rcv"]
+        self.assertRegex(outer[0]["tuple"], r"^10\.80\.0\.1:\d+ -> 10\.80\.0\.2:4789$")
+        self.assertEqual(outer[0]["inner_tuple"], datagram)
+        # UDP takes it twice: VXLAN's socket the outer datagram, then B's the inner one.
+        received = [e["tuple"] for e in events if e["function"] == "udp_queue_rcv_skb"]
+        self.assertEqual(len(received), 2, out)
+        self.assertRegex(received[0], r"^10\.80\.0\.1:\d+ -> 10\.80\.0\.2:4789$")
+        self.assertEqual(received[1], datagram, out)
 
     def test_packet_ends_at_an_xdp_or_tc_programs_verdict(self):
         # Through kprobe.multi and fexit on the programs tests/support/xdp_udp.py attaches to
