@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Sends marked UDP datagrams over loopback to a bound socket, which reads them, while a
-packet socket on `lo` (as tcpdump opens) gets a clone of each frame sent and received and
-reads those too; then, with no packet socket, one more datagram, which has no clone.
+"""Sends marked UDP datagrams over loopback to a bound socket while a packet socket on `lo`
+(as tcpdump opens) gets a clone of each frame sent and received and reads those; then,
+with no packet socket, one more datagram, which has no clone. The bound socket reads the
+datagrams only then: where the kernel frees a datagram read unseen by tracepoints, a later
+skb at its address would join its journey (docs/language.md, "Journeys"), and none is
+freed while the others are made.
 Usage: cloned_udp.py MARK COUNT"""
 import socket
 import sys
@@ -16,7 +19,6 @@ capture = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # E
 capture.bind(("lo", 0))
 for i in range(count):
     sender.sendto(bytes(100 + i), receiver.getsockname())
-    receiver.recv(2048)
     time.sleep(0.01)
 capture.settimeout(0.5)
 try:
@@ -27,4 +29,5 @@ except socket.timeout:
 capture.close()
 time.sleep(0.05)
 sender.sendto(bytes(300), receiver.getsockname())
-receiver.recv(2048)
+for i in range(count + 1):
+    receiver.recv(2048)
