@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
 #include "compiler/sema/program.h"
 #include "compiler/sema/types.h"
 #include "driver/commands.h"
@@ -56,7 +57,7 @@ void printMembers(Io& io, btf::BtfType record, uint64_t base_bits, int depth) {
   const btf_member* members = btf_members(raw);
   std::string indent(depth * 4, ' ');
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
-    const char* name = btf__name_by_offset(record.file->btf, members[i].name_off);
+    const char* name = record.file->btf->name(members[i].name_off);
     btf::BtfType type{record.file, members[i].type};
     uint64_t bits = base_bits + btf_member_bit_offset(raw, i);
     uint32_t bitfield = btf_member_bitfield_size(raw, i);
@@ -100,8 +101,7 @@ int typeInfo(const std::string& what, const btf::Btf& btf, Io& io) {
     io.out << open << padTo(open.size(), 60) << fmt::format("/* size {} */\n", raw->size);
     for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
       bool is64 = btf_is_enum64(raw);
-      const char* n = btf__name_by_offset(found->file->btf,
-                                          is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off);
+      const char* n = found->file->btf->name(is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off);
       int64_t value = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(raw)[i]))
                            : btf_enum(raw)[i].val;
       io.out << fmt::format("    {} = {},\n", n, value);

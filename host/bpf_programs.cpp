@@ -12,21 +12,22 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
 #include "host/owned_fd.h"
 
 namespace kq::host {
 namespace {
 
-const ::btf_type* skipModifiers(const ::btf* btf, uint32_t& id) {
-  const ::btf_type* t = btf__type_by_id(btf, id);
+const ::btf_type* skipModifiers(const host::BtfView* btf, uint32_t& id) {
+  const ::btf_type* t = btf->type(id);
   while (t && (btf_is_mod(t) || btf_is_typedef(t))) {
     id = t->type;
-    t = btf__type_by_id(btf, id);
+    t = btf->type(id);
   }
   return t;
 }
 
-BpfProgramParam describeParam(const ::btf* btf, uint32_t prog_type, const char* name, uint32_t type_id) {
+BpfProgramParam describeParam(const host::BtfView* btf, uint32_t prog_type, const char* name, uint32_t type_id) {
   BpfProgramParam p;
   p.name = name ? name : "";
   const ::btf_type* t = skipModifiers(btf, type_id);
@@ -45,7 +46,7 @@ BpfProgramParam describeParam(const ::btf* btf, uint32_t prog_type, const char* 
     p.kind = BpfProgramParam::Kind::Integer;
     return p;
   }
-  const char* struct_name = pointee && btf_is_struct(pointee) ? btf__name_by_offset(btf, pointee->name_off) : nullptr;
+  const char* struct_name = pointee && btf_is_struct(pointee) ? btf->name(pointee->name_off) : nullptr;
   if (struct_name && kernelContextStruct(prog_type, struct_name)) {
     p.kind = BpfProgramParam::Kind::Context;
     p.type_name = struct_name;
@@ -66,18 +67,22 @@ void readFunction(int fd, const bpf_prog_info& info, BpfProgram& out) {
   uint32_t len = sizeof more;
   if (bpf_obj_get_info_by_fd(fd, &more, &len) != 0) return;
   if (more.func_info_rec_size != sizeof(bpf_func_info)) return;
-  ::btf* btf = btf__load_from_kernel_by_id(info.btf_id);
-  if (!btf) return;
+  ::btf* loaded = btf__load_from_kernel_by_id(info.btf_id);
+  if (!loaded) return;
+  Result<std::unique_ptr<BtfView>> view = BtfView::copyOf(loaded);
+  btf__free(loaded);
+  if (!view) return;
+  const BtfView* btf = view->get();
   for (const bpf_func_info& f : funcs) {
     if (f.insn_off != 0) continue;
-    const ::btf_type* func = btf__type_by_id(btf, f.type_id);
+    const ::btf_type* func = btf->type(f.type_id);
     if (!func || !btf_is_func(func)) break;
-    const ::btf_type* proto = btf__type_by_id(btf, func->type);
+    const ::btf_type* proto = btf->type(func->type);
     if (!proto || !btf_is_func_proto(proto)) break;
-    out.function = btf__name_by_offset(btf, func->name_off);
+    out.function = btf->name(func->name_off);
     const btf_param* params = btf_params(proto);
     for (uint16_t i = 0; i < btf_vlen(proto); ++i) {
-      out.params.push_back(describeParam(btf, info.type, btf__name_by_offset(btf, params[i].name_off), params[i].type));
+      out.params.push_back(describeParam(btf, info.type, btf->name(params[i].name_off), params[i].type));
     }
     uint32_t ret_id = proto->type;
     const ::btf_type* ret = skipModifiers(btf, ret_id);
@@ -87,7 +92,6 @@ void readFunction(int fd, const bpf_prog_info& info, BpfProgram& out) {
     }
     break;
   }
-  btf__free(btf);
 }
 
 }  // namespace

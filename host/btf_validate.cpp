@@ -1,4 +1,5 @@
 #include "host/btf_validate.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -14,12 +15,12 @@ namespace {
 /// The ids of the types one BTF type refers to, and problems of its own shape.
 class TypeChecker {
  public:
-  explicit TypeChecker(const ::btf* btf) : btf_(btf), count_(btf__type_cnt(btf)) {}
+  explicit TypeChecker(const host::BtfView* btf) : btf_(btf), count_(btf->typeCount()) {}
 
   std::string check(uint32_t id) {
-    const ::btf_type* t = btf__type_by_id(btf_, id);
+    const ::btf_type* t = btf_->type(id);
     if (!t) return fmt::format("type {} cannot be read", id);
-    if (!btf__name_by_offset(btf_, t->name_off)) return fmt::format("type {} has no name string", id);
+    if (!btf_->hasString(t->name_off)) return fmt::format("type {} has no name string", id);
     switch (btf_kind(t)) {
       case BTF_KIND_PTR: case BTF_KIND_TYPEDEF: case BTF_KIND_VOLATILE: case BTF_KIND_CONST:
       case BTF_KIND_RESTRICT: case BTF_KIND_TYPE_TAG: case BTF_KIND_VAR: case BTF_KIND_DECL_TAG:
@@ -46,7 +47,7 @@ class TypeChecker {
 
   std::string checkFunc(uint32_t id, const ::btf_type* t) const {
     if (std::string e = refers(id, t->type); !e.empty()) return e;
-    const ::btf_type* proto = btf__type_by_id(btf_, t->type);
+    const ::btf_type* proto = btf_->type(t->type);
     if (t->type == 0 || !proto || !btf_is_func_proto(proto)) {
       return fmt::format("function {} has type {}, which is not a function prototype", id, t->type);
     }
@@ -58,7 +59,7 @@ class TypeChecker {
     const btf_param* params = btf_params(t);
     for (uint16_t i = 0; i < btf_vlen(t); ++i) {
       if (std::string e = refers(id, params[i].type); !e.empty()) return e;
-      if (!btf__name_by_offset(btf_, params[i].name_off)) {
+      if (!btf_->hasString(params[i].name_off)) {
         return fmt::format("parameter {} of type {} has no name string", i, id);
       }
     }
@@ -69,7 +70,7 @@ class TypeChecker {
     const btf_member* members = btf_members(t);
     for (uint16_t i = 0; i < btf_vlen(t); ++i) {
       if (std::string e = refers(id, members[i].type); !e.empty()) return e;
-      if (!btf__name_by_offset(btf_, members[i].name_off)) {
+      if (!btf_->hasString(members[i].name_off)) {
         return fmt::format("member {} of type {} has no name string", i, id);
       }
     }
@@ -80,7 +81,7 @@ class TypeChecker {
     bool is64 = btf_is_enum64(t);
     for (uint16_t i = 0; i < btf_vlen(t); ++i) {
       uint32_t name = is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off;
-      if (!btf__name_by_offset(btf_, name)) {
+      if (!btf_->hasString(name)) {
         return fmt::format("enumerator {} of type {} has no name string", i, id);
       }
     }
@@ -95,7 +96,7 @@ class TypeChecker {
     return "";
   }
 
-  const ::btf* btf_;
+  const host::BtfView* btf_;
   uint32_t count_;
 };
 
@@ -122,16 +123,16 @@ std::vector<uint32_t> spelledOut(const ::btf_type* t) {
 
 /// A type that contains itself other than through a named struct or union (libbpf's
 /// btf_dump and kq's own walks would recurse forever), or nests deeper than any C type.
-std::string findLoop(const ::btf* btf, uint32_t first) {
+std::string findLoop(const host::BtfView* btf, uint32_t first) {
   constexpr size_t kMaxNesting = 512;
-  uint32_t count = btf__type_cnt(btf);
+  uint32_t count = btf->typeCount();
   enum : uint8_t { kNew, kOpen, kDone };
   std::vector<uint8_t> state(count, kNew);
   for (uint32_t root = first; root < count; ++root) {
     if (state[root] != kNew) continue;
     // Depth-first, iteratively: each frame is a type and its references left to visit.
     std::vector<std::pair<uint32_t, std::vector<uint32_t>>> stack;
-    stack.emplace_back(root, spelledOut(btf__type_by_id(btf, root)));
+    stack.emplace_back(root, spelledOut(btf->type(root)));
     state[root] = kOpen;
     while (!stack.empty()) {
       auto& [id, next] = stack.back();
@@ -146,7 +147,7 @@ std::string findLoop(const ::btf* btf, uint32_t first) {
       if (state[ref] == kOpen) return fmt::format("type {} contains itself", ref);
       if (stack.size() >= kMaxNesting) return fmt::format("type {} nests too deeply", root);
       state[ref] = kOpen;
-      stack.emplace_back(ref, spelledOut(btf__type_by_id(btf, ref)));
+      stack.emplace_back(ref, spelledOut(btf->type(ref)));
     }
   }
   return "";
@@ -154,17 +155,17 @@ std::string findLoop(const ::btf* btf, uint32_t first) {
 
 }  // namespace
 
-std::string findMalformedType(const ::btf* btf) {
+std::string findMalformedType(const host::BtfView* btf) {
   // Every type record is a multiple of 4 bytes, so aligned types start aligned: a file whose
   // type section does not is read through misaligned pointers, in libbpf and here.
-  const ::btf* base = btf__base_btf(btf);
-  uint32_t first = base ? btf__type_cnt(base) : 1;
-  if (first < btf__type_cnt(btf) &&
-      reinterpret_cast<uintptr_t>(btf__type_by_id(btf, first)) % 4 != 0) {
+  const host::BtfView* base = btf->base();
+  uint32_t first = base ? base->typeCount() : 1;
+  if (first < btf->typeCount() &&
+      reinterpret_cast<uintptr_t>(btf->type(first)) % 4 != 0) {
     return "its types do not start on a 4-byte boundary";
   }
   TypeChecker checker(btf);
-  for (uint32_t id = first; id < btf__type_cnt(btf); ++id) {
+  for (uint32_t id = first; id < btf->typeCount(); ++id) {
     if (std::string problem = checker.check(id); !problem.empty()) return problem;
   }
   // Every reference is in range now: the loop search can follow them.

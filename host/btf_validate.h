@@ -7,12 +7,14 @@
 
 #include <string>
 
-struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::host {
 
 /// Empty when every type of `btf` (from its first own id, after any base BTF) is well
 /// formed; otherwise what the first broken type is, for an error message.
-std::string findMalformedType(const ::btf* btf);
+std::string findMalformedType(const host::BtfView* btf);
 
 }  // namespace kq::host

@@ -1,4 +1,5 @@
 #include "host/c_declaration.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -8,14 +9,14 @@ namespace {
 // Deeper than any C declaration: a loop in a malformed file.
 constexpr int kMaxDepth = 64;
 
-std::string nameOf(const ::btf* btf, const ::btf_type* t) {
-  const char* name = btf__name_by_offset(btf, t->name_off);
+std::string nameOf(const host::BtfView* btf, const ::btf_type* t) {
+  const char* name = btf->name(t->name_off);
   return name ? name : "";
 }
 
 /// The words a type that is not a declarator is written with: `unsigned int`, `struct
 /// sk_buff`, `sk_buff_data_t`; an anonymous one by its keyword.
-std::string baseName(const ::btf* btf, const ::btf_type* t, DeclarationStyle style) {
+std::string baseName(const host::BtfView* btf, const ::btf_type* t, DeclarationStyle style) {
   std::string name = nameOf(btf, t);
   std::string keyword;
   switch (btf_kind(t)) {
@@ -56,10 +57,10 @@ std::string qualifierWords(unsigned qualifiers) {
 
 /// `qualifiers` are those of the type `id` itself, waiting for the words it is written with
 /// (`const char`) or its pointer (`*const`); an array's are its elements'.
-std::string declare(const ::btf* btf, uint32_t id, const std::string& declarator, DeclarationStyle style,
+std::string declare(const host::BtfView* btf, uint32_t id, const std::string& declarator, DeclarationStyle style,
                     int depth, unsigned qualifiers = 0);
 
-std::string parameters(const ::btf* btf, const ::btf_type* proto, DeclarationStyle style, int depth) {
+std::string parameters(const host::BtfView* btf, const ::btf_type* proto, DeclarationStyle style, int depth) {
   const struct btf_param* params = btf_params(proto);
   uint16_t count = btf_vlen(proto);
   if (count == 0) return "(void)";
@@ -70,18 +71,18 @@ std::string parameters(const ::btf* btf, const ::btf_type* proto, DeclarationSty
       out += "...";
       continue;
     }
-    const char* name = btf__name_by_offset(btf, params[i].name_off);
+    const char* name = btf->name(params[i].name_off);
     std::string declarator = style == DeclarationStyle::Full && name ? name : "";
     out += declare(btf, params[i].type, declarator, style, depth + 1);
   }
   return out + ")";
 }
 
-std::string declare(const ::btf* btf, uint32_t id, const std::string& declarator, DeclarationStyle style,
+std::string declare(const host::BtfView* btf, uint32_t id, const std::string& declarator, DeclarationStyle style,
                     int depth, unsigned qualifiers) {
   std::string words = style == DeclarationStyle::Cast ? "" : qualifierWords(qualifiers);
   if (id == 0) return joined(words + "void", declarator);
-  const ::btf_type* t = btf__type_by_id(btf, id);
+  const ::btf_type* t = btf->type(id);
   if (!t || depth > kMaxDepth) return joined("?", declarator);
   switch (btf_kind(t)) {
     case BTF_KIND_PTR: {
@@ -109,7 +110,7 @@ std::string declare(const ::btf* btf, uint32_t id, const std::string& declarator
 
 }  // namespace
 
-std::string cDeclaration(const ::btf* btf, uint32_t id, std::string_view name, DeclarationStyle style) {
+std::string cDeclaration(const host::BtfView* btf, uint32_t id, std::string_view name, DeclarationStyle style) {
   return declare(btf, id, std::string(name), style, 0);
 }
 

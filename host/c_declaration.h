@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
-struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::host {
 
@@ -19,7 +21,7 @@ enum class DeclarationStyle {
 
 /// Type `id` of `btf` declaring `name` (empty: the type alone, as in a cast), in C's
 /// declarator syntax: `char cb[48]`, `struct sk_buff *next`, `void (*destructor)(struct sk_buff *)`.
-std::string cDeclaration(const ::btf* btf, uint32_t id, std::string_view name,
+std::string cDeclaration(const host::BtfView* btf, uint32_t id, std::string_view name,
                          DeclarationStyle style = DeclarationStyle::Full);
 
 }  // namespace kq::host

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
+#include "host/btf_validate.h"
 #include "record/bytes.h"
 #include "runtime/btf_subset.h"
 
@@ -64,17 +66,18 @@ Result<std::unique_ptr<runtime::KernelTypes>> decodeRecordedTypes(const std::str
     return Error{fmt::format("its types block is malformed at its byte {}: {}", in.ok() ? in.at() : in.errorAt(),
                              in.ok() ? "bytes left over" : in.error())};
   }
-  ::btf* btf = raw.empty() ? btf__new_empty() : btf__new(raw.data(), static_cast<uint32_t>(raw.size()));
-  if (!btf) return Error{"its types block holds no valid BTF"};
-  uint32_t count = btf__type_cnt(btf);
+  Result<std::unique_ptr<host::BtfView>> btf =
+      raw.empty() ? Result<std::unique_ptr<host::BtfView>>(host::BtfView::empty()) : host::BtfView::copyOf(std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()));
+  if (!btf) return Error{"its types block holds no valid BTF: " + btf.error().message};
+  if (std::string problem = host::findMalformedType(btf->get()); !problem.empty()) {
+    return Error{"its types block holds malformed BTF: " + problem};
+  }
+  uint32_t count = (*btf)->typeCount();
   bool in_range = true;
   for (const auto& [_, id] : by_spelling) in_range = in_range && id < count;
   for (const auto& [_, id] : by_id) in_range = in_range && id < count;
-  if (!in_range) {
-    btf__free(btf);
-    return Error{"its types block names a type its BTF does not have"};
-  }
-  return std::make_unique<runtime::KernelTypes>(btf, std::move(by_spelling), std::move(by_id));
+  if (!in_range) return Error{"its types block names a type its BTF does not have"};
+  return std::make_unique<runtime::KernelTypes>(btf.take(), std::move(by_spelling), std::move(by_id));
 }
 
 }  // namespace kq::record

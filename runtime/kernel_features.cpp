@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
 #include "host/owned_fd.h"
 #include "runtime/remembered_features.h"
 
@@ -109,7 +110,7 @@ class RunningKernel : public KernelFeatures {
     return it->second;
   }
 
-  void lendVmlinux(const ::btf* vmlinux) override { lent_ = vmlinux; }
+  void lendVmlinux(const host::BtfView* vmlinux) override { lent_ = vmlinux; }
 
   std::optional<std::string> missing(Helper helper, HelperUse use) override {
     auto key = std::make_pair(helper, use);
@@ -135,22 +136,22 @@ class RunningKernel : public KernelFeatures {
   }
 
   /// vmlinux BTF: the caller's (VmlinuxLoan), else read once.
-  const ::btf* vmlinux() {
+  const host::BtfView* vmlinux() {
     if (lent_) return lent_;
     if (!vmlinux_loaded_) {
       vmlinux_loaded_ = true;
-      vmlinux_.reset(btf__load_vmlinux_btf());
-      if (!vmlinux_ || libbpf_get_error(vmlinux_.get())) vmlinux_.reset();
+      auto read = host::BtfView::readFile("/sys/kernel/btf/vmlinux");
+      if (read) vmlinux_ = read.take();
     }
     return vmlinux_.get();
   }
 
   /// A kernel function every kernel has, to attach probes to: its name and BTF id.
   std::optional<std::pair<const char*, uint32_t>> probeFunction() {
-    const ::btf* btf = vmlinux();
+    const host::BtfView* btf = vmlinux();
     if (!btf) return std::nullopt;
     for (const char* name : {"bpf_fentry_test1", "do_unlinkat", "vfs_read"}) {
-      int id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+      int id = btf->findByNameKind(name, BTF_KIND_FUNC);
       if (id > 0) return std::make_pair(name, static_cast<uint32_t>(id));
     }
     return std::nullopt;
@@ -178,9 +179,9 @@ class RunningKernel : public KernelFeatures {
   }
 
   std::optional<std::string> probeTpBtf() {
-    const ::btf* btf = vmlinux();
+    const host::BtfView* btf = vmlinux();
     if (!btf) return "this kernel has no BTF (/sys/kernel/btf/vmlinux)";
-    int id = btf__find_by_name_kind(btf, "btf_trace_sched_process_exec", BTF_KIND_TYPEDEF);
+    int id = btf->findByNameKind("btf_trace_sched_process_exec", BTF_KIND_TYPEDEF);
     if (id <= 0) return "kq found no BTF-typed tracepoint in vmlinux BTF";
     OwnedFd prog(loadProgram(BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP, id, kTrivial));
     if (prog.fd < 0) return refused("loading", "tp_btf", prog.fd);
@@ -267,9 +268,9 @@ class RunningKernel : public KernelFeatures {
 
   /// `iter:`: a tracing program of BPF_TRACE_ITER on the task iterator.
   std::optional<std::string> probeIter() {
-    const ::btf* btf = vmlinux();
+    const host::BtfView* btf = vmlinux();
     if (!btf) return std::string("kq cannot read the kernel's BTF, which names the iterators");
-    int id = btf__find_by_name_kind(btf, "bpf_iter_task", BTF_KIND_FUNC);
+    int id = btf->findByNameKind("bpf_iter_task", BTF_KIND_FUNC);
     if (id <= 0) return std::string("the kernel has no task iterator (bpf_iter_task, Linux 5.8)");
     OwnedFd prog(loadProgram(BPF_PROG_TYPE_TRACING, BPF_TRACE_ITER, static_cast<uint32_t>(id), kTrivial));
     if (prog.fd < 0) return refused("loading", "BPF iterator (tracing)", prog.fd);
@@ -325,12 +326,9 @@ class RunningKernel : public KernelFeatures {
     return std::nullopt;
   }
 
-  struct BtfFree {
-    void operator()(::btf* b) const { btf__free(b); }
-  };
   bool vmlinux_loaded_ = false;
-  std::unique_ptr<::btf, BtfFree> vmlinux_;
-  const ::btf* lent_ = nullptr;  // the caller's vmlinux BTF while a VmlinuxLoan lives
+  std::unique_ptr<host::BtfView> vmlinux_;
+  const host::BtfView* lent_ = nullptr;  // the caller's vmlinux BTF while a VmlinuxLoan lives
   std::map<plan::Feature, std::optional<std::string>> features_;
   std::map<std::pair<Helper, HelperUse>, std::optional<std::string>> helpers_;
 };

@@ -11,6 +11,9 @@
 #include "plan/program_plan.h"
 
 struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::runtime {
 
@@ -32,7 +35,7 @@ class KernelFeatures {
   virtual std::optional<std::string> missing(Helper helper, HelperUse use) = 0;
   /// Until called again with null, probes may read `vmlinux` (the caller's parse of this
   /// kernel's BTF) instead of parsing their own (see VmlinuxLoan).
-  virtual void lendVmlinux(const ::btf* vmlinux) {}
+  virtual void lendVmlinux(const host::BtfView* vmlinux) {}
 };
 
 /// The running kernel, probed on first use of each feature and remembered by the object
@@ -45,7 +48,7 @@ std::unique_ptr<KernelFeatures> probeRunningKernel();
 /// kernel's BTF, instead of parsing /sys/kernel/btf/vmlinux again (6 MiB and 3 ms).
 class VmlinuxLoan {
  public:
-  VmlinuxLoan(KernelFeatures& features, const ::btf* vmlinux) : features_(features) {
+  VmlinuxLoan(KernelFeatures& features, const host::BtfView* vmlinux) : features_(features) {
     features_.lendVmlinux(vmlinux);
   }
   ~VmlinuxLoan() { features_.lendVmlinux(nullptr); }
@@ -66,7 +69,7 @@ class WithoutAttach : public KernelFeatures {
   std::optional<std::string> missing(Helper helper, HelperUse use) override {
     return features_.missing(helper, use);
   }
-  void lendVmlinux(const ::btf* vmlinux) override { features_.lendVmlinux(vmlinux); }
+  void lendVmlinux(const host::BtfView* vmlinux) override { features_.lendVmlinux(vmlinux); }
 
  private:
   KernelFeatures& features_;

@@ -25,11 +25,11 @@ bool startsWith(std::string_view s, std::string_view prefix) {
 
 /// `id` with const, volatile, restrict and type tags stepped over (never typedefs: a
 /// typedef is part of how the compiler spells a type).
-uint32_t withoutModifiers(const ::btf* btf, uint32_t id) {
-  const ::btf_type* t = btf__type_by_id(btf, id);
+uint32_t withoutModifiers(const host::BtfView* btf, uint32_t id) {
+  const ::btf_type* t = btf->type(id);
   while (t && (btf_is_mod(t) || btf_is_type_tag(t))) {
     id = t->type;
-    t = btf__type_by_id(btf, id);
+    t = btf->type(id);
   }
   return id;
 }
@@ -37,27 +37,27 @@ uint32_t withoutModifiers(const ::btf* btf, uint32_t id) {
 /// The first type of `kind` that refers to `target`, matched by `fits` (BTF has one array
 /// or pointer type per use, all anonymous, so they are found by what they point at).
 template <typename Fits>
-std::optional<uint32_t> findReferring(const ::btf* btf, uint32_t kind, Fits fits) {
-  uint32_t count = btf__type_cnt(btf);
+std::optional<uint32_t> findReferring(const host::BtfView* btf, uint32_t kind, Fits fits) {
+  uint32_t count = btf->typeCount();
   for (uint32_t id = 1; id < count; ++id) {
-    const ::btf_type* t = btf__type_by_id(btf, id);
+    const ::btf_type* t = btf->type(id);
     if (btf_kind(t) == kind && fits(t)) return id;
   }
   return std::nullopt;
 }
 
-std::optional<uint32_t> findNamed(const ::btf* btf, std::string_view name,
+std::optional<uint32_t> findNamed(const host::BtfView* btf, std::string_view name,
                                   std::initializer_list<uint32_t> kinds) {
   std::string text(name);
   for (uint32_t kind : kinds) {
-    int id = btf__find_by_name_kind(btf, text.c_str(), kind);
+    int id = btf->findByNameKind(text.c_str(), kind);
     if (id > 0) return static_cast<uint32_t>(id);
   }
   return std::nullopt;
 }
 
 /// The id of the type spelled `s`; 0 is `void`.
-std::optional<uint32_t> lookup(const ::btf* btf, std::string_view s) {
+std::optional<uint32_t> lookup(const host::BtfView* btf, std::string_view s) {
   s = trimmed(s);
   // `T[3][2]` is two `T[3]`: the last bound is the outermost array's.
   if (!s.empty() && s.back() == ']') {
@@ -93,44 +93,45 @@ std::optional<uint32_t> lookup(const ::btf* btf, std::string_view s) {
 
 }  // namespace
 
-uint32_t findTypeIn(const ::btf* btf, const std::string& spelling) {
+uint32_t findTypeIn(const host::BtfView* btf, const std::string& spelling) {
   if (!btf || spelling.empty()) return 0;
   auto id = lookup(btf, spelling);
   if (!id || *id == 0) return 0;
   // Dumps and enumerator names want the type itself: step over typedefs too.
-  int resolved = btf__resolve_type(btf, *id);
+  int resolved = btf->resolveType(*id);
   return resolved > 0 ? static_cast<uint32_t>(resolved) : *id;
 }
 
-KernelTypes::KernelTypes(std::string dir, const ::btf* compiled_against, bool ids_are_this_kernels)
+KernelTypes::KernelTypes(std::string dir, const host::BtfView* compiled_against, bool ids_are_this_kernels)
     : dir_(std::move(dir)),
       vmlinux_(compiled_against),
       ids_trusted_(compiled_against != nullptr || ids_are_this_kernels),
       vmlinux_loaded_(compiled_against != nullptr) {}
 
-KernelTypes::KernelTypes(::btf* recorded, std::unordered_map<std::string, uint32_t> by_spelling,
+KernelTypes::KernelTypes(std::unique_ptr<host::BtfView> recorded, std::unordered_map<std::string, uint32_t> by_spelling,
                          std::unordered_map<uint32_t, uint32_t> by_id)
-    : vmlinux_(recorded), owned_vmlinux_(recorded), vmlinux_loaded_(true), modules_loaded_(true),
+    : vmlinux_(recorded.get()), owned_vmlinux_(std::move(recorded)), vmlinux_loaded_(true), modules_loaded_(true),
       recorded_(true), recorded_ids_(std::move(by_id)) {
-  for (auto& [spelling, id] : by_spelling) found_[spelling] = {recorded, id};
+  for (auto& [spelling, id] : by_spelling) found_[spelling] = {vmlinux_, id};
 }
 
 KernelTypes::~KernelTypes() {
   // Modules first: each is split on top of vmlinux.
-  for (::btf* module : modules_) btf__free(module);
-  btf__free(owned_vmlinux_);
+  modules_.clear();
 }
 
-const ::btf* KernelTypes::vmlinux() {
+const host::BtfView* KernelTypes::vmlinux() {
   if (!vmlinux_loaded_) {
     vmlinux_loaded_ = true;
-    ::btf* loaded = host::readKernelBtf(dir_ + "/vmlinux");
-    if (loaded) vmlinux_ = owned_vmlinux_ = loaded;
+    if (auto loaded = host::BtfView::readFile(dir_ + "/vmlinux")) {
+      owned_vmlinux_ = loaded.take();
+      vmlinux_ = owned_vmlinux_.get();
+    }
   }
   return vmlinux_;
 }
 
-const std::vector<::btf*>& KernelTypes::modules() {
+const std::vector<std::unique_ptr<host::BtfView>>& KernelTypes::modules() {
   if (modules_loaded_ || !vmlinux()) return modules_;
   modules_loaded_ = true;
   std::vector<std::string> paths;
@@ -139,10 +140,8 @@ const std::vector<::btf*>& KernelTypes::modules() {
     if (entry.path().filename() != "vmlinux") paths.push_back(entry.path().string());
   }
   std::sort(paths.begin(), paths.end());  // the same order, so the same answers, every run
-  // libbpf takes the base as non-const but only reads it.
-  auto* base = const_cast<::btf*>(vmlinux_);
   for (const std::string& path : paths) {
-    if (::btf* module = host::readKernelBtf(path, base)) modules_.push_back(module);
+    if (auto module = host::BtfView::readFile(path, vmlinux_)) modules_.push_back(module.take());
   }
   return modules_;
 }
@@ -154,9 +153,9 @@ KernelType KernelTypes::find(const std::string& spelling) {
   if (uint32_t id = findTypeIn(vmlinux(), spelling)) {
     type = {vmlinux_, id};
   } else {
-    for (const ::btf* module : modules()) {
-      if (uint32_t in_module = findTypeIn(module, spelling)) {
-        type = {module, in_module};
+    for (const std::unique_ptr<host::BtfView>& module : modules()) {
+      if (uint32_t in_module = findTypeIn(module.get(), spelling)) {
+        type = {module.get(), in_module};
         break;
       }
     }
@@ -170,7 +169,7 @@ KernelType KernelTypes::byVmlinuxId(uint32_t id) {
     auto it = recorded_ids_.find(id);
     return it == recorded_ids_.end() || !vmlinux_ ? KernelType{} : KernelType{vmlinux_, it->second};
   }
-  if (!ids_trusted_ || !id || !vmlinux() || id >= btf__type_cnt(vmlinux_)) return {};
+  if (!ids_trusted_ || !id || !vmlinux() || id >= vmlinux_->typeCount()) return {};
   return {vmlinux_, id};
 }
 

@@ -13,13 +13,15 @@
 #include <unordered_map>
 #include <vector>
 
-struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::runtime {
 
 /// A type in one of the kernel's BTF objects, typedefs and modifiers followed.
 struct KernelType {
-  const ::btf* btf = nullptr;
+  const host::BtfView* btf = nullptr;
   uint32_t id = 0;
   explicit operator bool() const { return btf && id; }
 };
@@ -33,11 +35,11 @@ class KernelTypes {
   /// names count, unless `ids_are_this_kernels` (the compiler's copy was freed): then the
   /// file is loaded when a type is first wanted and the ids are trusted.
   explicit KernelTypes(std::string dir = "/sys/kernel/btf",
-                       const ::btf* compiled_against = nullptr, bool ids_are_this_kernels = false);
+                       const host::BtfView* compiled_against = nullptr, bool ids_are_this_kernels = false);
   /// The types recorded with a session (record/): `recorded` (owned), and the type each
   /// spelling and each vmlinux id of the recorded layouts stood for. Nothing is read from
   /// the machine, and a name not recorded is looked up in `recorded` only.
-  KernelTypes(::btf* recorded, std::unordered_map<std::string, uint32_t> by_spelling,
+  KernelTypes(std::unique_ptr<host::BtfView> recorded, std::unordered_map<std::string, uint32_t> by_spelling,
               std::unordered_map<uint32_t, uint32_t> by_id);
   ~KernelTypes();
   KernelTypes(const KernelTypes&) = delete;
@@ -49,16 +51,16 @@ class KernelTypes {
   KernelType byVmlinuxId(uint32_t id);
 
  private:
-  const ::btf* vmlinux();
-  const std::vector<::btf*>& modules();
+  const host::BtfView* vmlinux();
+  const std::vector<std::unique_ptr<host::BtfView>>& modules();
 
   std::string dir_;
-  const ::btf* vmlinux_ = nullptr;
-  ::btf* owned_vmlinux_ = nullptr;
+  const host::BtfView* vmlinux_ = nullptr;
+  std::unique_ptr<host::BtfView> owned_vmlinux_;
   bool ids_trusted_ = false;
   bool vmlinux_loaded_ = false;
   bool modules_loaded_ = false;
-  std::vector<::btf*> modules_;
+  std::vector<std::unique_ptr<host::BtfView>> modules_;
   std::unordered_map<std::string, KernelType> found_;
   bool recorded_ = false;
   std::unordered_map<uint32_t, uint32_t> recorded_ids_;
@@ -67,6 +69,6 @@ class KernelTypes {
 /// Within one BTF object (a split BTF sees its base's types too), the type spelled
 /// `spelling` as the compiler spells types: `struct x`, `union x`, `enum x`, a typedef or
 /// integer name, `T *`, `T[N]`. Returns 0 when there is none.
-uint32_t findTypeIn(const ::btf* btf, const std::string& spelling);
+uint32_t findTypeIn(const host::BtfView* btf, const std::string& spelling);
 
 }  // namespace kq::runtime

@@ -22,6 +22,9 @@
 struct bpf_object;
 struct bpf_link;
 struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::runtime {
 
@@ -136,7 +139,7 @@ struct LoadOptions {
   KernelFeatures* features = nullptr;
   /// The running kernel's vmlinux BTF, if the caller has parsed it (the compiler has): the
   /// running kernel's feature probes read it rather than parsing their own copy.
-  const ::btf* vmlinux = nullptr;
+  const host::BtfView* vmlinux = nullptr;
   /// Called once the attach methods are chosen (the probes are done with `vmlinux`), before
   /// libbpf loads the object (and, for an object without `vmlinux_attach_id`, parses vmlinux
   /// BTF itself for its relocations): a caller that needs `vmlinux` no more frees it here,

@@ -1,4 +1,5 @@
 #include "runtime/object_check.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -156,8 +157,10 @@ std::string objectBtfProblem(const std::vector<char>& elf) {
   if (!section) return "";  // none: libbpf reads no types
   ::btf* raw = btf__new(section->data(), static_cast<uint32_t>(section->size()));
   if (!raw) return fmt::format("its BTF cannot be read: {}", std::strerror(errno));
-  std::string problem = host::findMalformedType(raw);
+  Result<std::unique_ptr<host::BtfView>> view = host::BtfView::copyOf(raw);
   btf__free(raw);
+  if (!view) return "its BTF cannot be read: " + view.error().message;
+  std::string problem = host::findMalformedType(view->get());
   return problem.empty() ? "" : "its BTF is malformed: " + problem;
 }
 

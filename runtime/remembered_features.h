@@ -20,7 +20,7 @@ class RememberedFeatures : public KernelFeatures {
   RememberedFeatures(std::unique_ptr<KernelFeatures> probed, std::filesystem::path file);
   std::optional<std::string> missing(plan::Feature feature) override;
   std::optional<std::string> missing(Helper helper, HelperUse use) override;
-  void lendVmlinux(const ::btf* vmlinux) override { probed_->lendVmlinux(vmlinux); }
+  void lendVmlinux(const host::BtfView* vmlinux) override { probed_->lendVmlinux(vmlinux); }
 
  private:
   std::optional<std::string> remembered(const std::string& key, std::optional<std::string> why);

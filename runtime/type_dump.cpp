@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
 #include "host/c_declaration.h"
 #include "runtime/type_walk.h"
 
@@ -15,13 +16,13 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string enumeratorName(const ::btf* btf, uint32_t id, int64_t value) {
-  const ::btf_type* t = btf__type_by_id(btf, id);
+std::string enumeratorName(const host::BtfView* btf, uint32_t id, int64_t value) {
+  const ::btf_type* t = btf->type(id);
   if (!t || !btf_is_any_enum(t)) return std::to_string(value);
   bool is64 = btf_is_enum64(t);
   for (uint16_t i = 0; i < btf_vlen(t); ++i) {
     int64_t v = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i])) : btf_enum(t)[i].val;
-    if (v == value) return btf__name_by_offset(btf, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+    if (v == value) return btf->name(is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
   }
   return std::to_string(value);
 }
@@ -94,7 +95,7 @@ std::string leafText(const DumpLeaf& v) {
 /// is all zero as `{}`. The dumped value itself always shows.
 class TextDump final : public DumpOutput {
  public:
-  TextDump(const ::btf* btf, TypeDumper::Casts& casts, std::string& out) : btf_(btf), casts_(casts), out_(out) {}
+  TextDump(const host::BtfView* btf, TypeDumper::Casts& casts, std::string& out) : btf_(btf), casts_(casts), out_(out) {}
 
   void open(const DumpMember& m, BlockKind kind) override {
     size_t start = out_.size();
@@ -175,7 +176,7 @@ class TextDump final : public DumpOutput {
     }
   }
 
-  const ::btf* btf_;
+  const host::BtfView* btf_;
   TypeDumper::Casts& casts_;
   std::string& out_;
   std::vector<Frame> frames_;
@@ -190,7 +191,7 @@ class TextDump final : public DumpOutput {
 /// .len = 142, .users = {…}}`. Chosen with `--structs compact`, the text sink's default.
 class LineDump final : public DumpOutput {
  public:
-  LineDump(const ::btf* btf, TypeDumper::Casts& casts, std::string& out) : btf_(btf), casts_(casts), out_(out) {}
+  LineDump(const host::BtfView* btf, TypeDumper::Casts& casts, std::string& out) : btf_(btf), casts_(casts), out_(out) {}
 
   void open(const DumpMember& m, BlockKind kind) override {
     Frame f{kind == BlockKind::Array, kind == BlockKind::Union, false, false, false, false, m.name};
@@ -267,7 +268,7 @@ class LineDump final : public DumpOutput {
     out_ += text;
   }
 
-  const ::btf* btf_;
+  const host::BtfView* btf_;
   TypeDumper::Casts& casts_;
   std::string& out_;
   std::vector<Frame> frames_;
@@ -342,7 +343,7 @@ class JsonDump final : public DumpOutput {
 
 }  // namespace
 
-const std::string& TypeDumper::Casts::of(const ::btf* btf, uint32_t id) {
+const std::string& TypeDumper::Casts::of(const host::BtfView* btf, uint32_t id) {
   std::string& cast = names_[btf][id];
   if (cast.empty()) cast = host::cDeclaration(btf, id, "", host::DeclarationStyle::Cast);
   return cast;
@@ -380,7 +381,7 @@ std::string TypeDumper::recordText(const plan::FieldLayout& f, const uint8_t* by
   KernelType type = typeOf(f);
   if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
                                         : fmt::format("(no type `{}` in this kernel)", f.type_name);
-  if (btf__resolve_size(type.btf, type.id) <= 0) return "(unknown size)";
+  if (type.btf->resolveSize(type.id) <= 0) return "(unknown size)";
   std::string out;
   TextDump text(type.btf, casts_, out);
   walkValue(type.btf, type.id, bytes, f.size, text);
@@ -391,7 +392,7 @@ std::string TypeDumper::recordLine(const plan::FieldLayout& f, const uint8_t* by
   KernelType type = typeOf(f);
   if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
                                         : fmt::format("(no type `{}` in this kernel)", f.type_name);
-  if (btf__resolve_size(type.btf, type.id) <= 0) return "(unknown size)";
+  if (type.btf->resolveSize(type.id) <= 0) return "(unknown size)";
   std::string out;
   LineDump line(type.btf, casts_, out);
   walkValue(type.btf, type.id, bytes, f.size, line);

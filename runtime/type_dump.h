@@ -42,10 +42,10 @@ class TypeDumper {
   /// The casts of a text dump (`struct sk_buff *`), made once per type.
   class Casts {
    public:
-    const std::string& of(const ::btf* btf, uint32_t id);
+    const std::string& of(const host::BtfView* btf, uint32_t id);
 
    private:
-    std::unordered_map<const ::btf*, std::unordered_map<uint32_t, std::string>> names_;
+    std::unordered_map<const host::BtfView*, std::unordered_map<uint32_t, std::string>> names_;
   };
 
  private:

@@ -1,4 +1,5 @@
 #include "runtime/type_walk.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -12,9 +13,9 @@ namespace {
 constexpr int kMaxDepth = 32;
 
 /// Type `id` behind its typedefs, qualifiers and type tags.
-uint32_t resolved(const ::btf* btf, uint32_t id) {
+uint32_t resolved(const host::BtfView* btf, uint32_t id) {
   for (int depth = 0; depth < 64; ++depth) {
-    const ::btf_type* t = btf__type_by_id(btf, id);
+    const ::btf_type* t = btf->type(id);
     if (!t || !(btf_is_typedef(t) || btf_is_mod(t) || btf_is_type_tag(t))) return id;
     id = t->type;
   }
@@ -36,24 +37,24 @@ int64_t signExtended(uint64_t v, uint32_t bits) {
 
 /// Whether `elem` is C's `char` (a text character): pahole's BTF gives the kernel's `char`
 /// no BTF_INT_CHAR encoding, only its name; `unsigned char` and `u8` arrays are bytes.
-bool isCharType(const ::btf* btf, const ::btf_type* elem) {
+bool isCharType(const host::BtfView* btf, const ::btf_type* elem) {
   if (!elem || !btf_is_int(elem) || elem->size != 1) return false;
   if (btf_int_encoding(elem) & BTF_INT_CHAR) return true;
-  const char* name = btf__name_by_offset(btf, elem->name_off);
+  const char* name = btf->name(elem->name_off);
   return name && (std::strcmp(name, "char") == 0 || std::strcmp(name, "signed char") == 0);
 }
 
 class Walk {
  public:
-  Walk(const ::btf* btf, const uint8_t* bytes, size_t captured, uint64_t full, DumpOutput& out)
+  Walk(const host::BtfView* btf, const uint8_t* bytes, size_t captured, uint64_t full, DumpOutput& out)
       : btf_(btf), bytes_(bytes), captured_(captured), full_(full), out_(out) {}
 
   /// The value of type `id` at `offset` bytes into the walked one.
   void value(const DumpMember& m, uint32_t id, size_t offset, int depth) {
     if (stopped_ || depth > kMaxDepth) return;
     uint32_t rid = resolved(btf_, id);
-    const ::btf_type* t = btf__type_by_id(btf_, rid);
-    int64_t size = btf__resolve_size(btf_, rid);
+    const ::btf_type* t = btf_->type(rid);
+    int64_t size = btf_->resolveSize(rid);
     if (!t || size < 0 || (size == 0 && depth > 0)) return;
     size_t end = offset + static_cast<size_t>(size);
     if (btf_is_composite(t)) {
@@ -97,21 +98,21 @@ class Walk {
   void members(const ::btf_type* t, size_t offset, int depth) {
     const btf_member* list = btf_members(t);
     for (uint16_t i = 0; i < btf_vlen(t) && !stopped_; ++i) {
-      const char* name = btf__name_by_offset(btf_, list[i].name_off);
+      const char* name = btf_->name(list[i].name_off);
       DumpMember m{name ? name : "", list[i].type, false};
       uint32_t bit = btf_member_bit_offset(t, i);
       if (uint32_t size = btf_member_bitfield_size(t, i)) {
         if (!m.name.empty()) bits(m, 8 * offset + bit, size);
         continue;
       }
-      const ::btf_type* type = btf__type_by_id(btf_, resolved(btf_, list[i].type));
+      const ::btf_type* type = btf_->type(resolved(btf_, list[i].type));
       if (m.name.empty() && !(type && btf_is_composite(type))) continue;
       value(m, list[i].type, offset + bit / 8, depth + 1);
     }
   }
 
   void array(const DumpMember& m, const struct btf_array* a, size_t offset, size_t end, int depth) {
-    const ::btf_type* elem = btf__type_by_id(btf_, resolved(btf_, a->type));
+    const ::btf_type* elem = btf_->type(resolved(btf_, a->type));
     if (isCharType(btf_, elem)) {
       if (end > captured_) return stop();
       DumpLeaf v;
@@ -123,7 +124,7 @@ class Walk {
       return out_.leaf(m, v);
     }
     if (offset >= captured_) return stop();
-    int64_t elem_size = btf__resolve_size(btf_, a->type);
+    int64_t elem_size = btf_->resolveSize(a->type);
     if (elem_size <= 0) return;
     out_.open(m, BlockKind::Array);
     for (uint32_t i = 0; i < a->nelems && !stopped_; ++i) {
@@ -143,7 +144,7 @@ class Walk {
     v.kind = LeafKind::Bits;
     v.u = static_cast<uint64_t>(raw) & mask;
     v.zero = v.u == 0;
-    const ::btf_type* type = btf__type_by_id(btf_, resolved(btf_, m.type));
+    const ::btf_type* type = btf_->type(resolved(btf_, m.type));
     if (type && btf_is_int(type) && (btf_int_encoding(type) & BTF_INT_BOOL)) {
       v.typed = LeafKind::Bool;
     } else if (type && btf_is_int(type) && (btf_int_encoding(type) & BTF_INT_SIGNED)) {
@@ -185,7 +186,7 @@ class Walk {
       uint64_t value = is64 ? btf_enum64_value(&btf_enum64(t)[i])
                             : static_cast<uint64_t>(static_cast<int64_t>(btf_enum(t)[i].val));
       if ((value & mask) != u) continue;
-      const char* name = btf__name_by_offset(btf_, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+      const char* name = btf_->name(is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
       return name ? name : "";
     }
     return "";
@@ -228,7 +229,7 @@ class Walk {
     return v;
   }
 
-  const ::btf* btf_;
+  const host::BtfView* btf_;
   const uint8_t* bytes_;
   size_t captured_;
   uint64_t full_;
@@ -238,8 +239,8 @@ class Walk {
 
 }  // namespace
 
-void walkValue(const ::btf* btf, uint32_t id, const uint8_t* bytes, size_t captured, DumpOutput& out) {
-  int64_t full = btf__resolve_size(btf, id);
+void walkValue(const host::BtfView* btf, uint32_t id, const uint8_t* bytes, size_t captured, DumpOutput& out) {
+  int64_t full = btf->resolveSize(id);
   if (full < 0) return;
   captured = std::min<size_t>(captured, static_cast<size_t>(full));
   Walk(btf, bytes, captured, static_cast<uint64_t>(full), out).value({"", id, false}, id, 0, 0);

@@ -9,6 +9,9 @@
 #include <string_view>
 
 struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::runtime {
 
@@ -62,6 +65,6 @@ class DumpOutput {
 /// Walks type `id` of `btf` over `bytes`, of which the first `captured` were read from the
 /// kernel. Members without a name that are not structs or unions (padding bitfields) and
 /// members of no size (`u8 mark[0]`) are not walked.
-void walkValue(const ::btf* btf, uint32_t id, const uint8_t* bytes, size_t captured, DumpOutput& out);
+void walkValue(const host::BtfView* btf, uint32_t id, const uint8_t* bytes, size_t captured, DumpOutput& out);
 
 }  // namespace kq::runtime

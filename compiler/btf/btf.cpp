@@ -49,13 +49,13 @@ struct Btf::Index {
 // end still reads as `void` rather than as a null pointer.
 const ::btf_type* BtfType::get() const {
   static const ::btf_type kVoid{};
-  const ::btf_type* t = id < btf__type_cnt(file->btf) ? btf__type_by_id(file->btf, id) : nullptr;
+  const ::btf_type* t = id < file->btf->typeCount() ? file->btf->type(id) : nullptr;
   return t ? t : &kVoid;
 }
 
 std::string_view BtfType::name() const {
   if (id == 0) return "void";
-  const char* n = btf__name_by_offset(file->btf, get()->name_off);
+  const char* n = file->btf->name(get()->name_off);
   return n ? n : "";
 }
 
@@ -72,7 +72,7 @@ BtfType BtfType::resolved() const {
 
 uint64_t BtfType::size() const {
   if (id == 0) return 0;
-  int64_t size = btf__resolve_size(file->btf, id);
+  int64_t size = file->btf->resolveSize(id);
   return size < 0 ? 0 : static_cast<uint64_t>(size);
 }
 
@@ -113,7 +113,7 @@ Function Btf::functionOf(BtfType func, const std::string& module) const {
       f.variadic = true;
       continue;
     }
-    const char* name = btf__name_by_offset(func.file->btf, params[i].name_off);
+    const char* name = func.file->btf->name(params[i].name_off);
     f.params.push_back({name ? name : "", BtfType{func.file, params[i].type}});
   }
   return f;
@@ -124,19 +124,17 @@ Function Btf::functionOf(BtfType func, const std::string& module) const {
 
 Result<std::unique_ptr<Btf>> Btf::loadRunningKernel() {
   std::string path = std::string(kSysfsBtf) + "/vmlinux";
-  ::btf* raw = host::readKernelBtf(path);
-  if (!raw) {
-    return Error{fmt::format("cannot read the kernel's BTF at {}: {}", path, errnoText(errno))};
-  }
-  std::unique_ptr<Btf> out(new Btf());
+  Result<std::unique_ptr<host::BtfView>> view = host::BtfView::readFile(path);
+  if (!view) return Error{fmt::format("cannot read the kernel's BTF: {}", view.error().message)};
+  std::unique_ptr<Btf> out = adopt(view.take(), "vmlinux");
   out->origin_ = path;
   out->can_load_modules_ = true;
-  out->files_.push_back({"vmlinux", raw});
   return out;
 }
 
 Result<std::unique_ptr<Btf>> Btf::loadFile(const std::string& path) {
-  // btf__parse reads raw BTF and ELF files alike.
+  // btf__parse reads raw BTF and ELF files alike (and checks much of what it reads); kq
+  // keeps a copy of what it parsed.
   ::btf* raw = btf__parse(path.c_str(), nullptr);
   if (!raw) {
     int err = errno;
@@ -147,26 +145,33 @@ Result<std::unique_ptr<Btf>> Btf::loadFile(const std::string& path) {
                               : errnoText(err);
     return Error{fmt::format("cannot read BTF from `{}`: {}", path, why)};
   }
-  if (std::string problem = host::findMalformedType(raw); !problem.empty()) {
-    btf__free(raw);
+  Result<std::unique_ptr<host::BtfView>> view = host::BtfView::copyOf(raw);
+  btf__free(raw);
+  if (!view) return Error{fmt::format("cannot read BTF from `{}`: {}", path, view.error().message)};
+  if (std::string problem = host::findMalformedType(view->get()); !problem.empty()) {
     return Error{fmt::format("cannot read BTF from `{}`: it is malformed: {}", path, problem)};
   }
-  std::unique_ptr<Btf> out(new Btf());
-  out->origin_ = path;
-  out->files_.push_back({path, raw});
+  std::unique_ptr<Btf> out = adopt(view.take(), path);
   return out;
 }
 
 std::unique_ptr<Btf> Btf::adopt(::btf* raw, std::string name) {
+  Result<std::unique_ptr<host::BtfView>> view = host::BtfView::copyOf(raw);
+  btf__free(raw);
+  return adopt(view ? view.take() : host::BtfView::empty(), std::move(name));
+}
+
+std::unique_ptr<Btf> Btf::adopt(std::unique_ptr<host::BtfView> view, std::string name) {
   std::unique_ptr<Btf> out(new Btf());
   out->origin_ = name;
-  out->files_.push_back({std::move(name), raw});
+  std::shared_ptr<const host::BtfView> owned = std::move(view);
+  out->files_.push_back({std::move(name), owned.get(), false, owned});
   return out;
 }
 
 Btf::~Btf() {
-  // Modules are split BTF on top of vmlinux: free them first.
-  for (size_t i = files_.size(); i-- > 0;) btf__free(files_[i].btf);
+  // Modules are split BTF on top of vmlinux: they go first.
+  while (!files_.empty()) files_.pop_back();
 }
 
 void Btf::loadModules() const {
@@ -183,14 +188,11 @@ void Btf::loadModules() const {
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     std::string path = std::string(kSysfsBtf) + "/" + name;
-    ::btf* raw = host::readKernelBtf(path, files_.front().btf);
+    Result<std::unique_ptr<host::BtfView>> view = host::BtfView::readFile(path, files_.front().btf);
     // An unreadable or malformed module hides only its own functions.
-    if (raw && !host::findMalformedType(raw).empty()) {
-      btf__free(raw);
-      raw = nullptr;
-    }
-    if (!raw) continue;
-    files_.push_back({name, raw});
+    if (!view || !host::findMalformedType(view->get()).empty()) continue;
+    std::shared_ptr<const host::BtfView> owned = view.take();
+    files_.push_back({name, owned.get(), false, owned});
     if (index_) buildIndex(files_.back(), index_->built);
   }
 }
@@ -200,34 +202,34 @@ void Btf::loadModules() const {
 
 void Btf::buildIndex(const BtfFile& file, uint8_t parts) const {
   Index& index = *index_;
-  const ::btf* base = btf__base_btf(file.btf);
-  TypeId first = base ? btf__type_cnt(base) : 1;
-  TypeId count = btf__type_cnt(file.btf);
+  const host::BtfView* base = file.btf->base();
+  TypeId first = base ? base->typeCount() : 1;
+  TypeId count = file.btf->typeCount();
   bool functions = parts & kFunctions, types = parts & kTypes, enumerators = parts & kEnumerators;
   for (TypeId id = first; id < count; ++id) {
-    const ::btf_type* t = btf__type_by_id(file.btf, id);
+    const ::btf_type* t = file.btf->type(id);
     uint16_t kind = btf_kind(t);
     if (enumerators && (kind == BTF_KIND_ENUM || kind == BTF_KIND_ENUM64)) {
       bool is64 = kind == BTF_KIND_ENUM64;
       for (uint16_t i = 0; i < btf_vlen(t); ++i) {
         uint32_t off = is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off;
-        index.enumerators.emplace(btf__name_by_offset(file.btf, off),
+        index.enumerators.emplace(file.btf->name(off),
                                   std::pair{Entry{&file, id}, static_cast<uint32_t>(i)});
       }
     }
     if (t->name_off == 0) continue;
     Entry entry{&file, id};
     if (kind == BTF_KIND_FUNC) {
-      if (functions) index.functions.emplace(btf__name_by_offset(file.btf, t->name_off), entry);
+      if (functions) index.functions.emplace(file.btf->name(t->name_off), entry);
       continue;
     }
     if (!types) continue;
     switch (kind) {
-      case BTF_KIND_STRUCT: index.structs.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
-      case BTF_KIND_UNION: index.unions.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
+      case BTF_KIND_STRUCT: index.structs.emplace(file.btf->name(t->name_off), entry); break;
+      case BTF_KIND_UNION: index.unions.emplace(file.btf->name(t->name_off), entry); break;
       case BTF_KIND_ENUM:
-      case BTF_KIND_ENUM64: index.enums.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
-      case BTF_KIND_TYPEDEF: index.typedefs.emplace(btf__name_by_offset(file.btf, t->name_off), entry); break;
+      case BTF_KIND_ENUM64: index.enums.emplace(file.btf->name(t->name_off), entry); break;
+      case BTF_KIND_TYPEDEF: index.typedefs.emplace(file.btf->name(t->name_off), entry); break;
       default: break;
     }
   }
@@ -266,7 +268,7 @@ std::optional<BtfType> Btf::find(std::string_view name, uint8_t part, uint16_t k
     std::string key(name);
     for (const BtfFile& file : files_) {
       if (&file != &files_.front() && !with_modules) break;
-      int id = btf__find_by_name_kind(file.btf, key.c_str(), kind);
+      int id = file.btf->findByNameKind(key.c_str(), kind);
       if (id > 0) return BtfType{&file, static_cast<TypeId>(id)};
     }
     return std::nullopt;
@@ -331,7 +333,7 @@ bool findMemberIn(BtfType record, std::string_view name, MemberSteps& path) {
   if (!btf_is_composite(raw)) return false;
   const btf_member* members = btf_members(raw);
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
-    const char* member_name = btf__name_by_offset(record.file->btf, members[i].name_off);
+    const char* member_name = record.file->btf->name(members[i].name_off);
     BtfType type = BtfType{record.file, members[i].type}.resolved();
     path.steps.emplace_back(record, i);
     if (member_name && name == member_name) {
@@ -435,17 +437,17 @@ namespace {
 /// The enums of `file` (its own types, not its base's) with enumerators named `prefix...`.
 void collectEnumerators(const BtfFile& file, std::string_view prefix,
                         std::vector<EnumeratorGroup>& out) {
-  const ::btf* base = btf__base_btf(file.btf);
-  TypeId first = base ? btf__type_cnt(base) : 1;
-  TypeId count = btf__type_cnt(file.btf);
+  const host::BtfView* base = file.btf->base();
+  TypeId first = base ? base->typeCount() : 1;
+  TypeId count = file.btf->typeCount();
   for (TypeId id = first; id < count; ++id) {
-    const ::btf_type* t = btf__type_by_id(file.btf, id);
+    const ::btf_type* t = file.btf->type(id);
     if (!btf_is_enum(t) && !btf_is_enum64(t)) continue;
     EnumeratorGroup group{BtfType{&file, id}, {}};
     bool is64 = btf_is_enum64(t);
     for (uint16_t i = 0; i < btf_vlen(t); ++i) {
       std::string_view name =
-          btf__name_by_offset(file.btf, is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
+          file.btf->name(is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off);
       if (name.substr(0, prefix.size()) != prefix) continue;
       // An unsigned enum's values (BTF's kind flag clear) as the kernel's u32 holds them.
       int64_t value = is64           ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i]))

@@ -1,6 +1,6 @@
 // kq's view of the kernel's types: vmlinux BTF (plus module BTF, loaded only when a name is
-// not in vmlinux) with name indexes built once. A thin layer over libbpf's `struct btf`;
-// everything above it names types as BtfType values.
+// not in vmlinux) with name indexes built once. A thin layer over host::BtfView (the
+// blobs read where they lie); everything above it names types as BtfType values.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,9 @@
 #include "compiler/diag/result.h"
 
 struct btf;
+namespace kq::host {
+class BtfView;
+}
 struct btf_type;
 
 namespace kq::btf {
@@ -24,10 +27,12 @@ using TypeId = uint32_t;
 /// One BTF blob: vmlinux, or a module's split BTF on top of vmlinux.
 struct BtfFile {
   std::string name;  // "vmlinux", a module name, or the path given to --btf
-  ::btf* btf = nullptr;
+  const host::BtfView* btf = nullptr;
   /// A C header's types (`use "myapp.h"`): user-space memory, laid out as written, so
   /// read at fixed offsets, never relocated against the kernel's types.
   bool user_space = false;
+  /// The view `btf` points into, when this file owns it.
+  std::shared_ptr<const host::BtfView> owned;
 };
 
 /// A type in a particular BTF file. Id 0 is `void`.
@@ -89,8 +94,11 @@ class Btf {
   /// BTF from a file: raw BTF (a copy of /sys/kernel/btf/vmlinux) or an ELF with a .BTF
   /// section. No module BTF.
   static Result<std::unique_ptr<Btf>> loadFile(const std::string& path);
-  /// Takes ownership of `btf` (tests build one with btf__new_empty and btf__add_*).
+  /// Takes `btf` (tests build one with btf__new_empty and btf__add_*): copies its bytes
+  /// and frees it.
   static std::unique_ptr<Btf> adopt(::btf* btf, std::string name);
+  /// Takes a view already read.
+  static std::unique_ptr<Btf> adopt(std::unique_ptr<host::BtfView> view, std::string name);
 
   ~Btf();
   Btf(const Btf&) = delete;

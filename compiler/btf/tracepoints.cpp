@@ -4,6 +4,7 @@
 // find `tp_btf/x` through that typedef; kq takes the names from the template's handler.
 #include <bpf/btf.h>
 
+#include "host/btf_file.h"
 #include "compiler/btf/btf.h"
 
 namespace kq::btf {
@@ -70,11 +71,11 @@ std::optional<Function> Btf::loadedTracepointHandler(std::string_view event) con
 
 std::vector<std::pair<Function, uint32_t>> Btf::tracepointsTaking(std::string_view name) const {
   std::vector<std::pair<Function, uint32_t>> out;
-  const ::btf* btf = files_.front().btf;
-  for (uint32_t id = 1; id < btf__type_cnt(btf); ++id) {
-    const btf_type* t = btf__type_by_id(btf, id);
+  const host::BtfView* btf = files_.front().btf;
+  for (uint32_t id = 1; id < btf->typeCount(); ++id) {
+    const btf_type* t = btf->type(id);
     if (!btf_is_typedef(t)) continue;
-    std::string_view typedef_name = btf__name_by_offset(btf, t->name_off);
+    std::string_view typedef_name = btf->name(t->name_off);
     if (typedef_name.rfind("btf_trace_", 0) != 0) continue;
     auto proto = typedefProto(BtfType{&files_.front(), id});
     if (!proto) continue;
@@ -95,11 +96,11 @@ std::vector<std::pair<Function, uint32_t>> Btf::tracepointsTaking(std::string_vi
 
 std::vector<std::string> Btf::tracepointNames() const {
   std::vector<std::string> out;
-  const ::btf* btf = files_.front().btf;
-  for (uint32_t id = 1; id < btf__type_cnt(btf); ++id) {
-    const btf_type* t = btf__type_by_id(btf, id);
+  const host::BtfView* btf = files_.front().btf;
+  for (uint32_t id = 1; id < btf->typeCount(); ++id) {
+    const btf_type* t = btf->type(id);
     if (!btf_is_typedef(t)) continue;
-    std::string_view name = btf__name_by_offset(btf, t->name_off);
+    std::string_view name = btf->name(t->name_off);
     if (name.rfind("btf_trace_", 0) == 0) out.emplace_back(name.substr(std::string_view("btf_trace_").size()));
   }
   return out;

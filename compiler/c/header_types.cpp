@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
 #include "compiler/c/c_plugin.h"
 #include "host/cache_directory.h"
 
@@ -33,13 +34,13 @@ std::optional<std::string> readBytes(const fs::path& path) {
 HeaderTypes definedTypes(const btf::Btf& btf) {
   HeaderTypes out;
   const btf::BtfFile& file = btf.vmlinux();
-  uint32_t count = btf__type_cnt(file.btf);
+  uint32_t count = file.btf->typeCount();
   for (uint32_t id = 1; id < count; ++id) {
-    const btf_type* t = btf__type_by_id(file.btf, id);
+    const btf_type* t = file.btf->type(id);
     if (!btf_is_var(t)) continue;
-    std::string_view name = btf__name_by_offset(file.btf, t->name_off);
+    std::string_view name = file.btf->name(t->name_off);
     if (name.substr(0, kTypeVariable.size()) != kTypeVariable) continue;
-    const btf_type* ptr = btf__type_by_id(file.btf, t->type);
+    const btf_type* ptr = file.btf->type(t->type);
     if (!ptr || !btf_is_ptr(ptr)) continue;
     btf::BtfType type{&file, ptr->type};
     const btf_type* target = type.get();

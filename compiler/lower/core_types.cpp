@@ -1,4 +1,5 @@
 #include "compiler/lower/core_types.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -45,7 +46,7 @@ llvm::DICompositeType* CoreTypes::enumDi(btf::BtfType t, const std::string& name
     uint32_t off = is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
     int64_t v = is64 ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(raw)[i]))
                      : btf_enum(raw)[i].val;
-    values.push_back(di.createEnumerator(btf__name_by_offset(t.file->btf, off), v));
+    values.push_back(di.createEnumerator(t.file->btf->name(off), v));
   }
   auto* base = di.createBasicType("unsigned int", raw->size * 8, llvm::dwarf::DW_ATE_unsigned);
   return di.createEnumerationType(module_.unit(), name, module_.file(), 0, raw->size * 8, 32,
@@ -145,7 +146,7 @@ const CoreTypes::Record& CoreTypes::record(btf::BtfType type) {
     uint32_t bits = btf_member_bitfield_size(raw, i);
     uint64_t offset = bit_offset / 8;
     uint64_t size = member.size();
-    const char* name = btf__name_by_offset(t.file->btf, members[i].name_off);
+    const char* name = t.file->btf->name(members[i].name_off);
     int ir_index = 0;
     if (bits || (!out.is_union && offset < at)) {
       // A bitfield, or a member overlapping the previous one: no IR element of its own.

@@ -15,6 +15,7 @@
 
 #include <map>
 
+#include "host/btf_file.h"
 #include "compiler/lower/expr_lowering.h"
 #include "compiler/lower/lower.h"
 
@@ -170,7 +171,7 @@ std::string ExtensionObject::enumReference(const ExtensionMember& m) {
   std::vector<llvm::Metadata*> values;
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
     const struct ::btf_enum& e = btf_enum(raw)[i];
-    values.push_back(di.createEnumerator(btf__name_by_offset(t.file->btf, e.name_off), e.val));
+    values.push_back(di.createEnumerator(t.file->btf->name(e.name_off), e.val));
   }
   auto* base = di.createBasicType("unsigned int", 32, llvm::dwarf::DW_ATE_unsigned);
   auto* type = di.createEnumerationType(module_.unit(), std::string(t.name()), module_.file(), 0,

@@ -1,4 +1,5 @@
 #include "compiler/lower/program_emitter.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -558,7 +559,7 @@ int memberIndex(const btf::BtfType& type, std::string_view name) {
   if (!t || !btf_is_struct(t)) return -1;
   const ::btf_member* m = btf_members(t);
   for (uint16_t i = 0; i < btf_vlen(t); ++i) {
-    if (btf__name_by_offset(type.file->btf, m[i].name_off) == name) return i;
+    if (type.file->btf->name(m[i].name_off) == name) return i;
   }
   return -1;
 }

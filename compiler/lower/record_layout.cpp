@@ -1,4 +1,5 @@
 #include "compiler/sema/durations.h"
+#include "host/btf_file.h"
 #include "compiler/lower/record_layout.h"
 
 #include <algorithm>
@@ -33,7 +34,7 @@ FieldLayout userSpaceField(const sema::Type* type, FieldLayout f) {
       uint32_t name_off = is64 ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
       int64_t value = is64 ? static_cast<int64_t>(btf_enum64_value(btf_enum64(raw) + i))
                            : btf_enum(raw)[i].val;
-      f.names.emplace(value, btf__name_by_offset(type->btf.file->btf, name_off));
+      f.names.emplace(value, type->btf.file->btf->name(name_off));
     }
     return f;
   }

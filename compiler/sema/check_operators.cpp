@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "host/btf_file.h"
 #include "compiler/ast/dump.h"
 #include "compiler/sema/builtins/builtins.h"
 #include "compiler/sema/context.h"
@@ -327,7 +328,7 @@ const Type* ExprChecker::enumeratorOf(const Type* enum_type, const ast::Identifi
   const ::btf_type* raw = enum_type->btf.get();
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
     uint32_t off = btf_is_enum64(raw) ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
-    if (id.name != btf__name_by_offset(enum_type->btf.file->btf, off)) continue;
+    if (id.name != enum_type->btf.file->btf->name(off)) continue;
     ExprInfo info;
     info.ref = Ref::Enumerator;
     info.value = btf_is_enum64(raw) ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(raw)[i]))
@@ -346,7 +347,7 @@ const Type* ExprChecker::enumeratorOf(const Type* enum_type, const ast::Identifi
   std::vector<std::string> names;
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
     uint32_t off = btf_is_enum64(raw) ? btf_enum64(raw)[i].name_off : btf_enum(raw)[i].name_off;
-    names.push_back(btf__name_by_offset(enum_type->btf.file->btf, off));
+    names.push_back(enum_type->btf.file->btf->name(off));
   }
   Diagnostic& diag = report(DiagKind::UnknownEnumerator, id.range,
                             fmt::format("`{}` has no enumerator `{}`", enum_type->spelling, id.name));

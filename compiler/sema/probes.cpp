@@ -1,6 +1,7 @@
 // Probe targets against the kernel: which functions, tracepoints, syscalls or symbols a
 // target names, what arguments it brings into scope, and how it can be attached.
 #include <bpf/btf.h>
+#include "host/btf_file.h"
 #include <fmt/format.h>
 
 #include <map>
@@ -660,12 +661,15 @@ const Type* verdictType(Context& ctx, const host::BpfProgram& prog) {
   auto& [file, id] = made[verdicts];
   if (!file) {
     std::string name(verdicts->enum_name);
-    ::btf* btf = btf__new_empty();
-    id = btf__add_enum(btf, name.c_str(), 4);
+    ::btf* built = btf__new_empty();
+    id = btf__add_enum(built, name.c_str(), 4);
     for (const auto& [value, enumerator] : verdicts->names) {
-      btf__add_enum_value(btf, std::string(enumerator).c_str(), value);
+      btf__add_enum_value(built, std::string(enumerator).c_str(), value);
     }
-    file = std::make_unique<btf::BtfFile>(btf::BtfFile{"verdicts of " + name, btf, true});
+    Result<std::unique_ptr<host::BtfView>> view = host::BtfView::copyOf(built);
+    btf__free(built);
+    std::shared_ptr<const host::BtfView> owned = view ? view.take() : host::BtfView::empty();
+    file = std::make_unique<btf::BtfFile>(btf::BtfFile{"verdicts of " + name, owned.get(), true, owned});
   }
   return ctx.types.fromBtf({file.get(), static_cast<btf::TypeId>(id)});
 }

@@ -1,4 +1,5 @@
 #include "compiler/sema/record_formats.h"
+#include "host/btf_file.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -97,7 +98,7 @@ std::optional<host::TracepointFormat> recordFormatFromBtf(const btf::Btf& btf, s
     const ::btf_member* members = btf_members(t);
     for (uint16_t i = 0; i < btf_vlen(t); ++i) {
       const ::btf_member& m = members[i];
-      std::string member = btf__name_by_offset(record->file->btf, m.name_off);
+      std::string member = record->file->btf->name(m.name_off);
       if (member == "ent" || member == "__data" || btf_member_bitfield_size(t, i)) continue;
       uint32_t offset = btf_member_bit_offset(t, i) / 8;
       btf::BtfType type{record->file, m.type};

@@ -1,4 +1,5 @@
 #include "compiler/sema/types.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 
@@ -155,7 +156,7 @@ void collectMembers(btf::BtfType record, std::vector<std::string>& out) {
   const ::btf_type* raw = record.get();
   const btf_member* members = btf_members(raw);
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
-    const char* name = btf__name_by_offset(record.file->btf, members[i].name_off);
+    const char* name = record.file->btf->name(members[i].name_off);
     if (name && *name) {
       out.push_back(name);
       continue;
@@ -170,7 +171,7 @@ bool findIn(TypeTable& table, btf::BtfType record, std::string_view name, uint64
   const ::btf_type* raw = record.get();
   const btf_member* members = btf_members(raw);
   for (uint16_t i = 0; i < btf_vlen(raw); ++i) {
-    const char* member_name = btf__name_by_offset(record.file->btf, members[i].name_off);
+    const char* member_name = record.file->btf->name(members[i].name_off);
     uint64_t bits = base_bits + btf_member_bit_offset(raw, i);
     path.steps.emplace_back(record, i);
     if (member_name && name == member_name) {

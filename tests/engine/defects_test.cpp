@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "host/btf_file.h"
 #include "engine/decoder.h"
 #include "engine/sinks.h"
 #include "engine/table.h"
@@ -186,7 +187,10 @@ TEST(EngineDefects, ACharArrayIsAStringInJsonDumps) {
   int dev = btf__add_struct(btf, "dev", 6);
   btf__add_field(btf, "name", name, 0, 0);
   btf__add_field(btf, "mac", mac, 32, 0);
-  runtime::KernelTypes kernel_types("/nonexistent", btf);
+  auto view = host::BtfView::copyOf(btf);
+  btf__free(btf);
+  ASSERT_TRUE(view) << view.error().message;
+  runtime::KernelTypes kernel_types("/nonexistent", view->get());
   runtime::TypeDumper types(&kernel_types);
   FieldLayout f{"d", FieldKind::Record, 0, 6};
   f.btf_id = static_cast<uint32_t>(dev);
@@ -195,7 +199,6 @@ TEST(EngineDefects, ACharArrayIsAStringInJsonDumps) {
   nlohmann::ordered_json j = types.recordJson(f, bytes);
   EXPECT_EQ(j["name"], "lo");
   EXPECT_EQ(j["mac"], nlohmann::ordered_json::array({0xaa, 0xbb}));
-  btf__free(btf);
 }
 
 }  // namespace

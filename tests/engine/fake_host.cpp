@@ -2,6 +2,8 @@
 
 #include <bpf/btf.h>
 
+#include "host/btf_file.h"
+
 #include <cstdlib>
 #include <ctime>
 #include <stdexcept>
@@ -17,7 +19,7 @@ int added(int id, const char* what) {
 }
 
 /// The small kernel's BTF (see fake_host.h).
-::btf* smallKernelBtf() {
+std::unique_ptr<host::BtfView> smallKernelBtf() {
   ::btf* btf = btf__new_empty();
   int int_t = added(btf__add_int(btf, "int", 4, BTF_INT_SIGNED), "int");
   int uint_t = added(btf__add_int(btf, "unsigned int", 4, 0), "unsigned int");
@@ -55,7 +57,10 @@ int added(int id, const char* what) {
   btf__add_field(btf, "state", state, 192, 0);
   btf__add_field(btf, "peer", endpoint_ptr, 256, 0);
   btf__add_field(btf, "delta", long_t, 320, 0);
-  return btf;
+  auto view = host::BtfView::copyOf(btf);
+  btf__free(btf);
+  if (!view) throw std::runtime_error(view.error().message);
+  return view.take();
 }
 
 }  // namespace
@@ -63,7 +68,7 @@ int added(int id, const char* what) {
 FakeHost::FakeHost()
     : btf_(smallKernelBtf()),
       // No directory of module BTF: only the small kernel's types, its ids trusted.
-      kernel_types_(std::make_unique<runtime::KernelTypes>("/nonexistent/btf", btf_, true)) {
+      kernel_types_(std::make_unique<runtime::KernelTypes>("/nonexistent/btf", btf_.get(), true)) {
   setenv("TZ", "UTC", 1);
   tzset();
   beginSession();
@@ -80,11 +85,10 @@ FakeHost::~FakeHost() {
   context_.reset();
   dumper_.reset();
   kernel_types_.reset();
-  btf__free(btf_);
 }
 
 uint32_t FakeHost::typeId(const std::string& spelling) const {
-  return runtime::findTypeIn(btf_, spelling);
+  return runtime::findTypeIn(btf_.get(), spelling);
 }
 
 std::string FakeHost::kernel(uint64_t address) {

@@ -29,7 +29,9 @@
 #include "runtime/kernel_types.h"
 #include "runtime/type_dump.h"
 
-struct btf;
+namespace kq::host {
+class BtfView;
+}
 
 namespace kq::engine::testing {
 
@@ -66,7 +68,7 @@ class FakeHost : public Symbolizer, public FileReader {
   std::string text(const std::string& path) override;
 
  private:
-  ::btf* btf_;
+  std::unique_ptr<host::BtfView> btf_;
   std::unique_ptr<runtime::KernelTypes> kernel_types_;
   std::unique_ptr<runtime::TypeDumper> dumper_;
   std::unique_ptr<PrintContext> context_;

@@ -1,12 +1,16 @@
 // C declarations of BTF types (`kq info`'s members, typed dumps' casts), for types built in
 // memory with libbpf's btf__add_*.
 #include "host/c_declaration.h"
+#include "host/btf_file.h"
 
 #include <bpf/btf.h>
 #include <gtest/gtest.h>
 
 namespace kq::host {
 namespace {
+
+/// A copy of what libbpf built, as kq reads BTF.
+std::unique_ptr<BtfView> viewOf(const ::btf* btf) { return BtfView::copyOf(btf).take(); }
 
 TEST(CDeclarations, AreWrittenAsCDeclaresThem) {
   ::btf* btf = btf__new_empty();
@@ -24,19 +28,19 @@ TEST(CDeclarations, AreWrittenAsCDeclaresThem) {
   int ptrs = btf__add_array(btf, uint, skb_ptr, 2);
   int row = btf__add_ptr(btf, btf__add_array(btf, uint, uint, 4));
   int anon = btf__add_struct(btf, nullptr, 0);
-  EXPECT_EQ(cDeclaration(btf, str, "name"), "const char *name");
-  EXPECT_EQ(cDeclaration(btf, const_ptr, "p"), "char *const p");
-  EXPECT_EQ(cDeclaration(btf, handler, "destructor"), "void (*destructor)(struct sk_buff *)");
-  EXPECT_EQ(cDeclaration(btf, no_args, "f"), "unsigned int (*f)(void)");
-  EXPECT_EQ(cDeclaration(btf, ptrs, "maps"), "struct sk_buff *maps[2]");
-  EXPECT_EQ(cDeclaration(btf, row, "r"), "unsigned int (*r)[4]");
-  EXPECT_EQ(cDeclaration(btf, anon, "headers"), "struct {...} headers");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), str, "name"), "const char *name");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), const_ptr, "p"), "char *const p");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), handler, "destructor"), "void (*destructor)(struct sk_buff *)");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), no_args, "f"), "unsigned int (*f)(void)");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), ptrs, "maps"), "struct sk_buff *maps[2]");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), row, "r"), "unsigned int (*r)[4]");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), anon, "headers"), "struct {...} headers");
   // A dump's casts: no qualifiers, no names, anonymous types by their keyword.
-  EXPECT_EQ(cDeclaration(btf, str, "", DeclarationStyle::Cast), "char *");
-  EXPECT_EQ(cDeclaration(btf, const_ptr, "", DeclarationStyle::Cast), "char *");
-  EXPECT_EQ(cDeclaration(btf, handler, "", DeclarationStyle::Cast), "void (*)(struct sk_buff *)");
-  EXPECT_EQ(cDeclaration(btf, ptrs, "", DeclarationStyle::Cast), "struct sk_buff *[2]");
-  EXPECT_EQ(cDeclaration(btf, anon, "", DeclarationStyle::Cast), "struct");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), str, "", DeclarationStyle::Cast), "char *");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), const_ptr, "", DeclarationStyle::Cast), "char *");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), handler, "", DeclarationStyle::Cast), "void (*)(struct sk_buff *)");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), ptrs, "", DeclarationStyle::Cast), "struct sk_buff *[2]");
+  EXPECT_EQ(cDeclaration(viewOf(btf).get(), anon, "", DeclarationStyle::Cast), "struct");
   btf__free(btf);
 }
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "host/btf_file.h"
 #include "engine/table.h"
 #include "record/recording_file.h"
 #include "record/session_codec.h"
@@ -331,8 +332,13 @@ TEST(BtfSubset, KeepsWhatADumpReadsAndPrintsItTheSame) {
   btf__add_field(btf, "color", color, 192, 0);
   btf__add_field(btf, "fn", fn_ptr, 256, 0);
 
-  Result<runtime::BtfSubset> subset = runtime::btfSubset({{btf, static_cast<uint32_t>(outer)}, {btf, static_cast<uint32_t>(color)}});
+  auto view = host::BtfView::copyOf(btf);
+  ASSERT_TRUE(view) << view.error().message;
+  const host::BtfView* kernel = view->get();
+  Result<runtime::BtfSubset> subset =
+      runtime::btfSubset({{kernel, static_cast<uint32_t>(outer)}, {kernel, static_cast<uint32_t>(color)}});
   ASSERT_TRUE(subset) << subset.error().message;
+  // libbpf reads what kq wrote.
   ::btf* small = btf__new(subset->raw.data(), static_cast<uint32_t>(subset->raw.size()));
   ASSERT_NE(small, nullptr);
   // The unrelated struct behind a pointer is only declared: no member of it is kept.
@@ -352,14 +358,15 @@ TEST(BtfSubset, KeepsWhatADumpReadsAndPrintsItTheSame) {
   plan::FieldLayout f{"v", plan::FieldKind::Record, 0, 40};
   f.type_name = "struct outer";
   f.btf_id = static_cast<uint32_t>(outer);
-  runtime::KernelTypes whole("/nonexistent", btf);
+  runtime::KernelTypes whole("/nonexistent", kernel);
   runtime::TypeDumper whole_dumper(&whole);
-  runtime::KernelTypes recorded(small, {{"struct outer", subset->ids[0]}}, {});
+  runtime::KernelTypes recorded(host::BtfView::copyOf(subset->raw).take(), {{"struct outer", subset->ids[0]}}, {});
   runtime::TypeDumper recorded_dumper(&recorded);
   EXPECT_EQ(recorded_dumper.recordText(f, bytes.data()), whole_dumper.recordText(f, bytes.data()));
   EXPECT_EQ(recorded_dumper.recordLine(f, bytes.data()), whole_dumper.recordLine(f, bytes.data()));
   EXPECT_EQ(recorded_dumper.recordJson(f, bytes.data()), whole_dumper.recordJson(f, bytes.data()));
   EXPECT_NE(whole_dumper.recordText(f, bytes.data()).find("GREEN"), std::string::npos);
+  btf__free(small);
   btf__free(btf);
 }
 

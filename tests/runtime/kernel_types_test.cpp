@@ -1,5 +1,6 @@
 // KernelTypes and TypeDumper against a kernel made up in a directory: a vmlinux BTF and a
 // module's split BTF, built with libbpf's btf__add_* as /sys/kernel/btf would hold them.
+#include "host/btf_file.h"
 #include "runtime/kernel_types.h"
 
 #include <bpf/btf.h>
@@ -63,7 +64,7 @@ TEST_F(MadeUpKernel, FindsTypesByNameInVmlinuxThenModules) {
   KernelTypes types(dir_.string());
   KernelType skb = types.find("struct sk_buff");
   ASSERT_TRUE(skb);
-  EXPECT_STREQ(btf__name_by_offset(skb.btf, btf__type_by_id(skb.btf, skb.id)->name_off), "sk_buff");
+  EXPECT_STREQ(skb.btf->name(skb.btf->type(skb.id)->name_off), "sk_buff");
   KernelType conn = types.find("struct kq_mod_conn");
   ASSERT_TRUE(conn);
   EXPECT_NE(conn.btf, skb.btf);  // the module's split BTF
@@ -72,7 +73,7 @@ TEST_F(MadeUpKernel, FindsTypesByNameInVmlinuxThenModules) {
   // Typedefs are followed to the type they name.
   KernelType typedefed = types.find("kq_mod_conn_t");
   EXPECT_EQ(typedefed.id, conn.id);
-  EXPECT_TRUE(btf_is_array(btf__type_by_id(skb.btf, types.find("u8[16]").id)));
+  EXPECT_TRUE(btf_is_array(skb.btf->type(types.find("u8[16]").id)));
   EXPECT_FALSE(types.find("u8[15]"));
   EXPECT_FALSE(types.find("struct kq_mod_missing"));
   EXPECT_FALSE(types.find("union sk_buff"));
@@ -82,13 +83,13 @@ TEST_F(MadeUpKernel, FindsTypesByNameInVmlinuxThenModules) {
 TEST_F(MadeUpKernel, IdsCountOnlyWhenTheyAreThisKernels) {
   KernelTypes elsewhere(dir_.string());  // compiled against another BTF (`--btf FILE`)
   EXPECT_FALSE(elsewhere.byVmlinuxId(static_cast<uint32_t>(skb_id_)));
-  ::btf* vmlinux = btf__parse((dir_ / "vmlinux").c_str(), nullptr);
+  auto vmlinux = host::BtfView::readFile((dir_ / "vmlinux").string());
+  ASSERT_TRUE(vmlinux) << vmlinux.error().message;
   {
-    KernelTypes here(dir_.string(), vmlinux);
+    KernelTypes here(dir_.string(), vmlinux->get());
     EXPECT_EQ(here.byVmlinuxId(static_cast<uint32_t>(skb_id_)).id, static_cast<uint32_t>(skb_id_));
     EXPECT_FALSE(here.byVmlinuxId(100000));
   }
-  btf__free(vmlinux);
   // The compiler's copy freed: this kernel's ids, its BTF read again on first use.
   KernelTypes reread(dir_.string(), nullptr, /*ids_are_this_kernels=*/true);
   KernelType skb = reread.byVmlinuxId(static_cast<uint32_t>(skb_id_));

@@ -1,6 +1,7 @@
 // Typed dumps (TypeDumper: C text and JSON from one walk) of values of types built in memory
 // with libbpf's btf__add_*, as the kernel's BTF has them (pahole's `char` has no CHAR
 // encoding), and of bytes cut short as kq captures them.
+#include "host/btf_file.h"
 #include "runtime/type_dump.h"
 
 #include <bpf/btf.h>
@@ -47,7 +48,9 @@ class TypeDumps : public ::testing::Test {
   /// The text and JSON dumps of `bytes` as type `id`, `captured` of them read (all of them
   /// when 0).
   void dump(int id, const std::vector<uint8_t>& bytes, uint32_t captured = 0) {
-    KernelTypes types("/nonexistent", btf_);
+    auto view = host::BtfView::copyOf(btf_);
+    ASSERT_TRUE(view) << view.error().message;
+    KernelTypes types("/nonexistent", view->get());
     TypeDumper dumper(&types);
     plan::FieldLayout f{"v", plan::FieldKind::Record, 0, captured ? captured : static_cast<uint32_t>(bytes.size())};
     f.btf_id = static_cast<uint32_t>(id);
