@@ -31,6 +31,8 @@ class ChildCommand {
   /// Whether stop() had to signal it.
   bool stoppedByKq() const { return signalled_; }
 
+  struct Launch;
+
  private:
   ChildCommand() = default;
   pid_t pid_ = 0;
@@ -38,6 +40,7 @@ class ChildCommand {
   bool released_ = false;
   bool signalled_ = false;
   std::optional<int> status_;
+  std::unique_ptr<Launch> launch_;
 };
 
 /// How the command ended, for stderr ("exited with status 3", "was killed by SIGSEGV");

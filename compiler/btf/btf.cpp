@@ -25,21 +25,111 @@ namespace {
 constexpr const char* kSysfsBtf = "/sys/kernel/btf";
 
 using Entry = std::pair<const BtfFile*, TypeId>;
-using NameMap = std::unordered_map<std::string_view, Entry>;
 
 std::string errnoText(int err) { return std::strerror(err < 0 ? -err : err); }
+
+/// Names to BTF types (or an enum's enumerators), the first of each name kept: one flat
+/// array, open addressing, no allocation per name, each name read from its BTF when
+/// compared. vmlinux names some 100,000 functions and types: a table of a node per name
+/// took 30 ms here to build and free, most of it in malloc and the pages it wrote.
+class NameTable {
+ public:
+  static constexpr uint16_t kType = 0xffff;  // not an enumerator (vlen is 16 bits: never a position)
+
+  struct Found {
+    Entry entry;
+    uint16_t member;  // an enumerator's position in its enum, or kType
+  };
+
+  void add(std::string_view name, const BtfFile* file, TypeId id, uint16_t member = kType) {
+    if ((count_ + 1) * 10 > slots_.size() * 7) grow();
+    uint32_t hash = hashOf(name);
+    for (size_t i = hash & mask();; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (s.hash == 0) {
+        s = Slot{hash, id, fileIndex(file), member};
+        ++count_;
+        return;
+      }
+      if (s.hash == hash && nameOf(s) == name) return;  // the first is kept
+    }
+  }
+
+  std::optional<Found> find(std::string_view name) const {
+    if (count_ == 0) return std::nullopt;
+    uint32_t hash = hashOf(name);
+    for (size_t i = hash & mask();; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (s.hash == 0) return std::nullopt;
+      if (s.hash == hash && nameOf(s) == name) return Found{{files_[s.file], s.id}, s.member};
+    }
+  }
+
+  /// Calls `f(name, entry)` for each name, in no particular order.
+  template <typename F>
+  void forEach(F f) const {
+    for (const Slot& s : slots_) {
+      if (s.hash != 0) f(nameOf(s), Entry{files_[s.file], s.id});
+    }
+  }
+
+  size_t size() const { return count_; }
+
+ private:
+  struct Slot {
+    uint32_t hash = 0;  // 0: empty
+    TypeId id = 0;
+    uint16_t file = 0;
+    uint16_t member = kType;
+  };
+
+  static uint32_t hashOf(std::string_view name) {
+    auto hash = static_cast<uint32_t>(std::hash<std::string_view>{}(name));
+    return hash ? hash : 1;
+  }
+  size_t mask() const { return slots_.size() - 1; }
+
+  uint16_t fileIndex(const BtfFile* file) {
+    for (size_t i = 0; i < files_.size(); ++i) {
+      if (files_[i] == file) return static_cast<uint16_t>(i);
+    }
+    files_.push_back(file);
+    return static_cast<uint16_t>(files_.size() - 1);
+  }
+
+  std::string_view nameOf(const Slot& s) const {
+    const host::BtfView* btf = files_[s.file]->btf;
+    const ::btf_type* t = btf->type(s.id);
+    if (s.member == kType) return btf->name(t->name_off);
+    return btf->name(btf_is_enum64(t) ? btf_enum64(t)[s.member].name_off : btf_enum(t)[s.member].name_off);
+  }
+
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{});
+    for (const Slot& s : old) {
+      if (s.hash == 0) continue;
+      size_t i = s.hash & mask();
+      while (slots_[i].hash != 0) i = (i + 1) & mask();
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<const BtfFile*> files_;
+  size_t count_ = 0;
+};
 
 }  // namespace
 
 struct Btf::Index {
   uint8_t built = 0;  // which Parts are indexed
-  NameMap functions;
-  NameMap structs;
-  NameMap unions;
-  NameMap enums;
-  NameMap typedefs;
-  // Enumerator name -> its enum and position in it.
-  std::unordered_map<std::string_view, std::pair<Entry, uint32_t>> enumerators;
+  NameTable functions;
+  NameTable structs;
+  NameTable unions;
+  NameTable enums;
+  NameTable typedefs;
+  NameTable enumerators;  // each enumerator's enum and position in it
 };
 
 // ---------------------------------------------------------------------------------------
@@ -213,23 +303,21 @@ void Btf::buildIndex(const BtfFile& file, uint8_t parts) const {
       bool is64 = kind == BTF_KIND_ENUM64;
       for (uint16_t i = 0; i < btf_vlen(t); ++i) {
         uint32_t off = is64 ? btf_enum64(t)[i].name_off : btf_enum(t)[i].name_off;
-        index.enumerators.emplace(file.btf->name(off),
-                                  std::pair{Entry{&file, id}, static_cast<uint32_t>(i)});
+        index.enumerators.add(file.btf->name(off), &file, id, i);
       }
     }
     if (t->name_off == 0) continue;
-    Entry entry{&file, id};
     if (kind == BTF_KIND_FUNC) {
-      if (functions) index.functions.emplace(file.btf->name(t->name_off), entry);
+      if (functions) index.functions.add(file.btf->name(t->name_off), &file, id);
       continue;
     }
     if (!types) continue;
     switch (kind) {
-      case BTF_KIND_STRUCT: index.structs.emplace(file.btf->name(t->name_off), entry); break;
-      case BTF_KIND_UNION: index.unions.emplace(file.btf->name(t->name_off), entry); break;
+      case BTF_KIND_STRUCT: index.structs.add(file.btf->name(t->name_off), &file, id); break;
+      case BTF_KIND_UNION: index.unions.add(file.btf->name(t->name_off), &file, id); break;
       case BTF_KIND_ENUM:
-      case BTF_KIND_ENUM64: index.enums.emplace(file.btf->name(t->name_off), entry); break;
-      case BTF_KIND_TYPEDEF: index.typedefs.emplace(file.btf->name(t->name_off), entry); break;
+      case BTF_KIND_ENUM64: index.enums.add(file.btf->name(t->name_off), &file, id); break;
+      case BTF_KIND_TYPEDEF: index.typedefs.add(file.btf->name(t->name_off), &file, id); break;
       default: break;
     }
   }
@@ -237,10 +325,10 @@ void Btf::buildIndex(const BtfFile& file, uint8_t parts) const {
 
 namespace {
 
-std::optional<BtfType> lookup(const NameMap& map, std::string_view name) {
-  auto it = map.find(name);
-  if (it == map.end()) return std::nullopt;
-  return BtfType{it->second.first, it->second.second};
+std::optional<BtfType> lookup(const NameTable& table, std::string_view name) {
+  auto found = table.find(name);
+  if (!found) return std::nullopt;
+  return BtfType{found->entry.first, found->entry.second};
 }
 
 }  // namespace
@@ -250,7 +338,6 @@ std::optional<BtfType> lookup(const NameMap& map, std::string_view name) {
 const Btf::Index& Btf::index(uint8_t part) const {
   if (!index_) {
     index_ = std::make_unique<Index>();
-    index_->functions.reserve(1 << 16);
   }
   if (!(index_->built & part)) {
     for (const BtfFile& f : files_) buildIndex(f, part);
@@ -274,7 +361,7 @@ std::optional<BtfType> Btf::find(std::string_view name, uint8_t part, uint16_t k
     return std::nullopt;
   }
   const Index& idx = index(part);
-  const NameMap& map = kind == BTF_KIND_FUNC      ? idx.functions
+  const NameTable& map = kind == BTF_KIND_FUNC      ? idx.functions
                        : kind == BTF_KIND_STRUCT  ? idx.structs
                        : kind == BTF_KIND_UNION   ? idx.unions
                        : kind == BTF_KIND_TYPEDEF ? idx.typedefs
@@ -298,9 +385,9 @@ std::vector<std::string_view> Btf::functionNames(bool with_modules) const {
   if (with_modules) loadModules();
   std::vector<std::string_view> names;
   names.reserve(index_->functions.size());
-  for (const auto& [name, entry] : index_->functions) {
+  index_->functions.forEach([&](std::string_view name, const Entry& entry) {
     if (with_modules || entry.first == &files_.front()) names.push_back(name);
-  }
+  });
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -318,7 +405,7 @@ std::vector<Function> Btf::matchFunctions(std::string_view glob, bool with_modul
   std::vector<Function> out;
   for (std::string_view name : functionNames(with_modules)) {
     if (!globMatch(glob, name)) continue;
-    const Entry& entry = index_->functions.at(name);
+    const Entry entry = index_->functions.find(name)->entry;
     out.push_back(functionOf(BtfType{entry.first, entry.second},
                              entry.first == &files_.front() ? "" : entry.first->name));
   }
@@ -378,11 +465,11 @@ std::vector<std::pair<Function, uint32_t>> Btf::functionsTaking(std::string_view
   index(kFunctions);
   loadModules();
   std::vector<std::tuple<std::string_view, BtfType, uint32_t>> matched;
-  for (const auto& [function, entry] : index_->functions) {
-    if (function.rfind("__bpf_trace_", 0) == 0) continue;  // tracepoint handlers: not traced
+  index_->functions.forEach([&](std::string_view function, const Entry& entry) {
+    if (function.rfind("__bpf_trace_", 0) == 0) return;  // tracepoint handlers: not traced
     BtfType func{entry.first, entry.second};
     BtfType proto{func.file, func.get()->type};
-    if (proto.id == 0 || !btf_is_func_proto(proto.get())) continue;
+    if (proto.id == 0 || !btf_is_func_proto(proto.get())) return;
     const btf_param* params = btf_params(proto.get());
     for (uint32_t i = 0; i < btf_vlen(proto.get()) && i < max_position; ++i) {
       BtfType t = BtfType{proto.file, params[i].type}.resolved();
@@ -393,7 +480,7 @@ std::vector<std::pair<Function, uint32_t>> Btf::functionsTaking(std::string_view
         break;
       }
     }
-  }
+  });
   std::sort(matched.begin(), matched.end(),
             [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   std::vector<std::pair<Function, uint32_t>> out;
@@ -422,11 +509,11 @@ std::optional<BtfType> Btf::findTypedef(std::string_view name) const {
 
 std::optional<Enumerator> Btf::findEnumerator(std::string_view name) const {
   index(kEnumerators);
-  auto it = index_->enumerators.find(name);
-  if (it == index_->enumerators.end()) return std::nullopt;
-  BtfType type{it->second.first.first, it->second.first.second};
+  auto found = index_->enumerators.find(name);
+  if (!found) return std::nullopt;
+  BtfType type{found->entry.first, found->entry.second};
   const ::btf_type* t = type.get();
-  uint32_t i = it->second.second;
+  uint32_t i = found->member;
   int64_t value = btf_is_enum64(t) ? static_cast<int64_t>(btf_enum64_value(&btf_enum64(t)[i]))
                                    : btf_enum(t)[i].val;
   return Enumerator{type, std::string(name), value};
@@ -473,7 +560,7 @@ std::vector<EnumeratorGroup> Btf::enumeratorsWithPrefix(std::string_view prefix)
 std::vector<std::string_view> Btf::enumeratorNames() const {
   index(kEnumerators);
   std::vector<std::string_view> names;
-  for (const auto& [name, entry] : index_->enumerators) names.push_back(name);
+  index_->enumerators.forEach([&](std::string_view name, const Entry&) { names.push_back(name); });
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -481,7 +568,7 @@ std::vector<std::string_view> Btf::enumeratorNames() const {
 std::vector<std::string_view> Btf::structNames() const {
   index(kTypes);
   std::vector<std::string_view> names;
-  for (const auto& [name, entry] : index_->structs) names.push_back(name);
+  index_->structs.forEach([&](std::string_view name, const Entry&) { names.push_back(name); });
   std::sort(names.begin(), names.end());
   return names;
 }
