@@ -119,12 +119,12 @@ void prune(const fs::path& directory) {
 std::optional<std::string> objectCacheKey(const std::string& source_name, const std::string& text,
                                           const lower::LowerOptions& options, const std::string& attach) {
   if (options.want_ir || options.want_asm || testKnobs()) return std::nullopt;
-  // Inputs beyond the text: C headers and sources, programs whose symbols are read, and
-  // the names of network namespaces (`netns_name`, `dev_netns_name`, and any comparison of
-  // `netns` or `dev_netns`, which may be with a name).
+  // Inputs beyond the text: C headers and sources, and the names of network namespaces
+  // (`netns_name`, `dev_netns_name`, and any comparison of `netns` or `dev_netns`, which
+  // may be with a name). A uprobe's binary is named in the text by its identity
+  // (driver/run.cpp, probedInputs).
   static const std::regex more_inputs(
-      R"(\buse\s+(c\s+)?"|\bmacros\s*\(|netns_name\b|\b(dev_)?netns\s*(==|!=|~)|(==|!=)\s*(dev_)?netns\b|)"
-      R"(\buretprobe\s*:|\buprobe\s*:)");
+      R"(\buse\s+(c\s+)?"|\bmacros\s*\(|netns_name\b|\b(dev_)?netns\s*(==|!=|~)|(==|!=)\s*(dev_)?netns\b)");
   if (std::regex_search(text, more_inputs)) return std::nullopt;
   std::string binary = binaryIdentity();
   std::string kernel = kernelIdentity();

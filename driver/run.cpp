@@ -1,5 +1,6 @@
 #include "driver/run.h"
 
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -50,18 +51,26 @@ std::string tracedProcessProblem(uint32_t pid) {
   return fmt::format("no process has PID {}", pid);
 }
 
-/// The probe target of attach group `group`: the resolved target its name describes, in a
-/// query of the group's programs; null if none is (a fork follower's group).
-/// The loaded BPF programs the query traces (`bpf:`, packet mode's XDP and TC programs), by
-/// id and tag: a line each, part of what decides the object (a program loaded again has a
-/// new id, which the object attaches by).
-std::string tracedPrograms(const sema::Program& program) {
+/// What decides the object beyond the query's text, a line each: the loaded BPF programs it
+/// traces (`bpf:`, packet mode's XDP and TC programs) by id and tag (a program loaded again
+/// has a new id, which the object attaches by), and each binary a uprobe reads symbols of,
+/// by its device, inode, size and change time (a library upgraded is another object).
+std::string probedInputs(const sema::Program& program) {
   std::string out;
   auto add = [&](const sema::ResolvedProbe& probe) {
     for (const sema::ResolvedTarget& t : probe.chain) {
       for (const host::BpfProgram& p : t.bpf_programs) out += fmt::format("\n# bpf program {} {}", p.id, p.tag);
       for (const sema::PacketSite& s : t.packet_sites) {
         if (s.program) out += fmt::format("\n# bpf program {} {}", s.program->id, s.program->tag);
+      }
+      if (!t.binary.empty()) {
+        struct stat st{};
+        if (stat(t.binary.c_str(), &st) != 0) {
+          out += fmt::format("\n# binary {} unreadable", t.binary);
+        } else {
+          out += fmt::format("\n# binary {} {} {} {} {}.{}", t.binary, st.st_dev, st.st_ino, st.st_size,
+                             st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+        }
       }
     }
   };
@@ -72,6 +81,8 @@ std::string tracedPrograms(const sema::Program& program) {
   return out;
 }
 
+/// The probe target of attach group `group`: the resolved target its name describes, in a
+/// query of the group's programs; null if none is (a fork follower's group).
 const sema::ResolvedTarget* groupTarget(const sema::CheckedProgram& checked, const plan::ProgramPlan& plan,
                                         uint32_t group) {
   if (group >= plan.group_names.size()) return nullptr;
@@ -270,8 +281,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     // --packet-bytes adds columns the text does not show.
     std::string text = sources.file(file).text();
     if (request.packet_bytes) text += fmt::format("\n# --packet-bytes {}", request.packet_bytes);
-    // A program traced by fexit (`bpf:`, packet mode's XDP and TC) attaches by its id.
-    text += tracedPrograms(checked.program);
+    // A program traced by fexit (`bpf:`, packet mode's XDP and TC) attaches by its id; a
+    // uprobe's binary may change.
+    text += probedInputs(checked.program);
     cache_key = objectCacheKey(sources.file(file).name(), text, options, request.attach);
   }
   std::optional<lower::CompiledProgram> compiled;

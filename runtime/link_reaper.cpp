@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -128,15 +129,15 @@ void reapAfterExit() {
     return;
   }
   // The reaper holds every descriptor this process had: closing this process's own copies
-  // of the links (and of what holds them: perf events, programs) detaches nothing.
-  for (int fd : openDescriptors()) {
-    if (fd > 2 && tracingObject(fd)) close(fd);
+  // of the links (and of what holds them: perf events, programs) detaches nothing. All of
+  // them go, in one call: this process only exits now. Nothing of its memory is written
+  // any more (libbpf's records of the links are left to the exit): after the fork each
+  // first write to a page costs a fault, a copy for the reaper.
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+    for (int fd : openDescriptors()) {
+      if (fd > 2 && tracingObject(fd)) close(fd);
+    }
   }
-  for (bpf_link* link : links) {
-    bpf_link__disconnect(link);
-    bpf_link__destroy(link);  // disconnected: frees libbpf's record, closes nothing
-  }
-  close(gate[1]);
 }
 
 }  // namespace kq::runtime

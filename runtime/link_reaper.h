@@ -33,8 +33,10 @@ void closeInBackground(int fd);
 bool reaperHasLinks();
 
 /// Called as the process is about to exit, its output written: forks the reaper, which
-/// detaches the kept links, and closes this process's own descriptors of them (so that its
-/// exit waits for nothing). Without kept links, or if the fork fails, it detaches them here.
+/// detaches the kept links, and closes this process's descriptors but standard input,
+/// output and error (so that its exit waits for nothing); the caller then ends with _exit
+/// (its memory, shared with the reaper until written, is best left alone). Without kept
+/// links, or if the fork fails, it detaches them here.
 void reapAfterExit();
 
 }  // namespace kq::runtime

@@ -824,6 +824,32 @@ for nr in {sorted(here.values())}:
                                "-c", "cat /etc/hostname")
         self.assertEqual(status, 0, err)
         self.assertEqual(set(os.listdir(os.path.join(cache, "kq", "objects"))), kept)
+        # A uprobe's object is kept with its binary's identity: the same binary again is
+        # found, the binary replaced (another inode, the symbol elsewhere) is compiled again
+        # and still traced.
+        binary = os.path.join(cache, "kqtrue")
+        source = binary + ".c"
+
+        def build(body):
+            with open(source, "w") as f:
+                f.write("int kq_marked(int x) { %s }\nint main(void) { return kq_marked(3) != 3; }\n" % body)
+            if os.path.exists(binary):
+                os.unlink(binary)
+            subprocess.run(["gcc", "-O0", "-o", binary, source], check=True)
+
+        build("return x;")
+        uprobe = f"trace uprobe:{binary}:kq_marked select comm"
+        status, out, err = run(uprobe, "-c", binary)
+        self.assertEqual(status, 0, err)
+        self.assertNotIn(found, err)
+        status, out, err = run(uprobe, "-c", binary)
+        self.assertEqual(status, 0, err)
+        self.assertIn(found, err)
+        self.assertIn("kqtrue", out)
+        build("int y = x * 7; return y / 7;")
+        status, out, err = run(uprobe, "-c", binary)
+        self.assertNotIn(found, err)
+        self.assertIn("kqtrue", out)
         # KQ_NO_OBJECT_CACHE turns it off.
         status, out, err = run(query, "-c", "cat /etc/hostname", KQ_NO_OBJECT_CACHE="1")
         self.assertNotIn(found, err)
