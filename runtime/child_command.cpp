@@ -1,13 +1,13 @@
 #include "runtime/child_command.h"
 
 #include <fcntl.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <pthread.h>
-#include <sys/mman.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,9 +60,10 @@ int holdThenExec(void* arg) {
   // entry made before the probes were attached. A byte written means go; the pipe closed
   // without one (kq ended before attaching), never run.
   pollfd go{launch->gate, POLLIN, 0};
-  while (syscall(SYS_ppoll, &go, 1, nullptr, nullptr, 0) < 0) {
+  long polled;
+  while ((polled = syscall(SYS_ppoll, &go, 1, nullptr, nullptr, 0)) < 0 && errno == EINTR) {
   }
-  if (!(go.revents & POLLIN)) _exit(127);
+  if (polled < 0 || !(go.revents & POLLIN)) _exit(127);
   // The command starts as a shell would start it: no signal blocked (kq's session reads
   // its stop signals from a signalfd, with them blocked), none ignored.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
