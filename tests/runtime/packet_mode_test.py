@@ -34,7 +34,12 @@ import vxlan_udp  # noqa: E402
 import xdp_udp  # noqa: E402
 WORKDIR = tempfile.mkdtemp(prefix="kq-packet-mode-")
 # This run's own mark: other runs of kq's tests on this machine may send packets at once.
-MARK = 0x6B720000 | (os.getpid() & 0xFFFF)
+# The mark of this process's packets, another for each test (setUp): a datagram a socket
+# read is freed later, on its CPU (skb_attempt_defer_free), so a test's last datagrams may
+# be freed in the next test's session, with the mark it was sent with.
+BASE_MARK = 0x6B720000 | (os.getpid() & 0xFFFF)
+MARK = BASE_MARK
+_tests_begun = 0
 SIZES = [10, 150, 400]  # payloads of the datagrams to the closed port
 UDP4, UDP6 = 14 + 20 + 8, 14 + 40 + 8  # loopback's Ethernet, IP and UDP headers
 NO_SOCKET = "SKB_DROP_REASON_NO_SOCKET"
@@ -174,6 +179,12 @@ def loopback_traffic(query):
 
 @unittest.skipIf(harness.skip_reason() is not None, harness.skip_reason() or "")
 class PacketModeThroughTracepoints(harness.KqTestCase):
+
+    def setUp(self):
+        global MARK, _tests_begun
+        super().setUp()
+        _tests_begun += 1
+        MARK = BASE_MARK ^ ((_tests_begun & 0x7F) << 24)
 
     @classmethod
     def setUpClass(cls):
