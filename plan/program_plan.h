@@ -249,8 +249,10 @@ struct ProgramPlan {
   std::string events_map = "events";
   std::string lost_map = "lost";
   std::string tracked_map;
-  /// An array of one 32-bit word per query, all 0 when loaded: a program of several queries
-  /// skips the part of each query whose word is not 0 (empty when no program is shared).
+  /// An array of one element holding a 32-bit word per query (mapped, BPF_F_MMAPABLE), all
+  /// 0 when loaded: a program of several queries looks the element up once and skips the
+  /// part of each query whose word is not 0 (empty when no program is shared). An element
+  /// a query, each of 4 bytes (objects an earlier kq built), is read as well.
   std::string stops_map;
   /// An array of one 64-bit word the loader sets, before attaching, to the CLOCK_MONOTONIC
   /// nanoseconds the session started at (`elapsed`; empty when not used).

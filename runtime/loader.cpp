@@ -65,11 +65,10 @@ void LoadedObject::release(std::vector<Link> links) const {
         close(bpf_link__fd(l.link));
         bpf_link__destroy(l.link);
       }
-    } else if (defer_detach_ && l.stoppable && stops_fd_ >= 0) {
+    } else if (defer_detach_ && l.stoppable && stops_.present()) {
       // Its queries' words set (a query's end set its own; a dry run's or a failed load's
       // end, here), it does nothing more.
-      uint32_t word = 1;
-      for (uint32_t query : l.queries) bpf_map_update_elem(stops_fd_, &query, &word, BPF_ANY);
+      for (uint32_t query : l.queries) stops_.set(query);
       keepForReaper(l.link);
     } else {
       detach.push_back(l.link);
@@ -98,10 +97,7 @@ void LoadedObject::detach(uint32_t query) {
   // A program shared with queries still running skips this query's part from now on; one
   // whose queries have all ended is detached.
   ended_.insert(query);
-  if (stops_fd_ >= 0) {
-    uint32_t word = 1;
-    bpf_map_update_elem(stops_fd_, &query, &word, BPF_ANY);
-  }
+  stops_.set(query);
   auto ends = std::stable_partition(links_.begin(), links_.end(), [&](const Link& l) {
     return l.queries.empty() || !std::all_of(l.queries.begin(), l.queries.end(),
                                              [&](uint32_t q) { return ended_.count(q) > 0; });
@@ -112,11 +108,8 @@ void LoadedObject::detach(uint32_t query) {
 }
 
 void LoadedObject::detachAll() {
-  if (defer_detach_ && stops_fd_ >= 0) {
-    // Every word set: the programs left to the reaper do nothing from here.
-    uint32_t word = 1;
-    for (uint32_t query = 0; query < stops_entries_; ++query) bpf_map_update_elem(stops_fd_, &query, &word, BPF_ANY);
-  }
+  // Every word set: the programs left to the reaper do nothing from here.
+  if (defer_detach_) stops_.setAll();
   release(std::move(links_));
   links_.clear();
 }
@@ -374,10 +367,7 @@ class Loader {
     if (auto failure = giveAttachIds(loaded, ids, targets)) return failure;
     if (auto failure = load(loaded, refusal)) return failure;
     targets.clear();  // a loaded program holds its target BPF program itself
-    loaded.stops_fd_ = loaded.mapFd(plan_.stops_map);
-    if (bpf_map* stops = plan_.stops_map.empty() ? nullptr : bpf_object__find_map_by_name(loaded.object_, plan_.stops_map.c_str())) {
-      loaded.stops_entries_ = bpf_map__max_entries(stops);
-    }
+    if (!plan_.stops_map.empty()) loaded.stops_ = StopWords(loaded.mapFd(plan_.stops_map), plan_.layout.queries);
     loaded.defer_detach_ = options_.defer_detach;
     if (!plan_.start_map.empty()) {
       // `elapsed` counts from here, before any program can run.

@@ -16,6 +16,7 @@
 
 #include "runtime/kernel_features.h"
 #include "runtime/live_sites.h"
+#include "runtime/stop_words.h"
 #include "plan/program_plan.h"
 #include "runtime/verifier_log.h"
 
@@ -107,8 +108,7 @@ class LoadedObject {
   std::set<plan::Attach> ran_;     // which of them ran
   LiveSites* sites_ = nullptr;  // the keeper of the sites its slots are in
   std::set<uint32_t> ended_;
-  int stops_fd_ = -1;
-  uint32_t stops_entries_ = 0;
+  StopWords stops_;
   /// LoadOptions::defer_detach.
   bool defer_detach_ = false;
   struct Places {

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <unordered_map>
 
 #include <fmt/format.h>
 

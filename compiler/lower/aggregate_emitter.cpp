@@ -23,7 +23,7 @@ llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVa
     b.CreateStore(b.getInt32(0), zero_key);
     llvm::Value* value = emitter.mapLookup(program, object.zeros, zero_key);
     auto* have_zeros = llvm::BasicBlock::Create(b.getContext(), "zeros", program.fn);
-    b.CreateCondBr(b.CreateIsNotNull(value), have_zeros, program.bail);
+    branchOnTo(b, b.CreateIsNotNull(value), have_zeros, program.bail);
     b.SetInsertPoint(have_zeros);
     return value;
   };
@@ -34,7 +34,7 @@ llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVa
   auto* not_added = llvm::BasicBlock::Create(b.getContext(), "not_added", program.fn);
   auto* table_full = llvm::BasicBlock::Create(b.getContext(), "table_full", program.fn);
   auto* no_memory = llvm::BasicBlock::Create(b.getContext(), "no_memory", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(entry), found, not_added);
+  branchOnTo(b, b.CreateIsNotNull(entry), found, not_added);
   // The table holds kAggregateGroups (E2BIG past them); a table that allocates its groups
   // as they come may also find no memory ready (ENOMEM), which is not a full table.
   b.SetInsertPoint(not_added);
@@ -145,7 +145,7 @@ llvm::Value* singleEntry(ProgramEmitter& emitter, Program& program, llvm::Global
   b.CreateStore(b.getInt32(0), key);
   llvm::Value* entry = emitter.mapLookup(program, map, key);
   auto* found = llvm::BasicBlock::Create(b.getContext(), "update", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(entry), found, program.bail);
+  branchOnTo(b, b.CreateIsNotNull(entry), found, program.bail);
   b.SetInsertPoint(found);
   return entry;
 }

@@ -52,6 +52,8 @@ enum class MapType : int {
 
 /// BPF_F_NO_PREALLOC: a hash map's entries are allocated when added, not when it is made.
 inline constexpr uint32_t kMapNoPrealloc = 1;
+/// BPF_F_MMAPABLE: an array user space maps and writes in place.
+inline constexpr uint32_t kMapMmapable = 1u << 10;
 
 struct MapSpec {
   std::string name;

@@ -37,6 +37,9 @@ MapCost mapCost(const MapSpec& spec) {
     case MapType::LruHash: return {entries * (kHashElem + round8(spec.key_size) + value), 0};
     case MapType::PercpuHash: return {entries * (kHashElem + round8(spec.key_size) + 8), entries * value};
     case MapType::Array:
+      // A mapped array's elements take whole pages.
+      if (spec.flags & kMapMmapable) return {(entries * value + 4095) / 4096 * 4096, 0};
+      return {entries * value, 0};
     case MapType::ProgArray: return {entries * value, 0};
     case MapType::PercpuArray: return {0, entries * value};
     case MapType::Ringbuf: return {entries, 0};
@@ -105,7 +108,9 @@ std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", prog
 llvm::GlobalVariable* ObjectBuilder::queryStops() {
   if (!query_stops_) {
     uint32_t queries = std::max<uint32_t>(1, static_cast<uint32_t>(checked_.program.queries.size()));
-    query_stops_ = addMap({"query_stops", MapType::Array, queries, 4, 4});
+    // One element holding every query's word: a program looks it up once, then reads each
+    // of its queries' words at its offset; user space writes words where it maps them.
+    query_stops_ = addMap({"query_stops", MapType::Array, 1, 4, 4 * queries, kMapMmapable});
     plan_.stops_map = "query_stops";
   }
   return query_stops_;

@@ -152,7 +152,7 @@ void ProgramEmitter::processFilter(Program& program) {
     keep = b.CreateICmpEQ(tgid, b.CreateZExt(pid, b.getInt64Ty()));
   }
   auto* next = llvm::BasicBlock::Create(b.getContext(), "traced", program.fn);
-  b.CreateCondBr(keep, next, program.bail);
+  branchOnTo(b, keep, next, program.bail);
   b.SetInsertPoint(next);
 }
 
@@ -162,7 +162,7 @@ void ProgramEmitter::syscallFilter(Program& program, ExprLowering& lower, const 
   llvm::Value* nr = lower.syscallNumber(site.syscall_exit);
   auto* ours = llvm::BasicBlock::Create(b.getContext(), "this_syscall", program.fn);
   if (site.syscall_nrs.size() == 1) {
-    b.CreateCondBr(b.CreateICmpEQ(nr, b.getInt64(site.syscall_nrs[0])), ours, program.bail);
+    branchOnTo(b, b.CreateICmpEQ(nr, b.getInt64(site.syscall_nrs[0])), ours, program.bail);
   } else {
     // A glob's calls: LLVM makes ranges and a search of the switch, not a compare each.
     llvm::SwitchInst* any = b.CreateSwitch(nr, program.bail, static_cast<unsigned>(site.syscall_nrs.size()));
@@ -189,7 +189,7 @@ void ProgramEmitter::addOne(Program& program, llvm::GlobalVariable* counters, ll
   llvm::Value* counter = mapLookup(program, counters, key);
   auto* add = llvm::BasicBlock::Create(b.getContext(), name, program.fn);
   llvm::BasicBlock* done = then ? then : llvm::BasicBlock::Create(b.getContext(), std::string(name) + "_done", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(counter), add, done);
+  branchOnTo(b, b.CreateIsNotNull(counter), add, done);
   b.SetInsertPoint(add);
   b.CreateStore(b.CreateAdd(b.CreateLoad(b.getInt64Ty(), counter), b.getInt64(1)), counter);
   b.CreateBr(done);
@@ -345,7 +345,7 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
     }
     llvm::Value* keep = body.condition(*where);
     if (std::getenv("KQ_TEST_VERIFIER_REJECT") && !p.keeps) rejectedOnPurpose(*program, *where);
-    b.CreateCondBr(keep, pass, program->bail);
+    branchOnTo(b, keep, pass, program->bail);
     b.SetInsertPoint(pass);
   }
   if (p.journeys) packetJourney(*program, body, p, args);
@@ -380,7 +380,7 @@ void ProgramEmitter::writeRecord(Program& program, ExprLowering& lower, const Pr
       b, Helper::RingbufReserve, b.getPtrTy(), {object_.events, b.getInt64(p.record_bytes), b.getInt64(0)});
   auto* reserved = llvm::BasicBlock::Create(b.getContext(), "reserved", program.fn);
   auto* full = llvm::BasicBlock::Create(b.getContext(), "full", program.fn);
-  b.CreateCondBr(b.CreateIsNotNull(record), reserved, full);
+  branchOnTo(b, b.CreateIsNotNull(record), reserved, full);
   b.SetInsertPoint(full);
   if (p.packet_lost) {
     // Where it was lost, too: the site's counter.

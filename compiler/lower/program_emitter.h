@@ -131,6 +131,15 @@ struct Program {
   Frame frame;
 };
 
+/// Branches to `then` when `cond` holds, else to `otherwise`, with `then` laid out next to
+/// the test: BPF's branches cannot be turned around after instruction selection, so the path
+/// every event takes, laid out elsewhere, would cost a jump more.
+inline void branchOnTo(llvm::IRBuilder<>& b, llvm::Value* cond, llvm::BasicBlock* then,
+                       llvm::BasicBlock* otherwise) {
+  then->moveAfter(b.GetInsertBlock());
+  b.CreateCondBr(cond, then, otherwise);
+}
+
 class ProgramEmitter {
  public:
   explicit ProgramEmitter(ObjectBuilder& object) : object_(object) {}

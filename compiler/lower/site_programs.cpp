@@ -25,6 +25,12 @@ constexpr size_t kPartsPerProgram = 128;
 /// most this many programs; else they are called, in as few programs as the limits allow
 /// (a trampoline takes 38).
 constexpr size_t kInlinedPrograms = 4;
+/// Inlined parts' slots live only while their part runs (the inliner marks their
+/// lifetimes), so LLVM lays the parts' frames over one another: a program of inlined parts
+/// takes its largest part's slots (50 count queries took 12 bytes, not 400). Their sum is
+/// bounded all the same, so that the program would fit the kernel's 512 bytes even if LLVM
+/// did not overlap them.
+constexpr uint32_t kInlinedStackSum = 448;
 
 /// The maps a part uses (globals of section .maps, wherever its code names them).
 std::set<const llvm::GlobalVariable*> mapsOf(const llvm::Function& fn) {
@@ -50,29 +56,30 @@ std::set<const llvm::GlobalVariable*> mapsOf(const llvm::Function& fn) {
 }
 
 /// A site's parts in turn, in programs within the kernel's limits and, when `stack_budget`
-/// is given, whose parts' stack slots add up to at most that.
+/// is given (the parts inlined), whose largest part's stack slots fit in it.
 std::vector<std::vector<ProgramPart*>> programsOf(const std::vector<ProgramPart*>& parts,
                                                   const llvm::GlobalVariable* stops,
                                                   std::optional<uint32_t> stack_budget) {
   std::vector<std::vector<ProgramPart*>> programs(1);
   std::set<const llvm::GlobalVariable*> used;
-  uint32_t stack = 0;
+  uint32_t sum = 0;
   for (ProgramPart* part : parts) {
     std::set<const llvm::GlobalVariable*> maps = mapsOf(*part->fn);
     std::set<const llvm::GlobalVariable*> with = used;
     with.insert(maps.begin(), maps.end());
     if (stops) with.insert(stops);
+    uint32_t stack = part->planned.stack_bytes;
     bool full = with.size() > kMapsPerProgram || programs.back().size() == kPartsPerProgram ||
-                (stack_budget && stack + part->planned.stack_bytes > *stack_budget);
+                (stack_budget && (stack > *stack_budget || sum + stack > kInlinedStackSum));
     if (!programs.back().empty() && full) {
       programs.emplace_back();
       with = maps;
       if (stops) with.insert(stops);
-      stack = 0;
+      sum = 0;
     }
     programs.back().push_back(part);
     used = std::move(with);
-    stack += part->planned.stack_bytes;
+    sum += stack;
   }
   return programs;
 }
@@ -121,7 +128,7 @@ std::vector<uint32_t> sharedGroups(const std::vector<ProgramPart>& parts, size_t
 bool stoppedByWord(const plan::PlannedProgram& p) { return plan::detachWaits(p.attach) && !p.whole_session; }
 
 /// The program of one site: each part in turn; with parts of several queries, each only
-/// while its query's word in the stops map is 0.
+/// while its query's word in the stops map's one element is 0.
 plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<ProgramPart*>& parts,
                                  uint32_t group, bool inline_parts) {
   BpfModule& module = object.module();
@@ -150,9 +157,19 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   llvm::LLVMContext& ctx = module.context();
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   b.SetCurrentDebugLocation(module.location(fn->getSubprogram(), first.offset));
-  llvm::Value* key = guarded ? b.CreateAlloca(b.getInt32Ty()) : nullptr;
-  uint32_t stacks = guarded ? 8 : 0;
-  for (const ProgramPart* part : parts) stacks += part->planned.stack_bytes;
+  // The queries' words, looked up once: each part reads its query's at its offset.
+  llvm::Value* words = nullptr;
+  if (guarded) {
+    llvm::Value* key = b.CreateAlloca(b.getInt32Ty());
+    b.CreateStore(b.getInt32(0), key);
+    words = module.callHelper(b, Helper::MapLookupElem, b.getPtrTy(), {object.queryStops(), key});
+    auto* found = llvm::BasicBlock::Create(ctx, "query_words", fn);
+    auto* none = llvm::BasicBlock::Create(ctx, "no_words", fn);
+    b.CreateCondBr(b.CreateIsNotNull(words), found, none);
+    b.SetInsertPoint(none);
+    b.CreateRet(b.getInt32(0));
+    b.SetInsertPoint(found);
+  }
   inline_parts = inline_parts || parts.size() == 1;
   uint32_t part_stack = 0;
   std::vector<llvm::CallInst*> calls;
@@ -161,12 +178,8 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     auto* run = llvm::BasicBlock::Create(ctx, "run_part", fn);
     auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
     if (guarded) {
-      b.CreateStore(b.getInt32(part->planned.queries.front()), key);
-      llvm::Value* stop = module.callHelper(b, Helper::MapLookupElem, b.getPtrTy(), {object.queryStops(), key});
-      auto* check = llvm::BasicBlock::Create(ctx, "query_word", fn);
-      b.CreateCondBr(b.CreateIsNotNull(stop), check, next);
-      b.SetInsertPoint(check);
-      b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), stop), b.getInt32(0)), run, next);
+      llvm::Value* word = b.CreateGEP(b.getInt32Ty(), words, b.getInt64(part->planned.queries.front()));
+      b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), word), b.getInt32(0)), run, next);
     } else {
       b.CreateBr(run);
     }
@@ -178,6 +191,14 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   }
   uint32_t chain_stack = live ? emitLiveChain(object, b, fn, first.planned.function) : 0;
   b.CreateRet(b.getInt32(0));
+  if (words) {
+    // Last, so that the block before each part's is the one it follows (BPF's branches
+    // cannot be turned around after instruction selection: each out of place costs a jump).
+    llvm::BasicBlock* none = &*std::find_if(fn->begin(), fn->end(), [](const llvm::BasicBlock& block) {
+      return block.getName() == "no_words";
+    });
+    none->moveAfter(&fn->back());
+  }
   if (live) emitLiveDispatcher(object, first.planned.function, first.section, first.offset);
   if (inline_parts) {
     // Inlined here, before the optimizer runs: it then sees each part once, as the
@@ -189,9 +210,10 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     }
   }
 
-  // Inlined parts are the program's frame; a called part has a frame of its own, beside
-  // the program's (the key).
-  planned.stack_bytes = (inline_parts ? stacks : (guarded ? 8 : 0) + part_stack) + chain_stack;
+  // Inlined parts lie over one another in the program's frame (kInlinedStackSum); a called
+  // part has a frame of its own, beside the program's. Either way the program's own slot
+  // (the key) comes first.
+  planned.stack_bytes = (guarded ? 8 : 0) + part_stack + chain_stack;
   planned.helpers = module.helpersOf(fn);
   for (const ProgramPart* part : parts) {
     for (int helper : part->planned.helpers) {
