@@ -32,7 +32,7 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
         return out;
       }
       llvm::Value* addr = b_.CreateGEP(b_.getInt64Ty(), ctx, b_.getInt64(slot));
-      Val out = extend(b_.CreateLoad(b_.getInt64Ty(), addr), type);
+      Val out = extend(readOnce(b_.getInt64Ty(), addr), type);
       out.btf = type->isPointer();
       return out;
     }
@@ -45,7 +45,7 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
       if (!f) return problem(fmt::format("the tracepoint record has no field for argument {}", index), type);
       uint32_t size = f->size == 1 || f->size == 2 || f->size == 4 ? f->size : 8;
       llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f->offset));
-      llvm::Value* raw = b_.CreateLoad(b_.getIntNTy(size * 8), addr);
+      llvm::Value* raw = readOnce(b_.getIntNTy(size * 8), addr);
       llvm::Value* wide = size == 8 ? raw
                           : f->is_signed ? b_.CreateSExt(raw, b_.getInt64Ty())
                                          : b_.CreateZExt(raw, b_.getInt64Ty());
@@ -201,7 +201,7 @@ llvm::Value* ExprLowering::packetSkb() {
   if (args_.packet->skb) return args_.packet->skb;
   if (args_.packet->cookie) return registerAt(cookieByte(b_, args_.packet->cookie, kPacketCookieSkbShift));
   uint32_t slot = args_.arg_positions.empty() ? 0 : args_.arg_positions[0];
-  return b_.CreateLoad(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(slot)));
+  return readOnce(b_.getInt64Ty(), b_.CreateGEP(b_.getInt64Ty(), args_.ctx, b_.getInt64(slot)));
 }
 
 llvm::Value* ExprLowering::packetSite() {

@@ -54,6 +54,12 @@ llvm::Value* ExprLowering::toPtr(llvm::Value* v) {
   return b_.CreateIntToPtr(v, b_.getPtrTy());
 }
 
+llvm::Value* ExprLowering::readOnce(llvm::Type* type, llvm::Value* addr) {
+  llvm::LoadInst* load = b_.CreateLoad(type, addr);
+  load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b_.getContext(), {}));
+  return load;
+}
+
 llvm::Value* ExprLowering::slot(uint32_t bytes) {
   if (frame_) return frame_->allocate(bytes, b_.getCurrentDebugLocation());
   llvm::Function* fn = b_.GetInsertBlock()->getParent();

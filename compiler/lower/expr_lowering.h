@@ -255,6 +255,10 @@ class ExprLowering {
   llvm::Value* i64(uint64_t v) { return b_.getInt64(v); }
   /// A stack slot of `bytes`, allocated in the entry block.
   llvm::Value* slot(uint32_t bytes);
+  /// A load of the program's context or of kernel memory the verifier knows, marked
+  /// !invariant.load: a value is read once per event, so the same read in another query's
+  /// part of the program is this one (site_programs.cpp's shareReads).
+  llvm::Value* readOnce(llvm::Type* type, llvm::Value* addr);
   /// bpf_probe_read_{kernel,user}[_str](dst, size, src).
   llvm::Value* probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user, bool str);
   /// The same with a size known as the event happens (bounded, as the verifier needs).

@@ -151,7 +151,7 @@ Val ExprLowering::load(const Place& p) {
   // arithmetic on, so the next member access could not be compiled; read as a number, it
   // can be followed with probe reads (0 for NULL).
   if (p.btf && !type->isPointer()) {
-    raw = b_.CreateLoad(int_type, p.addr);
+    raw = readOnce(int_type, p.addr);
   } else {
     llvm::Value* tmp = slot(8);
     b_.CreateStore(b_.getInt64(0), tmp);

@@ -116,6 +116,17 @@ llvm::GlobalVariable* ObjectBuilder::queryStops() {
   return query_stops_;
 }
 
+llvm::Function* ObjectBuilder::queryRunning() {
+  if (!query_running_) {
+    llvm::LLVMContext& ctx = module_.context();
+    auto* type = llvm::FunctionType::get(llvm::Type::getInt1Ty(ctx), {llvm::Type::getInt32Ty(ctx)}, false);
+    query_running_ = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, "kq.query_running",
+                                            module_.module());
+    query_running_->setDoesNotAccessMemory();
+  }
+  return query_running_;
+}
+
 llvm::GlobalVariable* ObjectBuilder::sessionStart() {
   if (!session_start_) {
     session_start_ = addMap({"session_start", MapType::Array, 1, 4, 8});

@@ -60,6 +60,10 @@ class ObjectBuilder {
   std::vector<ProgramPart>& parts() { return parts_; }
   /// The array of words that stop a query's parts of shared programs (made on first use).
   llvm::GlobalVariable* queryStops();
+  /// `i1 kq.query_running(i32 query)`, called where a part starts to act (to record, count
+  /// or keep): the site's program makes each call its query's word test, or true
+  /// (site_programs.cpp), so that the parts' reads and filters come before the tests.
+  llvm::Function* queryRunning();
   /// The array of one 64-bit word the loader sets to when the session started (CLOCK_MONOTONIC,
   /// bpf_ktime_get_ns's clock): `elapsed` (made on first use).
   llvm::GlobalVariable* sessionStart();
@@ -104,6 +108,7 @@ class ObjectBuilder {
   uint32_t program_count_ = 0;
   std::vector<ProgramPart> parts_;
   llvm::GlobalVariable* query_stops_ = nullptr;
+  llvm::Function* query_running_ = nullptr;
   llvm::GlobalVariable* session_start_ = nullptr;
   llvm::GlobalVariable* ring_pace_ = nullptr;
   llvm::GlobalVariable* scratch_ = nullptr;

@@ -348,6 +348,12 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
     branchOnTo(b, keep, pass, program->bail);
     b.SetInsertPoint(pass);
   }
+  // From here the part acts (keeps a packet's journey, records, counts, keeps for a join):
+  // only while its query runs. What it read and tested before is shared with the parts
+  // after it in its site's program (site_programs.cpp).
+  auto* running = llvm::BasicBlock::Create(b.getContext(), "query_running", program->fn);
+  branchOnTo(b, b.CreateCall(object_.queryRunning(), {b.getInt32(object_.query)}), running, program->bail);
+  b.SetInsertPoint(running);
   if (p.journeys) packetJourney(*program, body, p, args);
   b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
                                                       p.target.target->range.begin));

@@ -7,6 +7,13 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <llvm/Analysis/AssumptionCache.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/TargetTransformInfo.h>
+#include <llvm/IR/Dominators.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "compiler/lower/frame.h"
@@ -123,12 +130,52 @@ std::vector<uint32_t> sharedGroups(const std::vector<ProgramPart>& parts, size_t
   return shared;
 }
 
+/// The calls to `kq.query_running` (ObjectBuilder::queryRunning) in `fn`.
+std::vector<llvm::CallInst*> runningTests(ObjectBuilder& object, llvm::Function& fn) {
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::User* user : object.queryRunning()->users()) {
+    auto* call = llvm::dyn_cast<llvm::CallInst>(user);
+    if (call && call->getFunction() == &fn) calls.push_back(call);
+  }
+  return calls;
+}
+
+/// Makes each `kq.query_running(q)` in `fn` the test of query q's word (`words`: the
+/// looked-up element), or true where there is none to test.
+void decideRunning(ObjectBuilder& object, llvm::Function& fn, llvm::Value* words) {
+  for (llvm::CallInst* call : runningTests(object, fn)) {
+    llvm::Value* running = llvm::ConstantInt::getTrue(call->getContext());
+    if (words) {
+      llvm::IRBuilder<> b(call);
+      llvm::Value* word = b.CreateGEP(b.getInt32Ty(), words, call->getArgOperand(0));
+      running = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), word), b.getInt32(0));
+    }
+    call->replaceAllUsesWith(running);
+    call->eraseFromParent();
+  }
+}
+
+/// What the inlined parts read and test the same way, read and tested once: the parts'
+/// reads of the context and of kernel memory the verifier knows (marked !invariant.load,
+/// ExprLowering) come before their tests of their queries' words, so the first part's
+/// dominate the next parts' (LLVM's own pipeline would not see them as the same: by then
+/// each CO-RE access is a call of its own).
+void shareReads(llvm::Function& fn) {
+  llvm::FunctionAnalysisManager analyses;
+  analyses.registerPass([] { return llvm::PassInstrumentationAnalysis(); });
+  analyses.registerPass([] { return llvm::DominatorTreeAnalysis(); });
+  analyses.registerPass([] { return llvm::AssumptionAnalysis(); });
+  analyses.registerPass([] { return llvm::TargetLibraryAnalysis(); });
+  analyses.registerPass([] { return llvm::TargetIRAnalysis(); });
+  llvm::EarlyCSEPass(/*UseMemorySSA=*/false).run(fn, analyses);
+}
+
 /// Whether a program of one query checks its word all the same: one whose detach waits for
 /// the kernel (not the fork follower, which serves the whole session whatever ends).
 bool stoppedByWord(const plan::PlannedProgram& p) { return plan::detachWaits(p.attach) && !p.whole_session; }
 
-/// The program of one site: each part in turn; with parts of several queries, each only
-/// while its query's word in the stops map's one element is 0.
+/// The program of one site: each part in turn; with parts of several queries, each acts
+/// only while its query's word in the stops map's one element is 0.
 plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<ProgramPart*>& parts,
                                  uint32_t group, bool inline_parts) {
   BpfModule& module = object.module();
@@ -147,6 +194,7 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   // every frame on the way, a limit a program of called parts may pass).
   bool live = object.options().live_sites && mayBeLiveSlot(planned) && (inline_parts || parts.size() == 1);
 
+  if (!guarded && !live && parts.size() == 1) decideRunning(object, *first.fn, nullptr);
   if (!guarded && !live && parts.size() == 1 &&
       module.adoptPart(first.fn, first.planned.function, first.section, first.offset)) {
     // A site of one part is that part: no call to inline, no second function to optimize.
@@ -177,7 +225,9 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     if (!inline_parts) part->fn->addFnAttr(llvm::Attribute::NoInline);
     auto* run = llvm::BasicBlock::Create(ctx, "run_part", fn);
     auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
-    if (guarded) {
+    // An inlined part tests its word where it starts to act (decideRunning); any other,
+    // before it runs.
+    if (guarded && !(inline_parts && !runningTests(object, *part->fn).empty())) {
       llvm::Value* word = b.CreateGEP(b.getInt32Ty(), words, b.getInt64(part->planned.queries.front()));
       b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), word), b.getInt32(0)), run, next);
     } else {
@@ -206,8 +256,25 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     for (llvm::CallInst* call : calls) {
       llvm::Function* callee = call->getCalledFunction();
       llvm::InlineFunctionInfo info;
-      if (llvm::InlineFunction(*call, info).isSuccess() && callee->use_empty()) callee->eraseFromParent();
+      if (llvm::InlineFunction(*call, info).isSuccess()) {
+        if (callee->use_empty()) callee->eraseFromParent();
+        continue;
+      }
+      // Not inlined after all: a part that tests its word itself is called only while
+      // its query runs.
+      std::vector<llvm::CallInst*> tests = runningTests(object, *callee);
+      if (words && !tests.empty()) {
+        llvm::IRBuilder<> at(call);
+        llvm::Value* word = at.CreateGEP(at.getInt32Ty(), words, tests.front()->getArgOperand(0));
+        llvm::Value* running = at.CreateICmpEQ(at.CreateLoad(at.getInt32Ty(), word), at.getInt32(0));
+        call->moveBefore(llvm::SplitBlockAndInsertIfThen(running, call, false));
+      }
+      decideRunning(object, *callee, nullptr);
     }
+    decideRunning(object, *fn, words);
+    if (parts.size() > 1) shareReads(*fn);
+  } else {
+    for (const ProgramPart* part : parts) decideRunning(object, *part->fn, nullptr);
   }
 
   // Inlined parts lie over one another in the program's frame (kInlinedStackSum); a called
@@ -270,6 +337,9 @@ void makeSitePrograms(ObjectBuilder& object) {
   }
   plan.packet_groups = std::move(packet_groups);
   parts.clear();  // inlined parts are gone from the module
+  // Every part's tests of its query's word are decided.
+  llvm::Function* running = object.queryRunning();
+  if (running->use_empty()) running->eraseFromParent();
 }
 
 }  // namespace kq::lower
