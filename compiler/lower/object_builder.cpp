@@ -127,6 +127,13 @@ llvm::Function* ObjectBuilder::queryRunning() {
   return query_running_;
 }
 
+void ObjectBuilder::dropQueryRunning() {
+  if (query_running_ && query_running_->use_empty()) {
+    query_running_->eraseFromParent();
+    query_running_ = nullptr;
+  }
+}
+
 llvm::GlobalVariable* ObjectBuilder::sessionStart() {
   if (!session_start_) {
     session_start_ = addMap({"session_start", MapType::Array, 1, 4, 8});

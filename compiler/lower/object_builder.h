@@ -64,6 +64,8 @@ class ObjectBuilder {
   /// or keep): the site's program makes each call its query's word test, or true
   /// (site_programs.cpp), so that the parts' reads and filters come before the tests.
   llvm::Function* queryRunning();
+  /// Takes `kq.query_running` out of the module once no call to it is left.
+  void dropQueryRunning();
   /// The array of one 64-bit word the loader sets to when the session started (CLOCK_MONOTONIC,
   /// bpf_ktime_get_ns's clock): `elapsed` (made on first use).
   llvm::GlobalVariable* sessionStart();

@@ -140,6 +140,12 @@ std::vector<llvm::CallInst*> runningTests(ObjectBuilder& object, llvm::Function&
   return calls;
 }
 
+/// Whether `query`'s word in `words` (the stops map's looked-up element) is 0: it runs.
+llvm::Value* wordIsZero(llvm::IRBuilder<>& b, llvm::Value* words, llvm::Value* query) {
+  llvm::Value* word = b.CreateGEP(b.getInt32Ty(), words, query);
+  return b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), word), b.getInt32(0));
+}
+
 /// Makes each `kq.query_running(q)` in `fn` the test of query q's word (`words`: the
 /// looked-up element), or true where there is none to test.
 void decideRunning(ObjectBuilder& object, llvm::Function& fn, llvm::Value* words) {
@@ -147,8 +153,7 @@ void decideRunning(ObjectBuilder& object, llvm::Function& fn, llvm::Value* words
     llvm::Value* running = llvm::ConstantInt::getTrue(call->getContext());
     if (words) {
       llvm::IRBuilder<> b(call);
-      llvm::Value* word = b.CreateGEP(b.getInt32Ty(), words, call->getArgOperand(0));
-      running = b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), word), b.getInt32(0));
+      running = wordIsZero(b, words, call->getArgOperand(0));
     }
     call->replaceAllUsesWith(running);
     call->eraseFromParent();
@@ -207,12 +212,13 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   b.SetCurrentDebugLocation(module.location(fn->getSubprogram(), first.offset));
   // The queries' words, looked up once: each part reads its query's at its offset.
   llvm::Value* words = nullptr;
+  llvm::BasicBlock* none = nullptr;  // no element: nothing runs
   if (guarded) {
     llvm::Value* key = b.CreateAlloca(b.getInt32Ty());
     b.CreateStore(b.getInt32(0), key);
     words = module.callHelper(b, Helper::MapLookupElem, b.getPtrTy(), {object.queryStops(), key});
     auto* found = llvm::BasicBlock::Create(ctx, "query_words", fn);
-    auto* none = llvm::BasicBlock::Create(ctx, "no_words", fn);
+    none = llvm::BasicBlock::Create(ctx, "no_words", fn);
     b.CreateCondBr(b.CreateIsNotNull(words), found, none);
     b.SetInsertPoint(none);
     b.CreateRet(b.getInt32(0));
@@ -228,8 +234,7 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     // An inlined part tests its word where it starts to act (decideRunning); any other,
     // before it runs.
     if (guarded && !(inline_parts && !runningTests(object, *part->fn).empty())) {
-      llvm::Value* word = b.CreateGEP(b.getInt32Ty(), words, b.getInt64(part->planned.queries.front()));
-      b.CreateCondBr(b.CreateICmpEQ(b.CreateLoad(b.getInt32Ty(), word), b.getInt32(0)), run, next);
+      b.CreateCondBr(wordIsZero(b, words, b.getInt64(part->planned.queries.front())), run, next);
     } else {
       b.CreateBr(run);
     }
@@ -241,14 +246,9 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   }
   uint32_t chain_stack = live ? emitLiveChain(object, b, fn, first.planned.function) : 0;
   b.CreateRet(b.getInt32(0));
-  if (words) {
-    // Last, so that the block before each part's is the one it follows (BPF's branches
-    // cannot be turned around after instruction selection: each out of place costs a jump).
-    llvm::BasicBlock* none = &*std::find_if(fn->begin(), fn->end(), [](const llvm::BasicBlock& block) {
-      return block.getName() == "no_words";
-    });
-    none->moveAfter(&fn->back());
-  }
+  // Last, so that the block before each part's is the one it follows (BPF's branches
+  // cannot be turned around after instruction selection: each out of place costs a jump).
+  if (none) none->moveAfter(&fn->back());
   if (live) emitLiveDispatcher(object, first.planned.function, first.section, first.offset);
   if (inline_parts) {
     // Inlined here, before the optimizer runs: it then sees each part once, as the
@@ -265,8 +265,7 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
       std::vector<llvm::CallInst*> tests = runningTests(object, *callee);
       if (words && !tests.empty()) {
         llvm::IRBuilder<> at(call);
-        llvm::Value* word = at.CreateGEP(at.getInt32Ty(), words, tests.front()->getArgOperand(0));
-        llvm::Value* running = at.CreateICmpEQ(at.CreateLoad(at.getInt32Ty(), word), at.getInt32(0));
+        llvm::Value* running = wordIsZero(at, words, tests.front()->getArgOperand(0));
         call->moveBefore(llvm::SplitBlockAndInsertIfThen(running, call, false));
       }
       decideRunning(object, *callee, nullptr);
@@ -337,9 +336,7 @@ void makeSitePrograms(ObjectBuilder& object) {
   }
   plan.packet_groups = std::move(packet_groups);
   parts.clear();  // inlined parts are gone from the module
-  // Every part's tests of its query's word are decided.
-  llvm::Function* running = object.queryRunning();
-  if (running->use_empty()) running->eraseFromParent();
+  object.dropQueryRunning();  // every part's tests of its query's word are decided
 }
 
 }  // namespace kq::lower
