@@ -972,7 +972,63 @@ class BpfPrograms(unittest.TestCase):
         self.assertIn("2 programs loaded, 2 links attached", out + err)  # fentry and fexit
 
 
+PROGRESS = os.environ.get("KQVM_PROGRESS")
+
+
+def note_progress(line):
+    """A line for tests/vm/kqvm.py, on the host before the next test starts: which test ran
+    and how it ended, so that a guest whose kernel crashed boots again for the tests left."""
+    with open(PROGRESS, "a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class ProgressResult(unittest.TextTestResult):
+    def startTest(self, test):
+        self.outcome = "ok"
+        note_progress(f"start {test.id()}")
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        note_progress(f"end {test.id()} {self.outcome}")
+
+    def addError(self, test, err):
+        self.outcome = "error"
+        super().addError(test, err)
+
+    def addFailure(self, test, err):
+        self.outcome = "failed"
+        super().addFailure(test, err)
+
+    def addSkip(self, test, reason):
+        self.outcome = "skipped"
+        super().addSkip(test, reason)
+
+    def addUnexpectedSuccess(self, test):
+        self.outcome = "unexpected success"
+        super().addUnexpectedSuccess(test)
+
+
+def load_tests(loader, tests, pattern):
+    """The module's tests, but those an earlier boot of the guest ended (see ProgressResult)."""
+    if not PROGRESS or not os.path.exists(PROGRESS):
+        return tests
+    ended = {line.split()[1] for line in open(PROGRESS) if line.startswith("end ")}
+
+    def each(suite):
+        for t in suite:
+            yield from each(t) if isinstance(t, unittest.TestSuite) else [t]
+    left = [t for t in each(tests) if t.id() not in ended]
+    if len(left) < tests.countTestCases():
+        print(f"{tests.countTestCases() - len(left)} tests ended in an earlier boot; running the other {len(left)}",
+              flush=True)
+    return unittest.TestSuite(left)
+
+
 if __name__ == "__main__":
     KQ = sys.argv[1]
     print(f"kernel {os.uname().release}", flush=True)
-    unittest.main(argv=[sys.argv[0], "-v", *sys.argv[2:]])
+    runner = unittest.TextTestRunner(verbosity=2, resultclass=ProgressResult if PROGRESS else None)
+    unittest.main(argv=[sys.argv[0], *sys.argv[2:]], testRunner=runner)
