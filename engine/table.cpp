@@ -168,8 +168,9 @@ std::vector<Row> readRows(TableSource& source, const AggregateLayout& layout,
                           std::optional<uint64_t> before, std::vector<std::vector<uint8_t>>& keys) {
   std::vector<Row> rows;
   if (layout.single) {
-    // Entry 0 of an array: a row once an event counted in it.
+    // An entry of an array: a row once an event counted in it.
     Row row{std::vector<uint8_t>(layout.key_size, 0), std::vector<uint8_t>(layout.value_size)};
+    std::memcpy(row.key.data(), &layout.entry, std::min<size_t>(row.key.size(), sizeof layout.entry));
     if (lookupValue(source, layout, row.key.data(), row.value) && seen(layout, row.value.data())) {
       keys.push_back(row.key);
       rows.push_back(std::move(row));

@@ -298,9 +298,14 @@ struct AggregateLayout {
   /// The map is per CPU (each CPU counts in its own copy of a group's value, merged when
   /// read): small values, which busy CPUs would otherwise fight over.
   bool per_cpu = false;
-  /// No `group by` and no `every`: the one group is entry 0 of an array (4-byte key), which
-  /// the verifier looks up without hashing; it is printed once an event has counted in it.
+  /// No `group by` and no `every`: the one group is entry `entry` of an array (4-byte key),
+  /// which the verifier looks up without hashing; it is printed once an event has counted
+  /// in it.
   bool single = false;
+  /// A keyless table's entry: the keyless tables of one object whose values are alike share
+  /// one array, an entry each (one map for 50 `count()` queries, as a C author writes it).
+  /// 0 in objects of kq before 2026-12-07, which had an array each.
+  uint32_t entry = 0;
 
   template <class Visit, class... Self> static void eachField(Visit&& visit, Self&... self) {
     visit("query", self.query...);
@@ -314,6 +319,7 @@ struct AggregateLayout {
     visit("interval_bytes", self.interval_bytes...);
     visit("per_cpu", self.per_cpu...);
     visit("single", self.single...);
+    visit("?entry", self.entry...);
   }
 };
 

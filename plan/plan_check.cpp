@@ -183,6 +183,9 @@ void check(Checks& c, const std::string& path, const AggregateLayout& a) {
   if (a.single && (!a.keys.empty() || a.interval_bytes)) {
     c.fail(at(path, "single"), "is true, but the table has keys");
   }
+  if (!a.single && a.entry != 0) {
+    c.fail(at(path, "entry"), fmt::format("is {}, but only a keyless table is an entry of an array", a.entry));
+  }
 }
 
 /// Programs: each of a group that exists, of a query that exists, its name its own, its

@@ -111,9 +111,10 @@ struct PlannedProgram {
   uint32_t method = 0;
   /// The queries of the script whose parts it runs, each in turn (one program serves every
   /// query on one place). A program of several queries checks, where each query's part
-  /// starts to act, that query's word in `ProgramPlan::stops_map`: ending one query (`for`,
-  /// `limit`, the REPL's `stop`) sets its word, and detaches the program once all of its
-  /// queries ended.
+  /// starts to act, that query's word in `ProgramPlan::stops_map` (but for a part that only
+  /// counts in a keyless table: read once at its query's end, it may count on unseen):
+  /// ending one query (`for`, `limit`, the REPL's `stop`) sets its word, and detaches the
+  /// program once all of its queries ended.
   std::vector<uint32_t> queries;
   /// Serves every query (the fork follower of -c): detached only when the session ends,
   /// whichever query ends first.

@@ -112,11 +112,12 @@ void compareAggregate(Comparison& c, const std::string& path, const plan::Aggreg
   if (a.per_cpu != isPerCpu(m->type)) {
     c.fail(fmt::format("{}.per_cpu is {} but {} is {}", path, a.per_cpu, map, typeText(m->type)));
   }
-  // A keyless table is entry 0 of an array; the others are read key by key, and deleted.
+  // A keyless table is an entry of an array; the others are read key by key, and deleted.
   if (a.single ? !isArray(m->type) : !isHash(m->type)) {
     c.fail(fmt::format("{}.single is {} but {} is {}", path, a.single, map, typeText(m->type)));
-  } else if (a.single && m->max_entries == 0) {
-    c.fail(fmt::format("{}.single is true but {} has no entries", path, map));
+  } else if (a.single && a.entry >= m->max_entries) {
+    c.fail(fmt::format("{}.entry is {} but {} has {}", path, a.entry, map,
+                       m->max_entries == 1 ? std::string("1 entry") : fmt::format("{} entries", m->max_entries)));
   }
 }
 

@@ -138,12 +138,12 @@ llvm::Value* groupEntry(ProgramEmitter& emitter, Program& program, ExprLowering&
   return findOrAdd(emitter, program, agg.map, key);
 }
 
-/// Entry 0 of a keyless table's array: always there.
-llvm::Value* singleEntry(ProgramEmitter& emitter, Program& program, llvm::GlobalVariable* map) {
+/// A keyless table's entry of its array: always there.
+llvm::Value* singleEntry(ProgramEmitter& emitter, Program& program, const Aggregation& agg) {
   llvm::IRBuilder<>& b = program.b;
   llvm::Value* key = program.frame.allocate(4);
-  b.CreateStore(b.getInt32(0), key);
-  llvm::Value* entry = emitter.mapLookup(program, map, key);
+  b.CreateStore(b.getInt32(agg.layout.entry), key);
+  llvm::Value* entry = emitter.mapLookup(program, agg.map, key);
   auto* found = llvm::BasicBlock::Create(b.getContext(), "update", program.fn);
   branchOnTo(b, b.CreateIsNotNull(entry), found, program.bail);
   b.SetInsertPoint(found);
@@ -155,7 +155,7 @@ llvm::Value* singleEntry(ProgramEmitter& emitter, Program& program, llvm::Global
 void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering& lower,
                          const Aggregation& agg) {
   llvm::IRBuilder<>& b = program.b;
-  llvm::Value* value = agg.layout.single ? singleEntry(emitter, program, agg.map)
+  llvm::Value* value = agg.layout.single ? singleEntry(emitter, program, agg)
                                          : groupEntry(emitter, program, lower, agg);
   auto at = [&](uint32_t offset) { return b.CreateGEP(b.getInt8Ty(), value, b.getInt64(offset)); };
   auto add = [&](llvm::Value* ptr, llvm::Value* v) {

@@ -2,6 +2,7 @@
 // and parts (probe_planner.cpp), the programs made of them (site_programs.cpp), and LLVM's
 // errors turned into kq diagnostics.
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -60,19 +61,36 @@ std::optional<CompiledProgram> lowerProgram(const sema::CheckedProgram& checked,
     layout_options.packet_sites = packet ? &first.chain.back().packet_sites : nullptr;
     layout_options.joins = &queries[q].joins;
     aggregations[q] = aggregationOf(queries[q], first, static_cast<uint32_t>(q), layout_options);
-    plan::AggregateLayout& layout = aggregations[q]->layout;
-    // Entries are allocated as groups appear: a table of few groups costs little. Small
-    // values are per CPU (no cache line for busy CPUs to fight over); histograms, whose
-    // values are large, are shared.
-    layout.per_cpu = layout.value_size <= kPerCpuValueBytes;
-    if (layout.single) {
-      // One group: entry 0 of an array, there from the start.
-      aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuArray : MapType::Array,
-                                            1, layout.key_size, layout.value_size});
+    // Small values are per CPU (no cache line for busy CPUs to fight over); histograms,
+    // whose values are large, are shared.
+    aggregations[q]->layout.per_cpu = aggregations[q]->layout.value_size <= kPerCpuValueBytes;
+  }
+  // Keyless tables whose values are alike share one array, an entry each, there from the
+  // start (one map to find for 50 `count()`s, not 50).
+  std::map<uint32_t, uint32_t> keyless;  // value size: tables
+  for (const auto& a : aggregations) {
+    if (a && a->layout.single) ++keyless[a->layout.value_size];
+  }
+  std::map<uint32_t, std::pair<llvm::GlobalVariable*, uint32_t>> shared;  // value size: array, entries taken
+  for (const auto& a : aggregations) {
+    if (!a) continue;
+    plan::AggregateLayout& layout = a->layout;
+    if (layout.single && keyless[layout.value_size] == 1) {
+      a->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuArray : MapType::Array,
+                              1, layout.key_size, layout.value_size});
+    } else if (layout.single) {
+      auto& [array, taken] = shared[layout.value_size];
+      layout.map = fmt::format("agg_keyless_{}", layout.value_size);
+      if (!array) {
+        array = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuArray : MapType::Array,
+                               keyless[layout.value_size], layout.key_size, layout.value_size});
+      }
+      a->map = array;
+      layout.entry = taken++;
     } else {
-      aggregations[q]->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
-                                            groups, layout.key_size,
-                                            layout.value_size, kMapNoPrealloc});
+      // Entries are allocated as groups appear: a table of few groups costs little.
+      a->map = object.addMap({layout.map, layout.per_cpu ? MapType::PercpuHash : MapType::Hash,
+                              groups, layout.key_size, layout.value_size, kMapNoPrealloc});
       largest = std::max(largest, layout.value_size);
     }
     plan.layout.aggregates.push_back(layout);

@@ -43,7 +43,10 @@ std::unique_ptr<Program> ProgramEmitter::begin(const std::string& name, const st
 }
 
 void ProgramEmitter::finish(Program& program, const std::string& name, const ProgramSite& site) {
-  program.b.CreateRet(program.b.getInt32(0));
+  // One way out, the bail-out's: inlined into a site's program, a part whose every path
+  // ends there ends its stack slots' lifetimes once, so a path that skipped the last act
+  // (a missing entry) is a jump to the next part, not a block of its own with a jump.
+  program.b.CreateBr(program.bail);
   if (program.frame.overflowed()) {
     const llvm::DebugLoc& at = program.frame.overflowAt();
     uint32_t offset = at ? object_.offsetOf(at.getLine(), at.getCol()) : 0;
@@ -79,7 +82,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.helpers = object_.module().helpersOf(program.fn);
   planned.whole_session = site.whole_session;
   planned.queries = {object_.query};
-  object_.addPart({std::move(planned), program.section, program.fn, program.offset});
+  object_.addPart({std::move(planned), program.section, program.fn, program.offset, program.tests_word});
 }
 
 ExprLowering ProgramEmitter::lowering(Program& program, const sema::ExprTable& exprs,
@@ -350,10 +353,15 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   }
   // From here the part acts (keeps a packet's journey, records, counts, keeps for a join):
   // only while its query runs. What it read and tested before is shared with the parts
-  // after it in its site's program (site_programs.cpp).
-  auto* running = llvm::BasicBlock::Create(b.getContext(), "query_running", program->fn);
-  branchOnTo(b, b.CreateCall(object_.queryRunning(), {b.getInt32(object_.query)}), running, program->bail);
-  b.SetInsertPoint(running);
+  // after it in its site's program (site_programs.cpp). A part that only counts in a
+  // keyless table counts on unseen (ProgramPart::tests_word).
+  program->tests_word = !(p.aggregation && p.aggregation->layout.single && !p.keeps && !p.journeys &&
+                          p.joins.empty() && !args.packet);
+  if (program->tests_word) {
+    auto* running = llvm::BasicBlock::Create(b.getContext(), "query_running", program->fn);
+    branchOnTo(b, b.CreateCall(object_.queryRunning(), {b.getInt32(object_.query)}), running, program->bail);
+    b.SetInsertPoint(running);
+  }
   if (p.journeys) packetJourney(*program, body, p, args);
   b.SetCurrentDebugLocation(object_.module().location(program->fn->getSubprogram(),
                                                       p.target.target->range.begin));
