@@ -174,6 +174,27 @@ TEST(PlanCodec, TheKeylessTableOfAnObjectPrintsAsTheScriptDoes) {
   EXPECT_TRUE(decoded->plan.layout.aggregates[0].single);
 }
 
+TEST(PlanCodec, AKeylessTablesEntryIsReadBackAndIsTheFirstWhereAnOlderKqWroteNone) {
+  // Keyless tables of one value size share an array: each names its entry. An object built
+  // before that has none, and its tables are entry 0, as they were.
+  using Json = nlohmann::ordered_json;
+  PortablePlan plan;
+  AggregateLayout table;
+  table.single = true;
+  plan.plan.layout.aggregates.push_back(table);
+  table.entry = 7;
+  plan.plan.layout.aggregates.push_back(table);
+  std::string error;
+  auto decoded = decodePlanFields(encodePlan(plan), &error);
+  ASSERT_TRUE(decoded) << error;
+  EXPECT_EQ(decoded->plan.layout.aggregates[1].entry, 7u);
+  Json j = Json::parse(encodePlan(plan));
+  for (Json& a : j["aggregates"]) a.erase("entry");
+  decoded = decodePlanFields(j.dump(), &error);
+  ASSERT_TRUE(decoded) << error;
+  EXPECT_EQ(decoded->plan.layout.aggregates[1].entry, 0u);
+}
+
 TEST(PlanCodec, TheTextIsFlatWithItsFormatFirst) {
   std::string text = encodePlan(PortablePlan{});
   EXPECT_EQ(text.rfind("{\n \"format\": 6,\n \"kq_version\"", 0), 0u) << text;

@@ -75,6 +75,8 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
       {[&](PortablePlan& p) { table(p).keys[0].offset = 8; },
        "aggregates[0].keys[0] (`comm`) lies outside its 16-byte key: 16 bytes at offset 8"},
       {[&](PortablePlan& p) { table(p).single = true; }, "aggregates[0].single is true, but the table has keys"},
+      {[&](PortablePlan& p) { table(p).entry = 2; },
+       "aggregates[0].entry is 2, but only a keyless table is an entry of an array"},
       {[&](PortablePlan& p) { table(p).query = 5; }, "aggregates[0].query is 5, but the plan has 2 queries"},
       // Programs and groups.
       {[](PortablePlan& p) { p.plan.programs[0].group = 2; },

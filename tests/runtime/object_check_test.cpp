@@ -84,6 +84,19 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
          table.columns.erase(table.columns.begin());
        },
        "aggregates[0].single is true but map `agg_1` is a hash"},
+      {[](Plan& p, Contents& o) {
+         // A keyless table is an entry of an array that keyless tables of its size share.
+         plan::AggregateLayout& table = p.layout.aggregates[0];
+         table.single = true;
+         table.keys.clear();
+         table.columns.erase(table.columns.begin());
+         table.entry = 3;
+         objectMap(o, "agg_1").type = BPF_MAP_TYPE_ARRAY;
+         objectMap(o, "agg_1").max_entries = 3;
+         plannedMap(p, "agg_1").type = "array";
+         plannedMap(p, "agg_1").max_entries = 3;
+       },
+       "aggregates[0].entry is 3 but map `agg_1` has 3 entries"},
       {[](Plan& p, Contents&) { p.layout.aggregates[0].map = "agg_9"; },
        "aggregates[0].map is `agg_9`, which is not a map of the object"},
       {[](Plan& p, Contents& o) {
