@@ -594,6 +594,21 @@ for nr in {sorted(here.values())}:
         self.assertLess(max(first) - min(first + second), 1.5, out)
         self.assertGreater(max(second) - max(first), 0.8, out)
 
+    def test_a_count_that_ends_first_shows_what_it_counted_until_then(self):
+        # Both count in one program, in entries of one array; the first one's part tests no
+        # word (its table is read once, as its query ends), so what it counts after is unseen.
+        script = write_script("for_count.kq",
+                              'trace syscall:getppid where comm == "kqforcount" select count() for 1s\n'
+                              'trace syscall:getppid where comm == "kqforcount" select count()\n')
+        status, out, err = kq(script, "-c", f"{sys.executable} -c 'import os, time, ctypes\n"
+                                            "ctypes.CDLL(None).prctl(15, b\"kqforcount\", 0, 0, 0)\n"
+                                            "for i in range(25): os.getppid(); time.sleep(0.1)'")
+        self.assertEqual(status, 0, err)
+        def counted(query):  # `@ query N`, its header `count()`, then the count
+            return int(out.split(f"@ query {query}\n")[1].splitlines()[1])
+        self.assertEqual(counted(2), 25, out)
+        self.assertTrue(3 <= counted(1) <= 16, out)
+
     def test_limit_ends_one_query_and_cuts_a_table(self):
         script = write_script("limit.kq", 'trace syscall:getppid where comm == "python3" limit 2 select comm\n'
                                           'trace syscall:getpid where comm == "python3" select comm\n'
