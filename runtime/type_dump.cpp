@@ -341,6 +341,19 @@ class JsonDump final : public DumpOutput {
   std::vector<Json*> open_;  // where the members of each open block go
 };
 
+/// A Record field's bytes as `Dump` writes them (TextDump, LineDump), or why they cannot be.
+template <class Dump>
+std::string dumpRecord(KernelType type, TypeDumper::Casts& casts, const plan::FieldLayout& f,
+                       const uint8_t* bytes) {
+  if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
+                                        : fmt::format("(no type `{}` in this kernel)", f.type_name);
+  if (type.btf->resolveSize(type.id) <= 0) return "(unknown size)";
+  std::string out;
+  Dump dump(type.btf, casts, out);
+  walkValue(type.btf, type.id, bytes, f.size, dump);
+  return out;
+}
+
 }  // namespace
 
 const std::string& TypeDumper::Casts::of(const host::BtfView* btf, uint32_t id) {
@@ -378,25 +391,11 @@ std::string TypeDumper::enumText(const plan::FieldLayout& f, int64_t value) {
 }
 
 std::string TypeDumper::recordText(const plan::FieldLayout& f, const uint8_t* bytes) {
-  KernelType type = typeOf(f);
-  if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
-                                        : fmt::format("(no type `{}` in this kernel)", f.type_name);
-  if (type.btf->resolveSize(type.id) <= 0) return "(unknown size)";
-  std::string out;
-  TextDump text(type.btf, casts_, out);
-  walkValue(type.btf, type.id, bytes, f.size, text);
-  return out;
+  return dumpRecord<TextDump>(typeOf(f), casts_, f, bytes);
 }
 
 std::string TypeDumper::recordLine(const plan::FieldLayout& f, const uint8_t* bytes) {
-  KernelType type = typeOf(f);
-  if (!type) return f.type_name.empty() ? "(no BTF to show it with)"
-                                        : fmt::format("(no type `{}` in this kernel)", f.type_name);
-  if (type.btf->resolveSize(type.id) <= 0) return "(unknown size)";
-  std::string out;
-  LineDump line(type.btf, casts_, out);
-  walkValue(type.btf, type.id, bytes, f.size, line);
-  return out;
+  return dumpRecord<LineDump>(typeOf(f), casts_, f, bytes);
 }
 
 nlohmann::ordered_json TypeDumper::recordJson(const plan::FieldLayout& f, const uint8_t* bytes) {
