@@ -57,30 +57,10 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
         .note("the temporaries are mostly strings being compared: compare fewer at once, or "
               "split the query");
   }
-  plan::PlannedProgram planned;
+  plan::PlannedProgram planned = site;  // where and how it attaches, as planned
   planned.function = name;
-  planned.attach = site.attach;
-  planned.target = site.target;
-  planned.binary = site.binary;
-  planned.symbols = site.symbols;
-  planned.cookies = site.cookies;
-  planned.group = site.group;
-  planned.method = site.method;
-  planned.period_ns = site.period_ns;
-  planned.frequency_hz = site.frequency_hz;
-  planned.perf_type = site.perf_type;
-  planned.perf_config = site.perf_config;
-  planned.every_cpu = site.every_cpu;
-  planned.uprobe_offset = site.uprobe_offset;
-  planned.kprobe_offset = site.kprobe_offset;
-  planned.bp_addr = site.bp_addr;
-  planned.bp_len = site.bp_len;
-  planned.bp_type = site.bp_type;
-  planned.attach_program = site.attach_program;
-  planned.ref_ctr_offset = site.ref_ctr_offset;
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);
-  planned.whole_session = site.whole_session;
   planned.queries = {object_.query};
   object_.addPart({std::move(planned), program.section, program.fn, program.offset, program.tests_word});
 }

@@ -18,17 +18,12 @@
 
 namespace kq::lower {
 
-/// One program of a probe, as the planner decided it.
-struct ProgramSite {
+/// One program of a probe, as the planner decided it: where and how it attaches, as the
+/// plan will say (its attach, target, group and method, symbols, perf event, offsets,
+/// `whole_session`: see plan::PlannedProgram; `ProgramEmitter::finish` adds its function,
+/// stack, helpers and query), and what its code needs to know of the place.
+struct ProgramSite : plan::PlannedProgram {
   std::string section;  // ELF section: `fentry/ip_send_skb`, `kprobe.multi`
-  plan::Attach attach;
-  std::string target;   // what the plan names (see plan::PlannedProgram)
-  uint32_t group = 0;
-  uint32_t method = 0;
-  std::string binary;
-  std::vector<std::string> symbols;
-  /// Kprobes serving many functions: each symbol's attach cookie (packet mode).
-  std::vector<uint64_t> cookies;
   ArgAccess args;
   /// The value of `func` when the program serves one function.
   std::string func;
@@ -38,29 +33,10 @@ struct ProgramSite {
   bool site_is_func_ip = false;
   /// Entry programs: how many arguments this function has, to save for its exit.
   uint32_t arity = 0;
-  /// PerfEvent: see plan::PlannedProgram.
-  uint64_t period_ns = 0;
-  uint64_t frequency_hz = 0;
-  uint32_t perf_type = 1;
-  uint64_t perf_config = 0;
-  bool every_cpu = false;
-  /// A kprobe inside its function: see plan::PlannedProgram.
-  uint64_t kprobe_offset = 0;
-  /// Watchpoints: see plan::PlannedProgram.
-  uint64_t bp_addr = 0;
-  uint32_t bp_len = 0;
-  uint32_t bp_type = 0;
-  /// Fentry/Fexit on a BPF program: see plan::PlannedProgram.
-  uint32_t attach_program = 0;
-  /// Uprobe: see plan::PlannedProgram.
-  uint64_t uprobe_offset = 0;
-  uint64_t ref_ctr_offset = 0;
   /// raw_syscalls programs: the system calls they are for, one or a glob's (they return at
   /// once for every other, and for 32-bit compat calls, whose numbers are another table's).
   std::vector<uint32_t> syscall_nrs;
   bool syscall_exit = false;
-  /// Serves every query (the fork follower of -c): never shared, never stopped by one.
-  bool whole_session = false;
 };
 
 /// A join's map and what it keeps (join_emitter.cpp).
