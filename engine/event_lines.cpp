@@ -283,7 +283,8 @@ std::string PacketLines::line(const DecodedEvent& e, const std::string& time, co
       size_t n = columnsOf(values[i]);
       if (numeric || n <= kMaxTextWidth) widths_[i] = std::max(widths_[i], n);
       bool last = i + 1 == values.size() && e.packet->reason.empty() && e.packet->verdict.empty();
-      out += "  " + (last ? values[i] : padded(values[i], widths_[i], numeric));
+      // The last column is not padded out, but a number is still right-aligned under its name.
+      out += "  " + (last && !numeric ? values[i] : padded(values[i], widths_[i], numeric));
     } else {
       out += "  " + values[i];
     }

@@ -189,6 +189,9 @@ class QuerySink : public engine::Sink {
     std::vector<Value> values;
     values.reserve(columns_.size());
     for (const Column& c : columns_) values.push_back(columnValue(c, e));
+    for (size_t f = 0; f < e.probe->fields.size() && f < e.values.size(); ++f) {
+      if (e.probe->fields[f].hidden) values.push_back(e.values[f]);  // as replayQuery laid them out
+    }
     forward(e, std::move(values));
   }
 
@@ -369,8 +372,18 @@ int replayQuery(Recording& recording, const std::string& name, const std::string
         plan::ProbeLayout& p = shown.layout.probes[i];
         p.fields.clear();
         for (const Column& c : columns) p.fields.push_back(c.layout);
+        // What no column shows but a sink reads (a packet's bytes, for pcap-ng) follows them,
+        // as QuerySink::row passes it on.
+        for (const plan::FieldLayout& f : recorded.layout.probes[i].fields) {
+          if (f.hidden) p.fields.push_back(f);
+        }
         p.name_field = -1;  // each event keeps its own name
-        p.packet.reset();
+        if (p.packet) {
+          // A packet's facts (its skb, where it was seen) were decoded from the recorded
+          // fields: the sinks print them from the event, with the sites' names kept here.
+          p.packet->skb_field = p.packet->site_field = p.packet->return_field = -1;
+          p.packet->reason_field = p.packet->journey_field = p.packet->verdict_field = -1;
+        }
       }
     }
   } else {

@@ -162,7 +162,7 @@ def tshark_packets(path):
 def packet_sites(text):
     """The FUNCTION column's values in the event lines of `trace packet`'s text output."""
     lines = text.splitlines()
-    header = next((l for l in lines if l.startswith("TIME ") and l.rstrip().endswith("FUNCTION")), None)
+    header = next((l for l in lines if l.startswith("TIME ") and " FUNCTION" in l), None)
     if header is None:
         return set()
     at = header.index("FUNCTION")
@@ -437,6 +437,19 @@ class Formats(harness.KqTestCase):
         interfaces = re.search(r"Number of interfaces in file:\s*(\d+)", info.stdout)
         self.assertIsNotNone(interfaces, info.stdout)
         self.assertEqual(int(interfaces.group(1)), len(sites), info.stdout)
+
+        # A new question keeps the packets: its columns replace the recorded ones, and the
+        # packets' places and bytes stay (they were read from freed memory before).
+        status, out, err = as_nobody([harness.KQ, "replay", readable(recording), "select pid"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(packet_sites(out), sites, out)
+        self.assertRegex(out, r"(?m)^TIME .* FUNCTION +pid$", out)
+        chosen = os.path.join(work, "chosen.pcapng")
+        status, out, err = as_nobody([harness.KQ, "replay", readable(recording), "where pid > 0 select comm",
+                                      "-f", "pcapng", "-o", chosen])
+        self.assertEqual(status, 0, err)
+        readable(chosen)
+        self.check_pcapng(chosen, sites)
 
         # Live: the same packets, straight to standard output.
         live_pcap = os.path.join(work, "live.pcapng")
