@@ -88,10 +88,16 @@ class JsonSink : public Sink {
         for (uint32_t b = 0; b < v.buckets.size(); ++b) {
           int64_t n = static_cast<int64_t>(v.buckets[b]);
           if (!n) continue;
-          auto [lo, hi] = bucketBounds(s, b);
           Json bucket;
-          bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
-          bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
+          if (s.kind == plan::AggregateKind::Hist) {  // bounds up to 2^64: unsigned
+            auto [lo, hi] = powerOfTwoBounds(b);
+            bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
+            bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
+          } else {
+            auto [lo, hi] = bucketBounds(s, b);
+            bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
+            bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
+          }
           bucket["count"] = n;
           buckets.push_back(bucket);
         }

@@ -28,6 +28,12 @@ int BpfTableSource::cpus() const {
   return cpus;
 }
 
+std::pair<std::optional<uint64_t>, std::optional<uint64_t>> powerOfTwoBounds(uint32_t i) {
+  if (i == 0) return {std::nullopt, 1};
+  uint64_t lo = uint64_t{1} << (i - 1);
+  return {lo, i >= 64 ? std::nullopt : std::optional<uint64_t>(uint64_t{1} << i)};
+}
+
 bool isHistogram(const AggregateSlot& s) {
   return s.kind == AggregateKind::Hist || s.kind == AggregateKind::Lhist;
 }
@@ -61,6 +67,10 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
     case AggregateKind::Top:
     case AggregateKind::Sum: return readSigned(p);
     case AggregateKind::Avg: {
+      if (!s.is_signed) {  // of unsigned values: a sum of 2^63 or more is not negative
+        uint64_t n = readU64(p + 8), sum = readU64(p);
+        return static_cast<int64_t>(n ? sum / n : 0);
+      }
       int64_t n = readSigned(p + 8), sum = readSigned(p);
       if (n == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(sum));  // INT64_MIN / -1 traps
       return n ? sum / n : 0;
@@ -75,9 +85,11 @@ std::optional<int64_t> scalar(const AggregateSlot& s, const uint8_t* value) {
   return std::nullopt;
 }
 
-/// Whether a slot's scalar is an unsigned number (a min or max of unsigned values).
+/// Whether a slot's scalar is an unsigned number (a sum, mean, min or max of unsigned values).
 bool isUnsigned(const AggregateSlot& s) {
-  return (s.kind == AggregateKind::Min || s.kind == AggregateKind::Max) && !s.is_signed;
+  return (s.kind == AggregateKind::Sum || s.kind == AggregateKind::Avg || s.kind == AggregateKind::Min ||
+          s.kind == AggregateKind::Max) &&
+         !s.is_signed;
 }
 
 const AggregateSlot* topSlot(const AggregateLayout& layout) {
@@ -386,6 +398,11 @@ void countInto(const AggregateSlot& s, uint8_t* value, int64_t x) {
       if (s.kind == AggregateKind::Hist) {
         bool below_one = s.is_signed ? x < 1 : static_cast<uint64_t>(x) < 1;
         bucket = below_one ? 0 : 64 - static_cast<uint32_t>(__builtin_clzll(static_cast<uint64_t>(x)));
+      } else if (!s.is_signed && s.lo >= 0) {  // as the kernel's (aggregate_emitter.cpp)
+        auto u = static_cast<uint64_t>(x);
+        bucket = u < static_cast<uint64_t>(s.lo)    ? 0
+                 : u >= static_cast<uint64_t>(s.hi) ? s.buckets - 1
+                                                    : 1 + static_cast<uint32_t>((u - s.lo) / s.step);
       } else if (x < s.lo) {
         bucket = 0;
       } else if (x >= s.hi) {

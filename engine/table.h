@@ -95,9 +95,13 @@ void countInto(const plan::AggregateSlot& slot, uint8_t* value, int64_t x);
 Table tableOfGroups(const plan::AggregateLayout& layout, std::vector<CountedGroup>& groups, int64_t wall_ns,
                     uint64_t max_rows = 0);
 
-/// A histogram's bucket bounds: [lo, hi); nullopt for an open end.
+/// A histogram's bucket bounds: [lo, hi); nullopt for an open end. A power-of-two
+/// histogram's buckets from 2^62 up have bounds past int64: `powerOfTwoBounds` has them.
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucketBounds(const plan::AggregateSlot& s,
                                                                        uint32_t i);
+/// Bucket `i` of a power-of-two histogram: nothing below for 0 (below 1), [2^(i-1), 2^i),
+/// and no upper bound for the last, [2^63, 2^64).
+std::pair<std::optional<uint64_t>, std::optional<uint64_t>> powerOfTwoBounds(uint32_t i);
 bool isHistogram(const plan::AggregateSlot& s);
 /// Whether the query shows how many groups it left out (it has a `top`).
 bool hasTop(const plan::AggregateLayout& layout);

@@ -42,7 +42,7 @@ std::string ringSize(uint64_t bytes) {
 }
 
 /// A power of two as bpftrace's histograms say it: 512, 1K, 2K, ..., 1M, 1G (of 1024).
-std::string powerOfTwo(int64_t n) {
+std::string powerOfTwo(uint64_t n) {
   static const char* const kSuffixes[] = {"", "K", "M", "G", "T", "P", "E"};
   size_t suffix = 0;
   while (n >= 1024 && n % 1024 == 0 && suffix + 1 < std::size(kSuffixes)) {
@@ -55,13 +55,14 @@ std::string powerOfTwo(int64_t n) {
 /// A bucket's label: `[0]` (or `(..., 0]` when the values are signed), `[1]`, `[2, 4)`,
 /// `[1K, 2K)` for hist; `(..., lo)`, `[lo, lo + step)`, `[hi, ...)` for lhist.
 std::string bucketLabel(const plan::AggregateSlot& s, uint32_t i) {
-  auto [lo, hi] = bucketBounds(s, i);
   if (s.kind == plan::AggregateKind::Hist) {
+    auto [lo, hi] = powerOfTwoBounds(i);
     if (!lo) return s.is_signed ? "(..., 0]" : "[0]";
-    if (!hi) return fmt::format("[{}, ...)", powerOfTwo(*lo));
+    if (!hi) return fmt::format("[{}, 16E)", powerOfTwo(*lo));  // 2^64
     if (*hi - *lo == 1) return fmt::format("[{}]", *lo);
     return fmt::format("[{}, {})", powerOfTwo(*lo), powerOfTwo(*hi));
   }
+  auto [lo, hi] = bucketBounds(s, i);
   if (!lo) return fmt::format("(..., {})", *hi);
   if (!hi) return fmt::format("[{}, ...)", *lo);
   return fmt::format("[{}, {})", *lo, *hi);

@@ -226,7 +226,7 @@ struct AggregateSlot {
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;
   uint32_t limit = 0;  // Top: how many groups the table keeps
-  bool is_signed = true;  // Min, Max, Hist, Lhist: the values are signed
+  bool is_signed = true;  // Sum, Avg, Min, Max, Hist, Lhist: the values are signed
   /// "ns": the values are nanoseconds of time (`duration`, `time - x.time`); else empty.
   std::string unit;
 

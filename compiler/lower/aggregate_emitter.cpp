@@ -48,11 +48,12 @@ llvm::Value* findOrAdd(ProgramEmitter& emitter, Program& program, llvm::GlobalVa
   return entry;
 }
 
-/// The bucket of a power-of-two histogram: 0 below 1, then n for [2^(n-1), 2^n).
-llvm::Value* log2Bucket(llvm::IRBuilder<>& b, llvm::Value* x) {
+/// The bucket of a power-of-two histogram: 0 below 1, then n for [2^(n-1), 2^n); an
+/// unsigned value of 2^63 or more is in the last, [2^63, 2^64), not below 1.
+llvm::Value* log2Bucket(llvm::IRBuilder<>& b, llvm::Value* x, bool is_signed) {
   // The bit length of x by binary search: BPF has no count-leading-zeros, and LLVM 16's
   // expansion of llvm.ctlz crashes its BPF instruction selection.
-  llvm::Value* positive = b.CreateICmpSGT(x, b.getInt64(0));
+  llvm::Value* positive = is_signed ? b.CreateICmpSGT(x, b.getInt64(0)) : b.CreateICmpNE(x, b.getInt64(0));
   llvm::Value* rest = x;
   llvm::Value* bits = b.getInt64(0);
   for (uint64_t shift : {32, 16, 8, 4, 2, 1}) {
@@ -66,8 +67,11 @@ llvm::Value* log2Bucket(llvm::IRBuilder<>& b, llvm::Value* x) {
 
 /// The bucket of a linear histogram: 0 below `lo`, then one per `step`, the last from `hi`.
 llvm::Value* linearBucket(llvm::IRBuilder<>& b, llvm::Value* x, const AggregateSlot& s) {
-  llvm::Value* below = b.CreateICmpSLT(x, b.getInt64(s.lo));
-  llvm::Value* above = b.CreateICmpSGE(x, b.getInt64(s.hi));
+  // Unsigned values compare unsigned (a u64 above 2^63 is above `hi`), against bounds that
+  // are not negative.
+  bool is_unsigned = !s.is_signed && s.lo >= 0;
+  llvm::Value* below = is_unsigned ? b.CreateICmpULT(x, b.getInt64(s.lo)) : b.CreateICmpSLT(x, b.getInt64(s.lo));
+  llvm::Value* above = is_unsigned ? b.CreateICmpUGE(x, b.getInt64(s.hi)) : b.CreateICmpSGE(x, b.getInt64(s.hi));
   // Unsigned division of a non-negative offset (BPF divides unsigned only).
   llvm::Value* offset = b.CreateSelect(below, b.getInt64(0), b.CreateSub(x, b.getInt64(s.lo)));
   llvm::Value* inside = b.CreateAdd(b.CreateUDiv(offset, b.getInt64(s.step)), b.getInt64(1));
@@ -183,7 +187,7 @@ void emitAggregateUpdate(ProgramEmitter& emitter, Program& program, ExprLowering
         break;
       case AggregateKind::Min:
       case AggregateKind::Max: updateExtreme(program, at(s.offset), x, s); break;
-      case AggregateKind::Hist: bucket(s, x, log2Bucket(b, x)); break;
+      case AggregateKind::Hist: bucket(s, x, log2Bucket(b, x, s.is_signed)); break;
       case AggregateKind::Lhist: bucket(s, x, linearBucket(b, x, s)); break;
     }
   }

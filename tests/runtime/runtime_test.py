@@ -1391,17 +1391,29 @@ os.waitpid(pid, 0)
 
     def test_min_and_max_compare_as_their_type(self):
         # read()'s count is a size_t: 2^63 + 7 is the largest, not a negative number; the
-        # extremes are kept by compare-and-swap, exact whichever CPU sees which.
+        # extremes are kept by compare-and-swap, exact whichever CPU sees which. Its sum and
+        # mean are unsigned too, and it is bucketed in [8E, 16E), not below 1.
         prog = os.path.join(WORKDIR, "kqminmax")
         shutil.copy(sys.executable, prog)
         script = ("import ctypes\nlibc = ctypes.CDLL(None)\nfd = open('/dev/null').fileno()\n"
                   "for n in [12345, 2**63 + 7, 54321]: libc.read(fd, None, ctypes.c_size_t(n))")
         status, out, err = kq("-f", "json", 'trace syscall:read where comm == "kqminmax" and '
                               "(count == 12345 or count == 54321 or count > 0xffffffff) "
-                              "select min(count), max(count), count()", "-c", f"{prog} -c \"{script}\"")
+                              "select min(count), max(count), count(), sum(count), avg(count), hist(count), "
+                              "lhist(count, 0, 0x4000000000000000, 0x2000000000000000) as lin", "-c", f"{prog} -c \"{script}\"")
         self.assertEqual(status, 0, err)
-        rows = json.loads(out.splitlines()[-1])["rows"]
-        self.assertEqual(rows, [{"min(count)": 12345, "max(count)": 2**63 + 7, "count()": 3}], out)
+        row = json.loads(out.splitlines()[-1])["rows"][0]
+        counted = lambda buckets: {(b["lo"], b["hi"]): b["count"] for b in buckets if b["count"]}
+        total = 12345 + 2**63 + 7 + 54321
+        self.assertEqual({k: row[k] for k in ("min(count)", "max(count)", "count()", "sum(count)", "avg(count)")},
+                         {"min(count)": 12345, "max(count)": 2**63 + 7, "count()": 3, "sum(count)": total,
+                          "avg(count)": total // 3}, out)
+        self.assertEqual(counted(row["hist(count)"]), {(8192, 16384): 1, (32768, 65536): 1, (2**63, None): 1}, out)
+        self.assertEqual(counted(row["lin"]), {(0, 2**61): 2, (2**62, None): 1}, out)
+        status, out, err = kq('trace syscall:read where comm == "kqminmax" and count > 0xffffffff select hist(count)',
+                              "-c", f"{prog} -c \"{script}\"")
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"\[8E, 16E\) +1 \|", out)
 
     def test_histogram_buckets_and_shifts_the_verifier_can_follow(self):
         # A bucket's index LLVM can bound but the verifier cannot (a remainder; `~` of a
