@@ -6,6 +6,7 @@
 #include "engine/decoder.h"
 #include "engine/sinks.h"
 #include "runtime/fd_output.h"
+#include "runtime/printed.h"
 #include "runtime/type_dump.h"
 
 namespace kq::engine {
@@ -46,7 +47,7 @@ class JsonSink : public Sink {
       j["cpu"] = e.header.cpu;
       j["pid"] = e.header.pid;
       j["tid"] = e.header.tid;
-      j["comm"] = e.comm;
+      j["comm"] = runtime::stringBytes(e.comm);
       j["probe"] = e.probe_name;
     }
     if (layout_.queries > 1 || options_.always_query) nameQuery(j, probe.query);
@@ -73,6 +74,7 @@ class JsonSink : public Sink {
           else if (k.kind == FieldKind::Unsigned) j[k.name] = v.u;
           else if (k.kind == FieldKind::Bool) j[k.name] = v.u != 0;
           else if (k.kind == FieldKind::Table && v.kind != ValueKind::Name) j[k.name] = v.i;
+          else if (k.kind == FieldKind::String) j[k.name] = runtime::stringBytes(v.text);
           else j[k.name] = v.text;
           continue;
         }
@@ -201,6 +203,8 @@ class JsonSink : public Sink {
         for (const std::string& frame : v.frames) frames.push_back(frame);
         return frames;
       }
+      case FieldKind::String:
+        return runtime::stringBytes(v.text);  // the string, in JSON's escapes rather than kq's
       default:
         return v.text;
     }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "plan/event_layout.h"
 
@@ -18,6 +19,9 @@ int64_t readSigned(const uint8_t* p);
 /// Printable text of a NUL-terminated string in `size` bytes (`\x01` escapes); with
 /// `mark_cut`, a string that fills them ends in `…`.
 std::string stringText(const uint8_t* p, size_t size, bool mark_cut = false);
+/// The bytes a string's text (stringText) stands for: its `\\` and `\xNN` undone, for
+/// formats with escapes of their own (JSON, Prometheus labels).
+std::string stringBytes(std::string_view text);
 
 enum class ClockPrecision { Seconds, Milliseconds, Microseconds };
 /// Local wall-clock time of day: `14:03:07`, `14:03:07.125`, `14:03:07.125042`.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/printed.h"
 #include "serve/metric_names.h"
 
 namespace kq::serve {
@@ -32,13 +33,15 @@ std::string escaped(const std::string& text, bool quote) {
   return out;
 }
 
-std::string labelValue(const engine::Value& v) {
+std::string labelValue(const plan::FieldLayout& key, const engine::Value& v) {
   if (v.kind == engine::ValueKind::Stack) {
     std::string frames;
     for (const std::string& f : v.frames) frames += (frames.empty() ? "" : ";") + f;
     return frames;
   }
   if (v.kind == engine::ValueKind::Record) return fmt::format("0x{:x}", v.u);
+  // A string as it is: the exposition escapes it its own way.
+  if (key.kind == plan::FieldKind::String) return runtime::stringBytes(v.text);
   return v.text;
 }
 
@@ -144,7 +147,7 @@ std::vector<Family> tableFamilies(const engine::Table& table, const std::string&
     for (const engine::TableRow& row : rows) {
       std::vector<std::pair<std::string, std::string>> labels;
       for (size_t l = 0; l < label_keys.size(); ++l) {
-        labels.emplace_back(label_names[l], labelValue(row.keys[label_keys[l]]));
+        labels.emplace_back(label_names[l], labelValue(layout.keys[label_keys[l]], row.keys[label_keys[l]]));
       }
       const engine::AggregateValue& v = row.slots[s];
       if (family.type == MetricType::Histogram) {

@@ -99,6 +99,26 @@ class Runtime(harness.KqTestCase):
             self.assertIsInstance(e["flags"], int)
         self.assertIn("/etc/hostname", [e["filename"] for e in events])
 
+    def test_json_strings_are_the_strings_in_jsons_escapes(self):
+        # A quote, a backslash and a newline in a name, and a name that reads like kq's own
+        # escape (`\x41`): JSON has each as it is, not as the text shows it (`\x0a`, `\\`).
+        names = [b'kq"q\\b\nz', b'kqx\\x41']
+        workload = write_script("names.py", "import ctypes, os\nlibc = ctypes.CDLL(None)\n"
+                                            f"for name in {names!r}:\n"
+                                            "    libc.prctl(15, name, 0, 0, 0)\n"
+                                            "    os.getppid()\n")
+        status, out, err = kq("-f", "json", 'trace syscall:getppid where comm ~ "kq*" select str(comm) as name',
+                              "-c", f"{sys.executable} {workload}")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        want = [n.decode() for n in names]
+        self.assertEqual([e["comm"] for e in events], want, out)
+        self.assertEqual([e["name"] for e in events], want, out)
+        status, out, err = kq("-f", "json", 'trace syscall:getppid where comm ~ "kq*" group by comm select comm, count()',
+                              "-c", f"{sys.executable} {workload}")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(sorted(r["comm"] for r in json.loads(out.splitlines()[0])["rows"]), sorted(want), out)
+
     def test_marked_packets_and_typed_dumps(self):
         status, out, err = kq("trace tracepoint:net:net_dev_xmit(skb) where skb->len > 100 and mark == 0xdeadbeef",
                               "-c", f"{sys.executable} {SENDER}")
