@@ -135,10 +135,11 @@ TEST_F(FieldKinds, StringFillingItsFieldIsMarkedCut) {
 }
 
 TEST_F(FieldKinds, StringEscapesControlBytesAndBackslashes) {
+  // The text escapes them its way; JSON has the string's own bytes, in JSON's escapes.
   Shown s = show(host, {field("v", FieldKind::String, 40, 32)},
                  record(0, 72).bytes(40, u8s({'a', '\\', 'b', '\t', 0x7f})));
   EXPECT_EQ(s.text, kLine + "  a\\\\b\\x09\\x7f\n");
-  EXPECT_EQ(s.json, kJson + R"("v":"a\\\\b\\x09\\x7f"})" "\n");
+  EXPECT_EQ(s.json, kJson + R"("v":"a\\b\t)" "\x7f" R"("})" "\n");
 }
 
 TEST_F(FieldKinds, PointerIsItsAddressInHex) {
