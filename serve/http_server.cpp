@@ -6,8 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -61,6 +65,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::listen(const std::string& addres
   if (!splitAddress(address, host, port)) {
     return Error{fmt::format("--listen takes HOST:PORT (127.0.0.1:9435), not `{}`", address)};
   }
+  char* end = nullptr;
+  long number = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || number < 0 || number > 65535) {
+    return Error{fmt::format("cannot listen on `{}`: a port is a number from 0 to 65535", address)};
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -106,32 +115,68 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::serve(const Handler& handler, int stop_fd) {
+  // Connections are read side by side, each answered once its request is whole: one that
+  // sends nothing (or a byte a second) holds up no other scrape, and is dropped at its
+  // deadline; past kMaxWaiting, the oldest is.
+  struct Waiting {
+    int fd;
+    std::string text;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<Waiting> waiting;
+  auto drop = [&](size_t i) {
+    ::close(waiting[i].fd);
+    waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+  };
   for (;;) {
-    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+    std::vector<pollfd> fds = {{fd_, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    auto now = std::chrono::steady_clock::now();
+    int timeout = -1;
+    for (const Waiting& w : waiting) {
+      fds.push_back({w.fd, POLLIN, 0});
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(w.deadline - now).count();
+      timeout = timeout < 0 ? static_cast<int>(std::max<int64_t>(left, 0))
+                            : std::min(timeout, static_cast<int>(std::max<int64_t>(left, 0)));
     }
-    if (fds[1].revents) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    int connection = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (connection < 0) continue;
-    answer(connection, handler);
-    ::close(connection);
+    if (::poll(fds.data(), fds.size(), timeout) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents) break;
+    now = std::chrono::steady_clock::now();
+    // Newest last: a connection's index in `fds` is its index in `waiting` plus 2.
+    for (size_t i = waiting.size(); i-- > 0;) {
+      Waiting& w = waiting[i];
+      if (fds[i + 2].revents) {
+        char buffer[4096];
+        ssize_t n = ::recv(w.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n <= 0) {
+          drop(i);
+          continue;
+        }
+        w.text.append(buffer, static_cast<size_t>(n));
+        if (w.text.find("\r\n\r\n") != std::string::npos || w.text.size() >= kMaxRequestBytes) {
+          answer(w.fd, w.text, handler);
+          drop(i);
+          continue;
+        }
+      }
+      if (now >= w.deadline) drop(i);
+    }
+    if (fds[0].revents & POLLIN) {
+      int connection = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (connection < 0) continue;
+      timeval send_timeout{kRequestTimeoutMs / 1000, 0};  // a reader that stops reading
+      setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+      if (waiting.size() >= kMaxWaiting) drop(0);
+      waiting.push_back({connection, "", now + std::chrono::milliseconds(kRequestTimeoutMs)});
+    }
   }
+  for (const Waiting& w : waiting) ::close(w.fd);
 }
 
-void HttpServer::answer(int connection, const Handler& handler) {
-  std::string text;
-  char buffer[4096];
-  while (text.find("\r\n\r\n") == std::string::npos && text.size() < kMaxRequestBytes) {
-    pollfd p{connection, POLLIN, 0};
-    if (::poll(&p, 1, kRequestTimeoutMs) <= 0) return;
-    ssize_t n = ::recv(connection, buffer, sizeof buffer, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    text.append(buffer, static_cast<size_t>(n));
-  }
+void HttpServer::answer(int connection, const std::string& text, const Handler& handler) {
   HttpRequest request;
   HttpResponse response;
   size_t line_end = text.find("\r\n");

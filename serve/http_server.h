@@ -1,7 +1,8 @@
-// The HTTP that `kq serve` answers: GET requests on one listening socket, one connection at
-// a time, each answered and closed (what a Prometheus scrape and a health check need). Its
-// own thread, never the ring buffers' readers: a flood of events cannot delay a scrape.
-// A connection that sends no whole request within kRequestTimeoutMs is dropped.
+// The HTTP that `kq serve` answers: GET requests on one listening socket, each answered and
+// closed (what a Prometheus scrape and a health check need). Connections are read side by
+// side, so one that sends nothing delays no other; one that sends no whole request within
+// kRequestTimeoutMs is dropped. Its own thread, never the ring buffers' readers: a flood of
+// events cannot delay a scrape.
 #pragma once
 
 #include <functional>
@@ -28,6 +29,8 @@ class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;
   static constexpr int kRequestTimeoutMs = 5000;
+  /// Connections waiting for their request at once; a new one drops the oldest past it.
+  static constexpr size_t kMaxWaiting = 64;
 
   /// Listens on `address`: `HOST:PORT` (`127.0.0.1:9435`, `[::1]:9435`, `0.0.0.0:9435`);
   /// port 0 takes a free one.
@@ -43,7 +46,8 @@ class HttpServer {
 
  private:
   HttpServer() = default;
-  void answer(int connection, const Handler& handler);
+  /// Answers the request in `text` (whole, or kMaxRequestBytes of it) on `connection`.
+  void answer(int connection, const std::string& text, const Handler& handler);
 
   int fd_ = -1;
   std::string address_;

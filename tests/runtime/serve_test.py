@@ -169,6 +169,34 @@ class Serve(harness.KqTestCase):
             harness.write_file(directory, f"{name}.kq", text)
         return directory
 
+    def test_a_connection_that_sends_nothing_holds_up_no_scrape(self):
+        # Idle connections (a port scanner, a stuck client) wait beside the scrape: it is
+        # answered while they are still open, not after the server gives up on them.
+        directory = self.scripts(calls="trace syscall:getppid select count() as calls\n")
+        port = free_port()
+        with open(os.path.join(WORKDIR, f"idle-{port}.err"), "w") as err:
+            proc = subprocess.Popen([harness.KQ, "serve", "--listen", f"127.0.0.1:{port}", directory],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                wait_ready(f"http://127.0.0.1:{port}", proc)
+                idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+                idle[0].send(b"GET /metr")  # half a request
+                status, _, body = get(f"http://127.0.0.1:{port}/metrics", timeout=60 * SCALE)
+                self.assertEqual(status, 200)
+                self.assertIn("kq_calls_calls_total ", body)
+                for s in idle:
+                    s.setblocking(False)
+                    with self.assertRaises(BlockingIOError, msg="the server closed an idle connection first"):
+                        s.recv(1)
+                    s.close()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=30)
+        # A port past 65535 is refused, not taken modulo 65536.
+        status, out, err = harness.kq("serve", "--listen", "127.0.0.1:99999", directory)
+        self.assertEqual(status, 1, err)
+        self.assertIn("a port is a number from 0 to 65535", err)
+
     def test_counters_and_histograms_equal_the_workload(self):
         # 1234 getppid calls and 7 sleeps of 20 ms: through a real scrape, the counter is
         # 1234 (an instant query, not increase(), which extrapolates) and the histogram's
