@@ -95,7 +95,7 @@ llvm::GlobalVariable* ProbePlanner::stashFor(const sema::ResolvedQuery& query, u
     size_t entries = 0;
     for (const sema::ResolvedProbe* probe : probesOf(query)) entries = std::max(entries, entryCalls(*probe).size());
     stash = object_.addMap({fmt::format("stash_{}", object_.query), MapType::Hash, kStashEntries,
-                            16, static_cast<uint32_t>(8 * (1 + args + entries)), kMapNoPrealloc});
+                            kStashKeyBytes, static_cast<uint32_t>(8 * (1 + args + entries)), kMapNoPrealloc});
   }
   return stash;
 }

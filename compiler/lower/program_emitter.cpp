@@ -1,4 +1,6 @@
 #include "compiler/lower/program_emitter.h"
+
+#include "compiler/lower/pt_regs.h"
 #include "host/btf_file.h"
 
 #include <bpf/btf.h>
@@ -182,10 +184,24 @@ void ProgramEmitter::addOne(Program& program, llvm::GlobalVariable* counters, ll
 llvm::Value* ProgramEmitter::stashKey(Program& program, const ProgramSite& site) {
   // (thread id, site): a function's entry and exit on one thread meet; calls of two
   // functions of a glob (one inside the other) do not overwrite each other.
+  //
+  // A uprobe's also has the stack pointer of the call (at entry; at the return, where it
+  // was before the call): a recursive function's calls on one thread are entries of their
+  // own, each exit meets its own entry. (Kernel functions rarely recurse; their key stays.)
   llvm::IRBuilder<>& b = program.b;
-  llvm::Value* key = program.frame.allocate(16);
+  llvm::Value* key = program.frame.allocate(kStashKeyBytes);
   llvm::Value* pid_tgid = object_.module().callHelper(b, Helper::GetCurrentPidTgid, b.getInt64Ty(), {});
   b.CreateStore(b.CreateAnd(pid_tgid, b.getInt64(0xffffffff)), key);
+  llvm::Value* call = b.getInt64(0);
+  if (site.attach == plan::Attach::Uprobe || site.attach == plan::Attach::Uretprobe) {
+    const PtRegsLayout& regs = ptRegsLayout(hostArch());
+    llvm::Value* sp = b.CreateLoad(b.getInt64Ty(), b.CreateGEP(b.getInt8Ty(), program.fn->getArg(0),
+                                                               b.getInt64(regs.sp.offset)));
+    // x86-64's `ret` pops the return address its call pushed; arm64's call pushes nothing.
+    uint64_t pushed = hostArch() == Arch::X86_64 ? 8 : 0;
+    call = site.attach == plan::Attach::Uretprobe ? b.CreateSub(sp, b.getInt64(pushed)) : sp;
+  }
+  b.CreateStore(call, b.CreateGEP(b.getInt8Ty(), key, b.getInt64(16)));
   llvm::Value* where = site.site_is_func_ip
                            ? object_.module().callHelper(b, Helper::GetFuncIp, b.getInt64Ty(), {program.fn->getArg(0)})
                            : b.getInt64(site.site);

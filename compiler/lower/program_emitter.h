@@ -22,6 +22,9 @@ namespace kq::lower {
 /// plan will say (its attach, target, group and method, symbols, perf event, offsets,
 /// `whole_session`: see plan::PlannedProgram; `ProgramEmitter::finish` adds its function,
 /// stack, helpers and query), and what its code needs to know of the place.
+/// A stash entry's key: (thread, site, the call's stack pointer or 0), 8 bytes each.
+inline constexpr uint32_t kStashKeyBytes = 24;
+
 struct ProgramSite : plan::PlannedProgram {
   std::string section;  // ELF section: `fentry/ip_send_skb`, `kprobe.multi`
   ArgAccess args;

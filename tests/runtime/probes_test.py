@@ -556,5 +556,33 @@ class BpfPrograms(harness.KqTestCase):
         self.assertIn("fexit", out + err)
 
 
+
+RECURSIVE = harness.write_file(WORKDIR, "recursive.c", r"""
+__attribute__((noinline)) int rec(int n) { return n == 0 ? 0 : 1 + rec(n - 1); }
+int main(void) { return rec(3) == 3 ? 0 : 1; }
+""")
+
+
+@unittest.skipIf(skip_reason() is not None, skip_reason() or "")
+class Recursion(harness.KqTestCase):
+
+    def test_each_return_of_a_recursive_function_meets_its_own_call(self):
+        # rec(3) calls rec(2), rec(1), rec(0) on one thread: four calls in flight at once,
+        # each exit paired with its own entry (by the call's stack pointer), as bpftrace's
+        # uretprobe shows four returns.
+        binary = os.path.join(WORKDIR, "recursive")
+        subprocess.run(["gcc", "-O1", "-fno-optimize-sibling-calls", "-fno-inline", "-o", binary, RECURSIVE],
+                       check=True)
+        status, out, err = kq("-f", "json", f"trace uprobe:{binary}:rec(int n) select n, return", "-c", binary)
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines() if '"n"' in line]
+        self.assertEqual([(e["n"], e["return"]) for e in events], [(0, 0), (1, 1), (2, 2), (3, 3)], out)
+        self.assertNotIn("no entry seen", err)
+        status, out, err = kq("-f", "json", f"trace uretprobe:{binary}:rec select retval", "-c", binary)
+        self.assertEqual(status, 0, err)
+        self.assertEqual([json.loads(line)["retval"] for line in out.splitlines() if '"retval"' in line],
+                         [0, 1, 2, 3], out)
+
+
 if __name__ == "__main__":
     harness.main(sys.argv)
