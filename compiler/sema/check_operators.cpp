@@ -197,11 +197,12 @@ ExprInfo ExprChecker::binary(const ast::Binary& b) {
     size_t wildcard = text.find_first_of("*?");
     if (pattern.kind != ast::ExprKind::String ||
         (wildcard != std::string::npos && wildcard + 1 != text.size()) ||
-        text.find('?') != std::string::npos) {
+        text.find_first_of("?[") != std::string::npos) {
+      // `[` too: a character class in a glob (as a replay matches it), never a literal `[`.
       report(DiagKind::Unsupported, pattern.range,
              "kq cannot compile this glob yet: it matches a string literal with an optional "
-             "`*` at its end")
-          .note("for example `comm ~ \"nginx*\"`");
+             "`*` at its end (no `?`, no `[...]`)")
+          .note("for example `comm ~ \"nginx*\"`; for several names, `comm == \"a\" or comm == \"b\"`");
       return info;
     }
     info.type = ctx_.types.boolType();
