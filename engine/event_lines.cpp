@@ -162,6 +162,7 @@ EventLines::EventLines(const plan::ProgramLayout& layout, const TextOptions& opt
     std::vector<size_t> widths;
     for (const FieldLayout& f : p.fields) {
       if (!visibleColumn(f)) continue;
+      if (f.kind != plan::FieldKind::Format) formatted_only_ = false;
       names.push_back(f.name);
       numeric.push_back(isNumber(f));
       widths.push_back(startWidth(f));
@@ -205,6 +206,8 @@ std::string EventLines::queryLabel(uint32_t query) const {
 }
 
 std::string EventLines::header() {
+  // `--prefix none` and only `fmt(...)`: each line is exactly its text, as bpftrace's printf.
+  if (prefix_.empty() && formatted_only_) return "";
   std::string out = prefix(nullptr, "", "");
   if (shared_) {
     for (size_t i = 0; i < names_.size(); ++i) {

@@ -74,6 +74,7 @@ class EventLines {
   std::vector<bool> numeric_;          // right-aligned
   std::vector<size_t> widths_;         // as wide as the widest cell so far
   bool shared_ = true;
+  bool formatted_only_ = true;  // every column is a `fmt(...)`
   bool has_events_ = false;
   size_t probe_width_ = 5;
   size_t query_width_ = 5;
