@@ -65,12 +65,14 @@ class Runtime(harness.KqTestCase):
 
     def test_prefix_none_with_fmt_prints_exactly_the_text(self):
         # As bpftrace's printf: no header, a line per event, nothing else on it.
-        status, out, err = kq("--prefix", "none", 'trace syscall:openat where comm == "cat" '
-                              'select fmt("%s opened %s", comm, str(filename))', "-c", "cat /etc/hostname >/dev/null")
+        cat = os.path.join(WORKDIR, "kqfmtcat")
+        shutil.copy("/bin/cat", cat)
+        status, out, err = kq("--prefix", "none", 'trace syscall:openat where comm == "kqfmtcat" '
+                              'select fmt("%s opened %s", comm, str(filename))', "-c", f"{cat} /etc/hostname >/dev/null")
         self.assertEqual(status, 0, err)
         self.assertTrue(out.splitlines(), err)
-        self.assertTrue(all(line.startswith("cat opened /") for line in out.splitlines()), out)
-        self.assertIn("cat opened /etc/hostname", out.splitlines())
+        self.assertTrue(all(line.startswith("kqfmtcat opened /") for line in out.splitlines()), out)
+        self.assertIn("kqfmtcat opened /etc/hostname", out.splitlines())
 
     def test_o_writes_the_events_to_a_file(self):
         # `-o FILE`: the events there, nothing on standard output, the summary on stderr.
