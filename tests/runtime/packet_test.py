@@ -135,6 +135,25 @@ class PacketFilters(harness.KqTestCase):
             self.assertIn(True, verdicts, text)
             self.assertIn(False, verdicts, text)
 
+    def test_a_packet_without_ports_has_ports_0(self):
+        # A datagram to a closed port on loopback, and the ICMP error it brings back: the
+        # datagram has its ports; the ICMP message has none (its type, code and checksum are
+        # where ports would be: they read 771 and a checksum before).
+        sender = os.path.join(WORKDIR, "kqportless")
+        shutil.copy(sys.executable, sender)
+        send = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+                "s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True); "
+                "s.sendto(b'x', ('127.0.0.1', 9))")
+        status, out, err = kq("-f", "json", 'trace tracepoint:net:net_dev_xmit(skb) where comm == "kqportless" '
+                              "group by tuple, sport, dport select tuple, sport, dport, count()",
+                              "-c", f"{sender} -c \"{send}\"")
+        self.assertEqual(status, 0, err)
+        port = int(out.splitlines()[0])
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        got = sorted((r["tuple"], r["sport"], r["dport"], r["count()"]) for r in rows)
+        self.assertEqual(got, sorted([(f"127.0.0.1:{port} -> 127.0.0.1:9", port, 9, 1),
+                                      ("127.0.0.1:0 -> 127.0.0.1:0", 0, 0, 1)]), out)
+
     def test_frames_from_the_mac_header_on_loopback(self):
         frames = os.path.join(WORKDIR, "loopback.json")
         query = (f"trace tracepoint:net:net_dev_queue where mark == {MARK:#x} "
