@@ -240,7 +240,7 @@ std::string EventLines::line(const DecodedEvent& e, const std::string& time, con
 
 PacketLines::PacketLines(const plan::ProgramLayout& layout) {
   for (const ProbeLayout& p : layout.probes) {
-    if (!p.packet) continue;
+    if (!p.packet || !p.writes_records) continue;  // an aggregate's packets print as a table
     if (!probe_) probe_ = &p;
     for (size_t i = 0; i < p.packet->sites.size(); ++i) {
       size_t width = p.packet->sites[i].size() + (p.packet->graph ? 3 : 0);

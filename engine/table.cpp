@@ -302,6 +302,11 @@ Table tableOfRows(const AggregateLayout& layout, std::vector<Row>& rows, RecordD
     if (!n) break;
     table.events = table.events.value_or(0) + *n;
   }
+  // A table of counts with no row counted none (not "unknown", as one of sums only is).
+  bool counts = std::any_of(layout.slots.begin(), layout.slots.end(), [](const AggregateSlot& s) {
+    return s.kind != AggregateKind::Sum && s.kind != AggregateKind::Min && s.kind != AggregateKind::Max;
+  });
+  if (rows.empty() && counts) table.events = 0;
   // `top(n)` shows the n largest groups and says how many it left out.
   const AggregateSlot* top = topSlot(layout);
   size_t shown = top ? std::min<size_t>(rows.size(), top->limit) : rows.size();
