@@ -145,7 +145,7 @@ std::string BtfView::parse() {
   if (uint64_t{header.type_off} + header.type_len > body || uint64_t{header.str_off} + header.str_len > body) {
     return "its sections run past its end";
   }
-  if (header.type_off % 4 != 0) return "its type section is not aligned";
+  if ((uint64_t{header.hdr_len} + header.type_off) % 4 != 0) return "its type section is not aligned";
   types_ = data_ + header.hdr_len + header.type_off;
   strings_ = reinterpret_cast<const char*>(data_ + header.hdr_len + header.str_off);
   strings_size_ = header.str_len;
