@@ -26,10 +26,6 @@ struct ProgramPart {
   std::string section;
   llvm::Function* fn = nullptr;
   uint32_t offset = 0;  // of the kq source it is for (the program's debug location)
-  /// False for a part that only counts in a keyless table: once its query ended (its table
-  /// shown then) what it counts is read by no one, so it counts on rather than test its
-  /// query's word at every event while the query runs.
-  bool tests_word = true;
 };
 
 class ObjectBuilder {

@@ -105,7 +105,6 @@ struct Program {
   llvm::Function* fn;
   std::string section;
   uint32_t offset = 0;  // of the kq source it is for
-  bool tests_word = true;  // see ProgramPart::tests_word
   llvm::IRBuilder<> b;
   llvm::BasicBlock* bail;  // returns 0
   Frame frame;

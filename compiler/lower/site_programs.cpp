@@ -195,8 +195,7 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   // A program whose parts only count in keyless tables does nothing anyone sees once its
   // queries ended: it need not test their words to be left to the reaper.
   planned.checks_stops = queries.size() > 1 || stoppedByWord(first.planned);
-  bool guarded = planned.checks_stops && std::any_of(parts.begin(), parts.end(),
-                                                      [](const ProgramPart* p) { return p->tests_word; });
+  bool guarded = planned.checks_stops;
   // A slot of a live site ends with its tail calls: one way out, so never a part adopted;
   // and only with its parts inlined (tail calls beside bpf-to-bpf calls take the stack of
   // every frame on the way, a limit a program of called parts may pass).
@@ -236,7 +235,7 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
     // An inlined part tests its word where it starts to act (decideRunning); any other,
     // before it runs.
-    if (guarded && part->tests_word && !(inline_parts && !runningTests(object, *part->fn).empty())) {
+    if (guarded && !(inline_parts && !runningTests(object, *part->fn).empty())) {
       b.CreateCondBr(wordIsZero(b, words, b.getInt64(part->planned.queries.front())), run, next);
     } else {
       b.CreateBr(run);

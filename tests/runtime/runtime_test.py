@@ -1420,6 +1420,26 @@ os.waitpid(pid, 0)
         self.assertGreater(len(tables), 2, out)
         self.assertEqual(sum(row["count()"] for t in tables for row in t["rows"]), calls, out)
 
+    def test_a_count_and_a_print_on_one_place_end_at_one_instant(self):
+        # Stopped mid-burst by -d: what the printing query showed, lost, and left unshown is
+        # what the counting query on the same place counted, no more (a count that went on
+        # until its program was detached counted thousands more).
+        prog = os.path.join(WORKDIR, "kqburst")
+        shutil.copy(sys.executable, prog)
+        script = write_script("kqburst.kq", 'trace syscall:getppid as c where comm == "kqburst" select count()\n'
+                                            'trace syscall:getppid as e where comm == "kqburst" select pid\n')
+        status, out, err = kq("-f", "json", script, "-d", "1s",
+                              "-c", f"{prog} -c 'import os\nwhile True: os.getppid()'", timeout=60)
+        self.assertEqual(status, 0, err)
+        lines = [json.loads(line) for line in out.splitlines()]
+        [counted] = [l["rows"][0]["count()"] for l in lines if "rows" in l]
+        [summary] = [json.loads(l)["summary"] for l in err.splitlines() if l.startswith('{"summary"')]
+        [printing] = [q for q in summary["queries"] if q["query_name"] == "e"]
+        shown = sum(1 for l in lines if l.get("query_name") == "e" and "pid" in l)
+        self.assertEqual(printing["events"], shown)
+        self.assertGreater(counted, 0, out[-2000:])
+        self.assertEqual(shown + printing["lost"] + printing.get("not_shown", 0), counted, summary)
+
     def test_min_and_max_compare_as_their_type(self):
         # read()'s count is a size_t: 2^63 + 7 is the largest, not a negative number; the
         # extremes are kept by compare-and-swap, exact whichever CPU sees which. Its sum and
