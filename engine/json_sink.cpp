@@ -60,6 +60,8 @@ class JsonSink : public Sink {
 
   void onTable(const Table& table) override {
     const plan::AggregateLayout& layout = *table.layout;
+    if (table.events) counted_ += *table.events;
+    else uncounted_tables_ = true;
     Json t;
     t["time_ns"] = table.wall_ns;
     nameQuery(t, layout.query);
@@ -128,6 +130,8 @@ class JsonSink : public Sink {
         {"exits_without_entry", result.lostFor(plan::Lost::StashMissing)},
     };
     if (result.not_shown) summary["not_shown"] = result.not_shown;
+    // What the tables counted (`events` is what was printed), as the text's summary says.
+    if (!layout_.aggregates.empty() && !uncounted_tables_) summary["counted"] = counted_;
     // A packet query's losses, by site (all queries').
     nlohmann::json lost_at = nlohmann::json::object();
     for (const QueryStats& s : result.queries) {
@@ -226,6 +230,8 @@ class JsonSink : public Sink {
   std::ostream& out_;
   std::ostream& err_;
   JsonOptions options_;
+  uint64_t counted_ = 0;           // events the tables shown counted
+  bool uncounted_tables_ = false;  // a table of sums, mins or maxes only: its events unknown
 };
 
 }  // namespace

@@ -1378,6 +1378,9 @@ os.waitpid(pid, 0)
         self.assertLessEqual(row["min(count)"], row["avg(count)"])
         self.assertLessEqual(row["avg(count)"], row["max(count)"])
         self.assertEqual(sum(b["count"] for b in row["lhist(count, 0, 1000, 100)"]), row["count()"])
+        # The summary says what the table counted (`events` is what was printed: none).
+        summary = json.loads(err.strip().splitlines()[-1])["summary"]
+        self.assertEqual((summary["events"], summary["counted"]), (0, row["count()"]), err)
 
     def test_top_keeps_the_busiest_groups(self):
         # Three processes read: `cat` most, then `head`; top(2) keeps those and counts the rest.
