@@ -377,7 +377,27 @@ bool ExprChecker::comparable(const ast::Binary& b, const Type* l, const Type* r)
         .note("comparing enumerators of different enums is almost always a mistake");
     return false;
   }
-  if (l->isInteger() && r->isInteger()) return true;
+  if (l->isInteger() && r->isInteger()) {
+    // `mark == 0x1ffffffff`: a literal no value of the other side's unsigned type can equal.
+    const ast::Expr* literal = b.rhs->kind == ast::ExprKind::Integer   ? b.rhs.get()
+                               : b.lhs->kind == ast::ExprKind::Integer ? b.lhs.get()
+                                                                       : nullptr;
+    const Type* other = literal == b.rhs.get() ? l : r;
+    if (!ordering && literal && other->kind == TypeKind::Int && !other->is_signed && other->size > 0 &&
+        other->size < 8) {
+      uint64_t value = ast::as<ast::IntegerLiteral>(*literal).value;
+      uint64_t max = (uint64_t{1} << (8 * other->size)) - 1;
+      if (value > max) {
+        const ast::Expr& side = literal == b.rhs.get() ? *b.lhs : *b.rhs;
+        report(DiagKind::TypeMismatch, literal->range,
+               fmt::format("{} is `{}`, at most {:#x}: it is never {}", quote(side), other->spelling, max,
+                           ast::as<ast::IntegerLiteral>(*literal).spelling))
+            .note(b.op == ast::BinaryOp::Eq ? "so this is never true" : "so this is always true");
+        return false;
+      }
+    }
+    return true;
+  }
   if (l->isPointer() && r->isPointer()) return true;
   // A pointer against 0 (NULL) or an address.
   if ((l->isPointer() && r->isInteger()) || (l->isInteger() && r->isPointer())) {
