@@ -1,7 +1,7 @@
 # Edits the parser ANTLR generated (FILE: KqLexer.cpp or KqParser.cpp; CLASS: its class) so
 # that its ATN is deserialized when the first lexer or parser is made, not before main():
-# every kq start paid it (about 2 ms), `kq --version` too, and a start that parses can now
-# do it on a thread beside its other work (parse::prepareGrammar). The ATN is ANTLR's own
+# every kq start paid it (about 2 ms), `kq --version` too; a start that parses does it
+# while BTF is read on a thread (driver/compile.cpp). The ATN is ANTLR's own
 # output, checked by every test that parses: its verification at each start is skipped.
 foreach(edit
     "${CLASS}::Initializer ${CLASS}::_init;\n|// ${CLASS}::_init: made by the first ${CLASS} (cmake/lazy_grammar.cmake).\n"

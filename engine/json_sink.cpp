@@ -93,15 +93,13 @@ class JsonSink : public Sink {
           int64_t n = static_cast<int64_t>(v.buckets[b]);
           if (!n) continue;
           Json bucket;
-          if (s.kind == plan::AggregateKind::Hist) {  // bounds up to 2^64: unsigned
-            auto [lo, hi] = powerOfTwoBounds(b);
-            bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
-            bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
-          } else {
-            auto [lo, hi] = bucketBounds(s, b);
-            bucket["lo"] = lo ? Json(*lo) : Json(nullptr);
-            bucket["hi"] = hi ? Json(*hi) : Json(nullptr);
-          }
+          auto bounds = [&bucket](auto bounds) {
+            bucket["lo"] = bounds.first ? Json(*bounds.first) : Json(nullptr);
+            bucket["hi"] = bounds.second ? Json(*bounds.second) : Json(nullptr);
+          };
+          // A power-of-two histogram's bounds go up to 2^64: unsigned.
+          if (s.kind == plan::AggregateKind::Hist) bounds(powerOfTwoBounds(b));
+          else bounds(bucketBounds(s, b));
           bucket["count"] = n;
           buckets.push_back(bucket);
         }
