@@ -43,6 +43,12 @@ Val ExprLowering::arg(uint32_t index, const sema::Type* type) {
     case ArgAccess::Kind::TracepointRecord: {
       const host::TracepointField* f = recordField(index);
       if (!f) return problem(fmt::format("the tracepoint record has no field for argument {}", index), type);
+      if (type->kind == sema::TypeKind::Array) {
+        // An array field as a value is its address in the record (see Val), which the
+        // verifier lets a program load from at constant offsets.
+        llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f->offset));
+        return Val{b_.CreatePtrToInt(addr, b_.getInt64Ty()), type, true, false};
+      }
       uint32_t size = f->size == 1 || f->size == 2 || f->size == 4 ? f->size : 8;
       llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), ctx, b_.getInt64(f->offset));
       llvm::Value* raw = readOnce(b_.getIntNTy(size * 8), addr);

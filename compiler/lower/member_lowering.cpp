@@ -129,8 +129,10 @@ Place ExprLowering::place(const ast::Expr& e) {
     Val p = value(*u.operand);
     return Place{toPtr(p.v), pointee(p.type), p.btf, p.user};
   }
-  // A value with an address only in memory it was computed into.
   Val v = value(e);
+  // An array as a value is its address (a tracepoint record's field, by its name).
+  if (v.type->kind == TypeKind::Array) return Place{toPtr(v.v), v.type, v.btf, v.user};
+  // A value with an address only in memory it was computed into.
   llvm::Value* tmp = slot(8);
   b_.CreateStore(v.v, tmp);
   return Place{tmp, v.type, true, false};

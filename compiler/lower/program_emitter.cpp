@@ -529,6 +529,13 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
       lower.storeRecord(*call.args[0], dst, 16);
       return;
     }
+    case FieldKind::Ipv4: {
+      // A number holds the address; an array of 4 bytes (`__u8 saddr[4]`) is where it is.
+      const auto& call = ast::as<ast::Call>(*f.expr);
+      if (lower.info(*call.args[0]).type->isInteger()) break;
+      lower.storeRecord(*call.args[0], dst, 4);
+      return;
+    }
     case FieldKind::IpAddress:
       return lower.storeIpAddress(ast::as<ast::Call>(*f.expr), dst);
     case FieldKind::Record: {
@@ -546,12 +553,10 @@ void ProgramEmitter::writeFieldBytes(Program& program, ExprLowering& lower, llvm
       }
       return;
     }
-    default: {
-      Val v = f.expr ? lower.value(*f.expr) : lower.arg(f.arg, f.type);
-      b.CreateStore(v.v, dst);
-      return;
-    }
+    default: break;
   }
+  Val v = f.expr ? lower.value(*f.expr) : lower.arg(f.arg, f.type);
+  b.CreateStore(v.v, dst);
 }
 
 }  // namespace kq::lower

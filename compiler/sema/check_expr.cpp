@@ -188,6 +188,17 @@ void checkQueries(Context& ctx, Program& program) {
       for (const ast::SelectItem& item : clauses.select) {
         select_checker.check(*item.expr);
         const ExprInfo& info = probe.exprs.at(item.expr.get());
+        if (info.type->kind == TypeKind::Array && !info.type->btf.file) {
+          // An array field of a classic record: no BTF type says how to show it whole.
+          std::string x = item.expr->kind == ast::ExprKind::Identifier
+                              ? ast::as<ast::Identifier>(*item.expr).name : "x";
+          ctx.diags.report(DiagKind::TypeMismatch, item.expr->range,
+                           fmt::format("kq shows an array of the tracepoint's record (`{}`) by "
+                                       "its elements", info.type->spelling))
+              .note(info.type->element->size == 1 && (info.type->count == 4 || info.type->count == 16)
+                        ? fmt::format("select an element (`{0}[0]`), or the address it holds: `ntop({0})`", x)
+                        : fmt::format("select its elements: `{0}[0], {0}[1]`", x));
+        }
         if (info.function && info.function->aggregate) {
           query.aggregates = true;
         }

@@ -489,12 +489,7 @@ const Type* ExprChecker::cast(const ast::Cast& c) {
   return to;
 }
 
-bool ExprChecker::sameType(const Type* a, const Type* b) const {
-  if (a == b) return true;
-  if (a->isPointer() && b->isPointer()) return sameType(a->element, b->element);
-  if (a->isRecord() && b->isRecord()) return btf::sameRecord(a->btf.resolved(), b->btf.resolved());
-  return false;
-}
+bool ExprChecker::sameType(const Type* a, const Type* b) const { return sema::sameType(a, b); }
 
 
 bool ExprChecker::assignable(const Type* from, const Type* to) const {

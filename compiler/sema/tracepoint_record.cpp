@@ -85,8 +85,16 @@ const std::string* recordOnly(Context& ctx, const ResolvedTarget& target,
     for (const ProbeArg& arg : target.args) taken = taken || arg.name == name;
     for (const BuiltinVariable& b : builtinVariables()) taken = taken || b.name == name;
     if (!taken) {
+      // A property takes the name only where it applies: `saddr` of an skb is not
+      // inet_sock_set_state's `saddr`, whose handler takes a `struct sock *`.
       ctx.loadProperties(name);
-      taken = ctx.properties.count(name) > 0;
+      auto property = ctx.properties.find(name);
+      for (size_t i = 0; property != ctx.properties.end() && i < property->second.size(); ++i) {
+        const ast::FnDecl& fn = *property->second[i];
+        if (fn.params.empty() || !fn.params[0].type) continue;
+        const Type* wanted = resolveTypeName(ctx, *fn.params[0].type);
+        for (const ProbeArg& arg : target.args) taken = taken || sameType(arg.type, wanted);
+      }
     }
     if (!taken) return &name;
   }

@@ -173,8 +173,12 @@ const Type* typeFromCString(Context& ctx, const std::string& c_type, uint32_t si
   }
   for (uint32_t i = 0; i < pointers; ++i) base = ctx.types.pointerTo(base);
   if (array) {
-    // Char arrays in a record read as strings.
-    if (base->kind == TypeKind::Int && base->is_char) return ctx.types.string();
+    // `char comm[16]` reads as a string; `__u8 saddr[4]` is bytes (an address), and
+    // `unsigned long args[6]` six numbers.
+    bool text = base->kind == TypeKind::Int && base->is_char && tag.empty() &&
+                words.find("char") != std::string::npos;
+    if (text) return ctx.types.string();
+    return ctx.types.arrayOf(base, array);
   }
   return base;
 }

@@ -37,6 +37,23 @@ const Type* TypeTable::add(Type type) {
   return &types_.back();
 }
 
+const Type* TypeTable::arrayOf(const Type* element, uint32_t count) {
+  auto found = arrays_.find({element, count});
+  if (found != arrays_.end()) return found->second;
+  Type t{TypeKind::Array, fmt::format("{}[{}]", element->spelling, count)};
+  t.element = element;
+  t.count = count;
+  t.size = element->size * count;
+  return arrays_[{element, count}] = add(t);
+}
+
+bool sameType(const Type* a, const Type* b) {
+  if (a == b) return true;
+  if (a->isPointer() && b->isPointer()) return sameType(a->element, b->element);
+  if (a->isRecord() && b->isRecord()) return btf::sameRecord(a->btf.resolved(), b->btf.resolved());
+  return false;
+}
+
 const Type* TypeTable::integer(uint32_t size, bool is_signed, std::string spelling) {
   if (spelling.empty()) spelling = fmt::format("{}{}", is_signed ? 's' : 'u', size * 8);
   auto it = integers_.find(spelling);

@@ -85,6 +85,9 @@ class TypeTable {
   /// An integer of `size` bytes; spelled like the kernel's u8..s64 unless `spelling` says.
   const Type* integer(uint32_t size, bool is_signed, std::string spelling = "");
   const Type* pointerTo(const Type* pointee);
+  /// `count` elements of `element` with no BTF type of their own: an array field of a
+  /// classic tracepoint's record (`unsigned long args[6]`, `__u8 saddr[4]`).
+  const Type* arrayOf(const Type* element, uint32_t count);
 
   /// The kq type of a BTF type (typedef names kept as spelling).
   const Type* fromBtf(btf::BtfType type);
@@ -100,6 +103,7 @@ class TypeTable {
   std::deque<Type> types_;
   std::map<std::pair<const btf::BtfFile*, btf::TypeId>, const Type*> from_btf_;
   std::map<const Type*, const Type*> pointers_;
+  std::map<std::pair<const Type*, uint32_t>, const Type*> arrays_;
   std::map<std::string, const Type*> integers_;
   const Type* error_;
   const Type* void_;
@@ -112,6 +116,9 @@ class TypeTable {
   const Type* names_table_;
   const Type* numbers_table_;
 };
+
+/// Whether `a` and `b` are one type (pointers to one type, records of one layout).
+bool sameType(const Type* a, const Type* b);
 
 /// Edit distance between two names, for `did you mean` hints.
 size_t editDistance(std::string_view a, std::string_view b);

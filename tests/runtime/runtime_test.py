@@ -197,6 +197,28 @@ class Runtime(harness.KqTestCase):
         rows = json.loads(out.splitlines()[-1])["rows"]
         self.assertIn("::1", [r["daddr"] for r in rows], out)
 
+    def test_array_fields_of_a_classic_record(self):
+        # inet_sock_set_state's record has `__u8 saddr[4]` and `__u8 daddr_v6[16]`, as
+        # bpftrace's `ntop(args.saddr)` reads them; raw_syscalls' has `unsigned long args[6]`.
+        send = f"{sys.executable} {SUPPORT}/send_tcp.py"
+        status, out, err = kq("-f", "json", "trace tracepoint:sock:inet_sock_set_state "
+                              "where comm == \"python3\" and newstate == 1 "
+                              "select ntop(saddr) as s, ntop(daddr) as d, saddr[0] as first, "
+                              "ntop(daddr_v6) as d6", "-c", f"{send} 127.0.0.1")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertIn(("127.0.0.1", "127.0.0.1", 127, "::ffff:127.0.0.1"),
+                      [(e["s"], e["d"], e["first"], e["d6"]) for e in events], out)
+        # close_range(3, 4096, 0): its arguments by index, a constant and a computed one.
+        status, out, err = kq("-f", "json", "trace tracepoint:raw_syscalls:sys_enter "
+                              "where comm == \"python3\" and id == 436 "
+                              "select args[0] as first, args[id - 435] as second, args[2] as third",
+                              "-c", f"{sys.executable} -c 'import os; os.closerange(3, 4096)'")
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines()]
+        self.assertIn({"first": 3, "second": 4095, "third": 0},
+                      [{k: e[k] for k in ("first", "second", "third")} for e in events], out)
+
     def test_bitfields_are_read_where_this_kernel_has_them(self):
         # Through CO-RE field-info relocations: skb->pkt_type and ip_summed (direct loads in
         # tp_btf) and sk_no_check_tx (probe reads through a cast), with a workload whose

@@ -423,7 +423,15 @@ class FakeKernelInfo : public host::KernelInfo {
        {{"inet_sock_set_state",
          format(1400, "\tfield:const void * skaddr;\toffset:8;\tsize:8;\tsigned:0;\n"
                       "\tfield:int oldstate;\toffset:16;\tsize:4;\tsigned:1;\n"
-                      "\tfield:int newstate;\toffset:20;\tsize:4;\tsigned:1;\n")}}},
+                      "\tfield:int newstate;\toffset:20;\tsize:4;\tsigned:1;\n"
+                      "\tfield:__u16 sport;\toffset:24;\tsize:2;\tsigned:0;\n"
+                      "\tfield:__u8 saddr[4];\toffset:32;\tsize:4;\tsigned:0;\n"
+                      "\tfield:__u8 saddr_v6[16];\toffset:40;\tsize:16;\tsigned:0;\n")}}},
+      // No BTF handler here: the classic record's array field.
+      {"raw_syscalls",
+       {{"sys_enter",
+         format(20, "\tfield:long id;\toffset:8;\tsize:8;\tsigned:1;\n"
+                    "\tfield:unsigned long args[6];\toffset:16;\tsize:48;\tsigned:0;\n")}}},
       {"syscalls",
        {{"sys_enter_kill",
          format(704, "\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
