@@ -468,10 +468,13 @@ std::optional<ExprInfo> ExprChecker::joinNameMisuse(const ast::Expr& e) {
     if (v.name == base->name) return std::nullopt;
   }
   if (argNumber(base->name)) return std::nullopt;
-  Diagnostic& d = report(DiagKind::UnknownName, base->range,
-                         fmt::format("`{}` is not a join of this query", base->name));
   std::string list = joins();
-  if (list.empty()) {
+  bool bpftrace = base->name == "args" && list.empty();  // bpftrace's `args.NAME`
+  Diagnostic& d = report(DiagKind::UnknownName, base->range,
+                         bpftrace ? "unknown name `args`"
+                                  : fmt::format("`{}` is not a join of this query", base->name));
+  if (bpftrace && bpftraceArgs(d)) {
+  } else if (list.empty()) {
     d.note(fmt::format("`{0}.time` reads a joined event's value: `join SOURCE as {0} on KEY`",
                        base->name));
   } else {

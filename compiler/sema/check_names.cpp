@@ -304,6 +304,7 @@ void ExprChecker::unknownName(const ast::Identifier& id) {
     }
   }
   Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
+  if (id.name == "args" && bpftraceArgs(diag)) return;
   // An argument of a function probed at an offset into it.
   if (scope_.target && scope_.target->kprobe_offset && !scope_.target->functions.empty()) {
     for (const btf::FunctionParam& param : scope_.target->functions.front().params) {
@@ -492,6 +493,21 @@ void ExprChecker::unknownCall(const ast::Call& c) {
       }
     }
   }
+}
+
+bool ExprChecker::bpftraceArgs(Diagnostic& diag) {
+  std::string names;
+  int shown = 0;
+  for (const ProbeArg& arg : args()) {
+    if (arg.name.empty() || arg.name == "args") continue;
+    if (++shown <= 4) names += fmt::format("{}`{}`", names.empty() ? "" : ", ", arg.name);
+  }
+  if (names.empty()) return false;
+  if (shown > 4) names += ", ...";
+  diag.note(fmt::format("kq names {}'s arguments and fields by themselves: bpftrace's `args.NAME` "
+                        "is `NAME` here ({})",
+                        scope_.target->description, names));
+  return true;
 }
 
 const Type* ExprChecker::paramType(const ast::FnDecl& fn, size_t i) {

@@ -119,6 +119,9 @@ class ExprChecker {
   void unknownCall(const ast::Call& c);
   /// The type of a function's parameter `i`: its declared type, or (untyped) anything.
   const Type* paramType(const ast::FnDecl& fn, size_t i);
+  /// Notes on `diag`, for a query that says bpftrace's `args.NAME`, that kq names the
+  /// probe's arguments by themselves; false when the probe has none.
+  bool bpftraceArgs(Diagnostic& diag);
   /// Checks a function's body with its parameters bound to `arg_types`, for one use.
   ExprInfo expandFn(const ast::FnDecl& fn, const ast::Expr& use, std::vector<const Type*> arg_types);
   /// Reports recursion, nesting past kMaxFnDepth or the program's expansions past
