@@ -22,7 +22,8 @@ StopWords::StopWords(int fd, uint32_t queries) : fd_(fd), queries_(queries) {
     if (at != MAP_FAILED) {
       mapped_ = static_cast<uint32_t*>(at);
       mapped_bytes_ = bytes;
-      queries_ = std::min<uint32_t>(queries_, info.value_size / 4);
+      words_ = info.value_size / 4;
+      queries_ = std::min<uint32_t>(queries_, words_);
       return;
     }
   }
@@ -40,6 +41,8 @@ StopWords& StopWords::operator=(StopWords&& other) noexcept {
     queries_ = std::exchange(other.queries_, 0);
     mapped_ = std::exchange(other.mapped_, nullptr);
     mapped_bytes_ = std::exchange(other.mapped_bytes_, 0);
+    words_ = std::exchange(other.words_, 0);
+    session_ended_ = std::exchange(other.session_ended_, false);
     value_size_ = std::exchange(other.value_size_, 0);
   }
   return *this;
@@ -51,7 +54,10 @@ void StopWords::release() {
 }
 
 void StopWords::set(uint32_t query) const {
-  if (fd_ < 0 || query >= queries_) return;
+  // Once the session's word is set, no query's is: an event that read the session's word
+  // before it was set runs all its parts, as they were (programs test it once, at their
+  // start), rather than some of them.
+  if (fd_ < 0 || query >= queries_ || session_ended_) return;
   if (mapped_) {
     __atomic_store_n(&mapped_[query], 1u, __ATOMIC_SEQ_CST);
   } else if (value_size_) {
@@ -69,7 +75,12 @@ void StopWords::set(uint32_t query) const {
 
 void StopWords::setAll() const {
   if (fd_ < 0) return;
-  if (mapped_) {
+  if (mapped_ && words_ > queries_) {
+    // The session's word, after the queries'.
+    __atomic_store_n(&mapped_[words_ - 1], 1u, __ATOMIC_SEQ_CST);
+    session_ended_ = true;
+  } else if (mapped_) {
+    // An earlier kq's object: no session word.
     for (uint32_t q = 0; q < queries_; ++q) __atomic_store_n(&mapped_[q], 1u, __ATOMIC_SEQ_CST);
   } else if (value_size_) {
     std::vector<uint32_t> words((value_size_ + 3) / 4, 1);

@@ -107,10 +107,10 @@ std::string ObjectBuilder::programName() { return fmt::format("kq_prog_{}", prog
 
 llvm::GlobalVariable* ObjectBuilder::queryStops() {
   if (!query_stops_) {
-    uint32_t queries = std::max<uint32_t>(1, static_cast<uint32_t>(checked_.program.queries.size()));
-    // One element holding every query's word: a program looks it up once, then reads each
-    // of its queries' words at its offset; user space writes words where it maps them.
-    query_stops_ = addMap({"query_stops", MapType::Array, 1, 4, 4 * queries, kMapMmapable});
+    // One element holding every query's word, then the session's: a program looks it up
+    // once, then reads each of its queries' words at its offset; user space writes words
+    // where it maps them.
+    query_stops_ = addMap({"query_stops", MapType::Array, 1, 4, 4 * (sessionWord() + 1), kMapMmapable});
     plan_.stops_map = "query_stops";
   }
   return query_stops_;

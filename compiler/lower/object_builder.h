@@ -6,6 +6,7 @@
 // a program), aggregate_emitter (map updates) and call_context (`a -> b`).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ struct ProgramPart {
   std::string section;
   llvm::Function* fn = nullptr;
   uint32_t offset = 0;  // of the kq source it is for (the program's debug location)
+  /// A part that only counts in a keyless table: once its query ended (its table shown
+  /// then) what it counts is read by no one, so in a program of several parts it tests the
+  /// session's word, once for the program, rather than its query's word at every event.
+  /// (Its counts must end with the session's instant, when every printing part ends.)
+  bool counts_only = false;
 };
 
 class ObjectBuilder {
@@ -57,6 +63,9 @@ class ObjectBuilder {
   void noteGroup(uint32_t group, std::string why);
   std::string programName();
   void addPart(ProgramPart part) { parts_.push_back(std::move(part)); }
+  /// The index of the session's word in the stops map's element, after the queries': set
+  /// with every query's when the session ends (runtime/stop_words.h).
+  uint32_t sessionWord() const { return std::max<uint32_t>(1, static_cast<uint32_t>(checked_.program.queries.size())); }
   std::vector<ProgramPart>& parts() { return parts_; }
   /// The array of words that stop a query's parts of shared programs (made on first use).
   llvm::GlobalVariable* queryStops();

@@ -64,7 +64,7 @@ void ProgramEmitter::finish(Program& program, const std::string& name, const Pro
   planned.stack_bytes = program.frame.stackBytes();
   planned.helpers = object_.module().helpersOf(program.fn);
   planned.queries = {object_.query};
-  object_.addPart({std::move(planned), program.section, program.fn, program.offset});
+  object_.addPart({std::move(planned), program.section, program.fn, program.offset, program.counts_only});
 }
 
 ExprLowering ProgramEmitter::lowering(Program& program, const sema::ExprTable& exprs,
@@ -349,9 +349,10 @@ void ProgramEmitter::emitMain(const ProbeUnit& p, ProgramSite site, bool from_st
   }
   // From here the part acts (keeps a packet's journey, records, counts, keeps for a join):
   // only while its query runs. What it read and tested before is shared with the parts
-  // after it in its site's program (site_programs.cpp). A part that only counts tests its
-  // word too: when the session ends, every word is set at once, and a count that went on
-  // until its program was detached would count events no printing query shows.
+  // after it in its site's program (site_programs.cpp), which may test the session's word
+  // instead for a part that only counts (ProgramPart::counts_only).
+  program->counts_only = p.aggregation && p.aggregation->layout.single && !p.keeps && !p.journeys &&
+                         p.joins.empty() && !args.packet;
   auto* running = llvm::BasicBlock::Create(b.getContext(), "query_running", program->fn);
   branchOnTo(b, b.CreateCall(object_.queryRunning(), {b.getInt32(object_.query)}), running, program->bail);
   b.SetInsertPoint(running);

@@ -105,6 +105,7 @@ struct Program {
   llvm::Function* fn;
   std::string section;
   uint32_t offset = 0;  // of the kq source it is for
+  bool counts_only = false;  // see ProgramPart::counts_only
   llvm::IRBuilder<> b;
   llvm::BasicBlock* bail;  // returns 0
   Frame frame;

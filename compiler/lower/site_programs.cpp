@@ -201,6 +201,16 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
   // every frame on the way, a limit a program of called parts may pass).
   bool live = object.options().live_sites && mayBeLiveSlot(planned) && (inline_parts || parts.size() == 1);
 
+  // The session's end is the session's word, tested once at the program's start: one read
+  // decides for every part of an event, so a count and a print on one place end at one
+  // instant. Parts that only count test no word of their own (ProgramPart::counts_only). A
+  // live site's slots are ended by emptying them.
+  bool session_test = guarded && !live;
+  if (session_test) {
+    for (const ProgramPart* part : parts) {
+      if (part->counts_only) decideRunning(object, *part->fn, nullptr);
+    }
+  }
   if (!guarded && !live && parts.size() == 1) decideRunning(object, *first.fn, nullptr);
   if (!guarded && !live && parts.size() == 1 &&
       module.adoptPart(first.fn, first.planned.function, first.section, first.offset)) {
@@ -225,6 +235,12 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     b.SetInsertPoint(none);
     b.CreateRet(b.getInt32(0));
     b.SetInsertPoint(found);
+    if (session_test) {
+      // The session ended: nothing runs (every query's word is set with it).
+      auto* session = llvm::BasicBlock::Create(ctx, "session_running", fn);
+      b.CreateCondBr(wordIsZero(b, words, b.getInt64(object.sessionWord())), session, none);
+      b.SetInsertPoint(session);
+    }
   }
   inline_parts = inline_parts || parts.size() == 1;
   uint32_t part_stack = 0;
@@ -235,7 +251,8 @@ plan::PlannedProgram siteProgram(ObjectBuilder& object, const std::vector<Progra
     auto* next = llvm::BasicBlock::Create(ctx, "next_part", fn);
     // An inlined part tests its word where it starts to act (decideRunning); any other,
     // before it runs.
-    if (guarded && !(inline_parts && !runningTests(object, *part->fn).empty())) {
+    if (guarded && !(session_test && part->counts_only) &&
+        !(inline_parts && !runningTests(object, *part->fn).empty())) {
       b.CreateCondBr(wordIsZero(b, words, b.getInt64(part->planned.queries.front())), run, next);
     } else {
       b.CreateBr(run);
