@@ -344,7 +344,7 @@ void RecordDecoder::value(const FieldLayout& f, const std::vector<FieldLayout>& 
   }
   out.text = scalarText(f, p, pid);
   if (f.kind == FieldKind::String) {
-    out.cut = f.size > kCommBytes && strnlen(reinterpret_cast<const char*>(p), f.size) + 1 >= f.size;
+    out.cut = f.size > kCommBytes && strnlen(reinterpret_cast<const char*>(p), f.size) >= f.size;
   }
 }
 

@@ -214,7 +214,7 @@ class TextSink : public Sink {
       out_ << fmt::format("({} {} cut at {} bytes, marked …: groups differing past that are "
                           "counted as one; str(x, n) keeps more)\n",
                           table.cut_keys, table.cut_keys == 1 ? "key was" : "keys were",
-                          table.cut_at_bytes - 1);
+                          table.cut_at_bytes);
     }
     out_ << "\n";
     out_.flush();

@@ -71,9 +71,9 @@ std::string stringText(const uint8_t* p, size_t size, bool mark_cut) {
       out += fmt::format("\\x{:02x}", c);  // a control character
     }
   }
-  // A string that fills its field (the read keeps a NUL at the end) was most likely longer
-  // than kq kept: say so (`str(p, n)` keeps more).
-  if (mark_cut && size > 0 && i + 1 >= size) out += "…";
+  // A string with no NUL in its field went on past it (a string read keeps its NUL when it
+  // ends in the field, ExprLowering::readString): say so (`str(p, n)` keeps more).
+  if (mark_cut && size > 0 && i >= size) out += "…";
   return out;
 }
 

@@ -81,6 +81,23 @@ llvm::Value* ExprLowering::probeRead(llvm::Value* dst, llvm::Value* size, llvm::
   return module_.callHelper(b_, h, b_.getInt64Ty(), {dst, size, toPtr(src)});
 }
 
+void ExprLowering::readString(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user) {
+  llvm::Value* read = probeRead(dst, size, src, user, true);
+  if (size < 2) return;
+  // The read filled the buffer (size - 1 characters and its NUL): the byte the NUL took is
+  // the string's end or the next character, which then takes the NUL's place.
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* filled = llvm::BasicBlock::Create(b_.getContext(), "string_filled", fn);
+  auto* done = llvm::BasicBlock::Create(b_.getContext(), "string_read", fn);
+  b_.CreateCondBr(b_.CreateICmpEQ(read, b_.getInt64(size)), filled, done);
+  b_.SetInsertPoint(filled);
+  llvm::Value* last = b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(size - 1));
+  llvm::Value* next = b_.CreateAdd(b_.CreatePtrToInt(toPtr(src), b_.getInt64Ty()), b_.getInt64(size - 1));
+  probeRead(last, 1, next, user, false);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
+}
+
 uint32_t ExprLowering::sizeOf(const sema::Type* t) const {
   if (t->isPointer()) return 8;
   return t->size ? t->size : 8;

@@ -261,6 +261,10 @@ class ExprLowering {
   llvm::Value* readOnce(llvm::Type* type, llvm::Value* addr);
   /// bpf_probe_read_{kernel,user}[_str](dst, size, src).
   llvm::Value* probeRead(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user, bool str);
+  /// The string at `src` into `size` bytes at `dst`: NUL-terminated when it ends there,
+  /// else its first `size` bytes with no NUL, which the runtime shows ending in `…` (a
+  /// string of exactly size - 1 characters is not cut).
+  void readString(llvm::Value* dst, uint32_t size, llvm::Value* src, bool user);
   /// The same with a size known as the event happens (bounded, as the verifier needs).
   llvm::Value* probeRead(llvm::Value* dst, llvm::Value* size, llvm::Value* src, bool user, bool str);
   /// Where a join kept `e`'s value for this event; null (after reporting) when it did not.

@@ -131,7 +131,7 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
       if (chars) {
         probeRead(dst, b_.CreateAdd(chars, b_.getInt64(1)), p.v, p.user, true);
       } else {
-        probeRead(dst, n, p.v, p.user, true);
+        readString(dst, n, p.v, p.user);
       }
     }
     if (chars) b_.CreateStore(b_.getInt8(0), b_.CreateGEP(b_.getInt8Ty(), dst, chars));
@@ -150,7 +150,7 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
   }
   // A char pointer: the string it points at.
   Val p = value(e);
-  probeRead(dst, size, p.v, p.user, true);
+  readString(dst, size, p.v, p.user);
 }
 
 void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::Value* dst,
@@ -168,7 +168,7 @@ void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::
       llvm::Value* loc = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), field), b_.getInt64Ty());
       llvm::Value* offset = b_.CreateAnd(loc, b_.getInt64(0xffff));
       llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), args_.ctx, offset);
-      probeRead(dst, size, b_.CreatePtrToInt(addr, b_.getInt64Ty()), false, true);
+      readString(dst, size, b_.CreatePtrToInt(addr, b_.getInt64Ty()), false);
     } else {
       // A char array in the record.
       probeRead(dst, std::min(size, f.size), b_.CreatePtrToInt(field, b_.getInt64Ty()), false, false);
@@ -182,7 +182,7 @@ void ExprLowering::storeArgString(uint32_t index, const sema::Type* type, llvm::
     return;
   }
   Val p = arg(index, type);
-  probeRead(dst, size, p.v, p.user, true);
+  readString(dst, size, p.v, p.user);
 }
 
 // The array's pointers one by one, each string read into its slot, until a NULL pointer: no
@@ -207,7 +207,7 @@ void ExprLowering::storeStringList(const ast::Expr& array, llvm::Value* dst, uin
     b_.SetInsertPoint(next);
     if (i < kJoinArgs) {
       llvm::Value* into = b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(8 + i * kJoinArgBytes));
-      probeRead(into, kJoinArgBytes, p, user, true);
+      readString(into, kJoinArgBytes, p, user);
     }
     b_.CreateStore(b_.getInt64(i + 1), dst);
   }

@@ -120,8 +120,13 @@ TEST_F(FieldKinds, StringFillingItsFieldIsMarkedCut) {
   EXPECT_EQ(s.text, kLine + "  /etc/passwd\n");
   EXPECT_EQ(s.json, kJson + R"("v":"/etc/passwd"})" "\n");
 
-  // 31 bytes and the NUL: most likely longer in the kernel.
-  std::string full(31, 'x');
+  // 31 bytes and the NUL: a string that fits exactly (a read that fills its field keeps the
+  // next byte in the NUL's place when the string goes on: ExprLowering::readString).
+  Shown exact = show(host, {field("v", FieldKind::String, 40, 32)}, record(0, 72).text(40, std::string(31, 'x')));
+  EXPECT_FALSE(exact.value.cut);
+  EXPECT_EQ(exact.text, kLine + "  " + std::string(31, 'x') + "\n");
+  // 32 bytes and no NUL: the string went on past its field.
+  std::string full(32, 'x');
   Shown cut = show(host, {field("v", FieldKind::String, 40, 32)}, record(0, 72).text(40, full));
   EXPECT_TRUE(cut.value.cut);
   EXPECT_EQ(cut.text, kLine + "  " + full + "…\n");
@@ -388,9 +393,9 @@ TEST_F(FieldKinds, StringListJoinsItsStrings) {
   f.separator = ",";
   Bytes many = record(0, 40 + plan::kJoinBytes).u64(40, 20);
   for (uint32_t i = 0; i < plan::kJoinArgs; ++i) many.text(arg(i), std::string(1, static_cast<char>('a' + i)));
-  many.text(arg(1), std::string(63, 'b'));
+  many.text(arg(1), std::string(64, 'b'));  // its slot full, no NUL: it went on
   EXPECT_EQ(show(host, {f}, many).value.text,
-            "a," + std::string(63, 'b') + "…,c,d,e,f,g,h,i,j,k,l,m,n,o,p,…");
+            "a," + std::string(64, 'b') + "…,c,d,e,f,g,h,i,j,k,l,m,n,o,p,…");
 }
 
 TEST_F(FieldKinds, BufferShowsUnprintableBytesAsEscapes) {

@@ -22,8 +22,9 @@ std::vector<uint8_t> stringList(const std::vector<std::string>& strings, uint64_
   std::vector<uint8_t> field(8 + plan::kJoinArgs * bytes, 0xaa);  // a ring buffer's record is not zeroed
   std::memcpy(field.data(), &count, 8);
   for (size_t i = 0; i < strings.size() && i < plan::kJoinArgs; ++i) {
-    std::string s = strings[i].substr(0, bytes - 1);
-    std::memcpy(field.data() + 8 + i * bytes, s.c_str(), s.size() + 1);
+    // As the kernel reads it: with its NUL where it fits, else its slot's bytes and no NUL.
+    std::string s = strings[i].substr(0, bytes);
+    std::memcpy(field.data() + 8 + i * bytes, s.c_str(), std::min<size_t>(s.size() + 1, bytes));
   }
   return field;
 }
@@ -39,7 +40,10 @@ TEST(Printed, JoinSeparatesTheStringsRead) {
 TEST(Printed, JoinMarksWhatItCut) {
   std::string long_arg(100, 'x');
   auto field = stringList({"echo", long_arg}, 2);
-  EXPECT_EQ(stringListText(field.data(), plan::kJoinBytes, " "), "echo " + std::string(plan::kJoinArgBytes - 1, 'x') + "…");
+  EXPECT_EQ(stringListText(field.data(), plan::kJoinBytes, " "), "echo " + std::string(plan::kJoinArgBytes, 'x') + "…");
+  // A string that fills its slot with its NUL is whole.
+  auto exact = stringList({"echo", std::string(plan::kJoinArgBytes - 1, 'x')}, 2);
+  EXPECT_EQ(stringListText(exact.data(), plan::kJoinBytes, " "), "echo " + std::string(plan::kJoinArgBytes - 1, 'x'));
   std::vector<std::string> many;
   for (uint32_t i = 0; i < plan::kJoinArgs; ++i) many.push_back(std::to_string(i));
   std::string all = "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15";
@@ -53,7 +57,7 @@ TEST(Printed, JoinKeepsTheBytesItWasGiven) {
   auto field = stringList({"echo", long_arg}, 2, 256);
   EXPECT_EQ(stringListText(field.data(), static_cast<uint32_t>(field.size()), " "), "echo " + long_arg);
   auto cut = stringList({"echo", std::string(300, 'y')}, 2, 256);
-  EXPECT_EQ(stringListText(cut.data(), static_cast<uint32_t>(cut.size()), " "), "echo " + std::string(255, 'y') + "…");
+  EXPECT_EQ(stringListText(cut.data(), static_cast<uint32_t>(cut.size()), " "), "echo " + std::string(256, 'y') + "…");
 }
 
 TEST(Printed, BufShowsPrintableAsciiAndEscapesTheRest) {

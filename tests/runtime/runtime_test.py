@@ -460,6 +460,23 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertEqual(len(rows), 1, out)
         self.assertEqual(sum(b["count"] for b in rows[0]["lhist(count, 0, 1000, 1)"]), rows[0]["count()"])
 
+    def test_a_string_that_fits_its_bytes_exactly_is_not_marked_cut(self):
+        # str(filename) keeps 64 bytes: a path of 63 characters is whole (it ended in `…`,
+        # as if longer); one of 70 is cut, and is not equal to its first 63 characters.
+        exact = os.path.join(WORKDIR, "e" * (62 - len(WORKDIR)))
+        longer = os.path.join(WORKDIR, "g" * (69 - len(WORKDIR)))
+        self.assertEqual((len(exact), len(longer)), (63, 70))
+        for path in (exact, longer):
+            open(path, "w").close()
+        status, out, err = kq("-f", "json", 'trace syscall:openat where comm == "cat" '
+                              f'select str(filename) as f, str(filename) == "{longer[:63]}" as prefix',
+                              "-c", f"cat {exact} {longer}")
+        self.assertEqual(status, 0, err)
+        seen = {e["f"]: e["prefix"] for e in map(json.loads, out.splitlines())}
+        self.assertIn(exact, seen, out)
+        self.assertIn(longer[:64] + "…", seen, out)
+        self.assertFalse(seen[longer[:64] + "…"], out)
+
     def test_long_strings_are_read_whole(self):
         # str(p, n) keeps n bytes (it was cut at 63 whatever n said).
         path = os.path.join(WORKDIR, "p" * 150)
