@@ -100,9 +100,30 @@ std::vector<BuiltinUse> builtinCalls(const ResolvedProbe& probe) {
   return out;
 }
 
+/// Whether `table` (a `fn` body's expressions) or a body it uses has `e`.
+bool bodyHas(const ExprTable& table, const ast::Expr* e) {
+  for (const auto& [expr, info] : table) {
+    if (expr == e || (info.body && bodyHas(*info.body, e))) return true;
+  }
+  return false;
+}
+
+/// The expression of the query itself that uses the `fn` (or property) whose body has `e`
+/// (`saddr` for the `fmt` of stdlib/net.kq's `saddr`), or null.
+const ast::Expr* useOf(const ExprTable& exprs, const ast::Expr* e) {
+  for (const auto& [expr, info] : exprs) {
+    if (info.body && (info.ref == Ref::Fn || info.ref == Ref::Property) && bodyHas(*info.body, e)) return expr;
+  }
+  return nullptr;
+}
+
 /// `fmt` formats a whole column: as a `select` item or key, or the body of a `fn` used as
 /// one. Anywhere else (inside `?:`, a comparison) it has no value to compute.
-void checkFormatPlaces(Context& ctx, const ResolvedProbe& probe) {
+void checkFormatPlaces(Context& ctx, const ast::Clauses& clauses, const ResolvedProbe& probe) {
+  // A `select` item or key whose `fmt` is a `fn` too far down is said by findFormats.
+  std::set<const ast::Expr*> columns;
+  for (const ast::SelectItem& item : clauses.select) columns.insert(item.expr.get());
+  for (const ast::ExprPtr& key : clauses.group_by) columns.insert(key.get());
   std::set<const ast::Expr*> allowed;
   for (const auto& [item, use] : probe.formats) allowed.insert(use.call);
   std::vector<const ast::Expr*> misplaced;
@@ -110,6 +131,23 @@ void checkFormatPlaces(Context& ctx, const ResolvedProbe& probe) {
     if (use.function->id == BuiltinFn::Fmt && !allowed.count(use.expr)) misplaced.push_back(use.expr);
   }
   for (const ast::Expr* expr : misplaced) {
+    // Said where the query uses the `fn` whose body it is (a stdlib property's `fmt` is no
+    // line of the user's).
+    if (const ast::Expr* use = useOf(probe.exprs, expr)) {
+      if (columns.count(use)) continue;
+      std::string name = sourceText(ctx.sources, *use);
+      Diagnostic& diag = ctx.diags.report(
+          DiagKind::Unsupported, use->range,
+          fmt::format("`{}` is text made as the event prints (a `fmt`), not a value to compute with", name));
+      const SourceFile& file = ctx.sources.file(expr->range.file);
+      LineColumn at = file.lineColumn(expr->range.begin);
+      diag.note(fmt::format("`{}` is defined at {}:{}: make it a `select` item or a `group by` key of its own",
+                            name, file.name(), at.line));
+      if (name.find("addr") != std::string::npos || name.find("tuple") != std::string::npos) {
+        diag.note("to keep packets by address, filter in tcpdump's syntax: `pcap(\"src net 10.0.0.0/8\")`");
+      }
+      continue;
+    }
     ctx.diags.report(DiagKind::Unsupported, expr->range,
                      "`fmt` formats a whole column, not a value inside an expression")
         .note("make it a `select` item (or a `group by` key) of its own, or the body of a "
@@ -278,7 +316,7 @@ void checkQueryShape(Context& ctx, ResolvedQuery& query) {
       }
     }
     findFormats(ctx, clauses, probe);
-    checkFormatPlaces(ctx, probe);
+    checkFormatPlaces(ctx, clauses, probe);
     checkPlacements(ctx, clauses, probe);
     checkCallContext(ctx, probe);
     checkPacket(ctx, clauses, probe, query.aggregates);
