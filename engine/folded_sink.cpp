@@ -30,7 +30,8 @@ std::string frameText(std::string frame) {
 
 class FoldedSink : public DataSink {
  public:
-  using DataSink::DataSink;
+  FoldedSink(const plan::ProgramPlan& plan, PrintContext& context, std::ostream& out, std::ostream& err)
+      : DataSink(plan, context, out, err), err_(err) {}
 
   void onEvent(const DecodedEvent& e) override {
     std::vector<const Value*> stacks;
@@ -39,7 +40,11 @@ class FoldedSink : public DataSink {
         if (e.probe->fields[i].kind == kind && e.values[i].kind == ValueKind::Stack) stacks.push_back(&e.values[i]);
       }
     }
-    if (!stacks.empty()) add({}, stacks, 1);
+    if (!stacks.empty()) {
+      add({}, stacks, 1);
+    } else {
+      ++without_stack_;
+    }
   }
 
   void onTable(const Table& table) override {
@@ -54,9 +59,11 @@ class FoldedSink : public DataSink {
     for (size_t s = 0; s < a.slots.size() && count_slot < 0; ++s) {
       if (!isHistogram(a.slots[s])) count_slot = static_cast<int32_t>(s);
     }
-    if (count_slot < 0) return;
     bool has_stack = std::any_of(a.keys.begin(), a.keys.end(), isStack);
-    if (!has_stack) return;
+    if (count_slot < 0 || !has_stack) {
+      ++tables_without_stack_;
+      return;
+    }
     for (const TableRow& row : table.rows) {
       std::vector<std::string> outer;
       std::vector<const Value*> stacks;
@@ -79,6 +86,17 @@ class FoldedSink : public DataSink {
   void onSummary(const SessionResult& result) override {
     for (const auto& [line, n] : lines_) out_ << line << ' ' << n << '\n';
     out_.flush();
+    if ((without_stack_ || tables_without_stack_) && !result.reader_gone) {
+      // Said, as -f pcapng says what it could not write: a query of no stacks folds to nothing.
+      std::string what;
+      if (without_stack_) what = fmt::format("{} {}", without_stack_, without_stack_ == 1 ? "event" : "events");
+      if (tables_without_stack_) {
+        what += fmt::format("{}{} {}", what.empty() ? "" : " and ", tables_without_stack_,
+                            tables_without_stack_ == 1 ? "table" : "tables");
+      }
+      err_ << fmt::format("kq: -f folded writes stacks; {} had none (select `kstack` or `ustack`, or "
+                          "`group by kstack select count()`)\n", what);
+    }
     DataSink::onSummary(result);
   }
 
@@ -96,6 +114,8 @@ class FoldedSink : public DataSink {
   }
 
   std::map<std::string, uint64_t> lines_;
+  std::ostream& err_;
+  uint64_t without_stack_ = 0, tables_without_stack_ = 0;
 };
 
 }  // namespace

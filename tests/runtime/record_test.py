@@ -490,6 +490,13 @@ class Formats(harness.KqTestCase):
                                  "asm_sysvec_apic_timer_interrupt", "ret_from_fork", "start_kernel",
                                  "x86_64_start_kernel"}, roots)
 
+    def test_folded_says_what_had_no_stack(self):
+        # Events and tables without a stack fold to nothing: said, as -f pcapng says it.
+        status, out, err = kq("-f", "folded", "trace syscall:openat where comm == \"cat\" select pid",
+                              "-c", "cat /etc/hostname >/dev/null")
+        self.assertEqual((status, out), (0, ""), err)
+        self.assertRegex(err, r"kq: -f folded writes stacks; \d+ events? had none")
+
     def test_perfetto_trace_events(self):
         status, out, err = kq("-f", "perfetto", "trace syscall:openat(return) select duration, str(filename)",
                               "-c", "cat /etc/hostname >/dev/null")
