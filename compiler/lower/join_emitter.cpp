@@ -8,6 +8,7 @@
 // runtime works out the evicted ones from them.
 #include <fmt/format.h>
 
+#include "compiler/ast/visitor.h"
 #include "compiler/lower/program_emitter.h"
 
 namespace kq::lower {
@@ -29,6 +30,52 @@ void count(ProgramEmitter& emitter, Program& program, const JoinTable& table,
            plan::JoinCount what) {
   llvm::Value* index = program.b.getInt32(table.counters + static_cast<uint32_t>(what));
   emitter.addOne(program, emitter.object().joinCounts(), index, "join_count");
+}
+
+/// Whether a `fn` body's expressions read a joined event anywhere (said for the whole body).
+bool bodyReadsJoined(const sema::ExprTable& body) {
+  for (const auto& [expr, info] : body) {
+    if (info.ref == sema::Ref::Joined || (info.body && bodyReadsJoined(*info.body))) return true;
+  }
+  return false;
+}
+
+/// Whether an expression reads a joined event (`s.time`), itself or through a `fn` it uses.
+class ReadsJoined : public ast::ExprVisitor<ReadsJoined> {
+ public:
+  explicit ReadsJoined(const sema::ExprTable& exprs) : exprs_(exprs) {}
+  bool found = false;
+
+  void visitIdentifier(const ast::Identifier& id) { check(id); }
+  void visitMember(const ast::Member& m) {
+    check(m);
+    visitChildren(m);
+  }
+  void visitCall(const ast::Call& c) {
+    check(c);
+    visitChildren(c);
+  }
+
+ private:
+  void check(const ast::Expr& e) {
+    auto it = exprs_.find(&e);
+    if (it == exprs_.end()) return;
+    found = found || it->second.ref == sema::Ref::Joined || (it->second.body && bodyReadsJoined(*it->second.body));
+  }
+  const sema::ExprTable& exprs_;
+};
+
+/// The parts of `where` (split at `and`) that read no joined event: what an event must
+/// pass for its missing match to be counted.
+void joinFreeParts(const sema::ExprTable& exprs, const ast::Expr& where, std::vector<const ast::Expr*>& out) {
+  if (where.kind == ast::ExprKind::Binary && ast::as<ast::Binary>(where).op == ast::BinaryOp::And) {
+    joinFreeParts(exprs, *ast::as<ast::Binary>(where).lhs, out);
+    joinFreeParts(exprs, *ast::as<ast::Binary>(where).rhs, out);
+    return;
+  }
+  ReadsJoined reads(exprs);
+  reads.visit(where);
+  if (!reads.found) out.push_back(&where);
 }
 
 /// The key of this event: each `on` value of its side, 8 bytes each.
@@ -112,6 +159,11 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
   BpfModule& module = emitter.object().module();
   std::vector<JoinMatch> matches;
   args.joined.assign(p.joins.size(), {});
+  // An event the query's `where` rejects whatever was joined is not one without a match.
+  std::vector<const ast::Expr*> join_free;
+  if (const ast::Expr* where = p.query.query->clauses.where.get(); where && !p.keeps) {
+    joinFreeParts(p.probe.exprs, *where, join_free);
+  }
   for (size_t j = 0; j < p.joins.size(); ++j) {
     const JoinTable& table = *p.joins[j];
     if (table.feeder) continue;  // its events are looked up as the first source's
@@ -133,6 +185,16 @@ std::vector<JoinMatch> emitJoinLookups(ProgramEmitter& emitter, Program& program
     auto* missing = llvm::BasicBlock::Create(b.getContext(), "join_missing", program.fn);
     b.CreateCondBr(b.CreateIsNotNull(entry), found, missing);
     b.SetInsertPoint(missing);
+    if (!join_free.empty()) {
+      llvm::Value* kept = nullptr;
+      for (const ast::Expr* part : join_free) {
+        llvm::Value* holds = lower.condition(*part);
+        kept = kept ? b.CreateAnd(kept, holds) : holds;
+      }
+      auto* unmatched = llvm::BasicBlock::Create(b.getContext(), "join_unmatched", program.fn);
+      b.CreateCondBr(kept, unmatched, joined);
+      b.SetInsertPoint(unmatched);
+    }
     count(emitter, program, table, plan::JoinCount::Unmatched);
     b.CreateBr(joined);
     b.SetInsertPoint(found);

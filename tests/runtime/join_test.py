@@ -90,6 +90,17 @@ class Joins(harness.KqTestCase):
             self.assertLess(row["lat"], 32000, row)
             self.assertAlmostEqual(row["now"] - row["at"], row["lat"], delta=1)
 
+    def test_an_event_the_where_rejects_is_not_one_without_a_match(self):
+        # The join keeps kqsleeper's entries only; the shell's and sleep's exits have none,
+        # and the query's `where` rejects them: no event went without its match.
+        status, out, err = kq("trace tracepoint:syscalls:sys_exit_clock_nanosleep join "
+                              "tracepoint:syscalls:sys_enter_clock_nanosleep as s where comm == \"kqsleeper\" "
+                              "on tid where comm == \"kqsleeper\" select count()",
+                              "-c", f"sh -c 'sleep 0.05; python3 {SLEEPER}'")
+        self.assertEqual(status, 0, err)
+        counts = summary_counts(err, "s")
+        self.assertEqual((counts.get("matched"), counts.get("without a match", 0)), (5, 0), err)
+
     def test_sleep_latency_histogram(self):
         status, out, err = kq(SLEEP_JOIN + "where comm == \"kqsleeper\" select count(), hist(time - s.time)",
                               "-c", f"python3 {SLEEPER}")
