@@ -26,6 +26,7 @@
 #include "runtime/attach_methods.h"
 #include "runtime/libbpf_log.h"
 #include "runtime/link_reaper.h"
+#include "runtime/map_warmup.h"
 #include "runtime/own_btf_load.h"
 #include "runtime/verifier_log.h"
 
@@ -353,6 +354,17 @@ class Loader {
 
   bool isChosen(const plan::PlannedProgram& p) const { return methods_.chosen(p.group) == p.method; }
 
+  /// Every CPU's entries ready for the tables' first groups (runtime/map_warmup.h).
+  void warmTables(const LoadedObject& loaded) {
+    std::vector<WarmedMap> maps;
+    for (const plan::AggregateLayout& a : plan_.layout.aggregates) {
+      if (a.single) continue;  // an array's entries are there from the start
+      int fd = loaded.mapFd(a.map);
+      if (fd >= 0) maps.push_back({fd, a.key_size, a.value_size, a.per_cpu});
+    }
+    warmMapAllocators(maps);
+  }
+
   std::optional<LoadFailure> loadOnce(LoadedObject& loaded, Refusal& refusal) {
     LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "kq");
     loaded.object_ = bpf_object__open_mem(elf_.data(), elf_.size(), &opts);
@@ -367,6 +379,7 @@ class Loader {
     if (auto failure = giveAttachIds(loaded, ids, targets)) return failure;
     if (auto failure = load(loaded, refusal)) return failure;
     targets.clear();  // a loaded program holds its target BPF program itself
+    warmTables(loaded);
     if (!plan_.stops_map.empty()) loaded.stops_ = StopWords(loaded.mapFd(plan_.stops_map), plan_.layout.queries);
     loaded.defer_detach_ = options_.defer_detach;
     if (!plan_.start_map.empty()) {

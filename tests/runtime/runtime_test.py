@@ -1462,6 +1462,24 @@ os.waitpid(pid, 0)
         self.assertGreater(len(tables), 2, out)
         self.assertEqual(sum(row["count()"] for t in tables for row in t["rows"]), calls, out)
 
+    def test_a_tables_first_groups_under_the_runqueue_lock_are_all_counted(self):
+        # sched_waking and sched_wakeup run with interrupts off: a table's second new group
+        # on a CPU found no entry ready (the kernel refills from an interrupt) and went
+        # uncounted, in almost every run, until kq readied every CPU's entries at load.
+        body = ("trace tracepoint:sched:sched_waking, tracepoint:sched:sched_wakeup group by probe select count()\n"
+                "trace tracepoint:sched:sched_waking select count() as waking\n"
+                "trace tracepoint:sched:sched_wakeup select count() as wakeup\n")
+        path = write_script("wakeups.kq", body)
+        for _ in range(3):
+            status, out, err = kq("-f", "json", "-d", "1s", path)
+            self.assertEqual(status, 0, err)
+            tables = [json.loads(line) for line in out.splitlines()]
+            grouped = {r["probe"]: r["count()"] for r in tables[0]["rows"]}
+            alone = {"tracepoint:sched:sched_waking": tables[1]["rows"][0]["waking"],
+                     "tracepoint:sched:sched_wakeup": tables[2]["rows"][0]["wakeup"]}
+            self.assertEqual(grouped, alone, out)
+            self.assertNotIn("not counted (", err)
+
     def test_a_count_and_a_print_on_one_place_end_at_one_instant(self):
         # Stopped mid-burst by -d: what the printing query showed, lost, and left unshown is
         # what the counting query on the same place counted, no more (a count that went on
