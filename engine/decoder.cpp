@@ -180,7 +180,7 @@ std::string RecordDecoder::callerText(const FieldLayout& f, const uint8_t* p) {
 
 void RecordDecoder::keyValue(const FieldLayout& f, const std::vector<FieldLayout>& keys,
                              const uint8_t* key, Value& out) {
-  value(f, keys, key, 0, out);
+  value(f, keys, key, f.kind == FieldKind::UserStack ? context_.key_pid : 0, out);
   if (out.kind != ValueKind::Stack || context_.key_stack_offsets) return;
   out.text.clear();
   for (std::string& frame : out.frames) frame = withoutOffset(frame);

@@ -21,6 +21,7 @@ SessionResult Engine::run(runtime::LoadedObject& object, const plan::ProgramPlan
   dumper.prepare(plan.layout);
   PrintContext context{host_, dumper, host_, host_.bootOffset()};
   context.key_stack_offsets = options.key_stack_offsets;
+  context.key_pid = static_cast<uint32_t>(options.traced ? options.traced : options.child ? options.child->pid() : 0);
   std::unique_ptr<Sink> sink = make_sink(context);
   Session session(host_, object, plan, context, *sink, cancellation, std::move(options));
   if (started) started(session);

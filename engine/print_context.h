@@ -41,6 +41,9 @@ struct PrintContext {
   /// in those are one group; with this (`--stack-offsets`), each frame keeps its offset
   /// (`ip_rcv+0x1a`), as a stack beneath an event always does.
   bool key_stack_offsets = false;
+  /// The process a user stack that is a table's key was taken in (a key has no pid of its
+  /// own): -p's, else -c's command; 0, none (its frames are addresses).
+  uint32_t key_pid = 0;
 };
 
 }  // namespace kq::engine

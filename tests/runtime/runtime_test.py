@@ -440,6 +440,32 @@ int main(void) { printf("%d\\n", kq_middle(1)); fflush(stdout); sleep(1); return
         self.assertTrue(event["ustack"][1].startswith("kq_middle"), event)
         self.assertTrue(event["ustack"][2].startswith("main"), event)
 
+    def test_a_user_stack_as_a_tables_key_has_names_with_p(self):
+        # A table's key has no pid: its user stack is read in -p's process (it was hex).
+        source = write_script("loop.c", """
+#include <time.h>
+__attribute__((noinline)) int kq_square(int x) { return x * x; }
+__attribute__((noinline)) int kq_caller(int i) { return kq_square(i); }
+int main(void) { struct timespec t = {0, 10000000}; int s = 0;
+  for (int i = 0; i < 1000; i++) { s += kq_caller(i); nanosleep(&t, 0); } return s & 1; }
+""")
+        binary = os.path.join(WORKDIR, "loop")
+        subprocess.run(["gcc", "-O1", "-fno-omit-frame-pointer", "-o", binary, source], check=True)
+        proc = subprocess.Popen([binary])
+        try:
+            status, out, err = kq("-f", "json", "-d", "1s", "-p", str(proc.pid),
+                                  f"trace uprobe:{binary}:kq_square group by ustack select count()")
+        finally:
+            proc.kill()
+            proc.wait()
+        self.assertEqual(status, 0, err)
+        rows = json.loads(out.splitlines()[-1])["rows"]
+        self.assertTrue(rows, out)
+        # Root first, as a key's stack folds: ...;main;kq_square (kq_caller may be a tail call).
+        frames = rows[0]["ustack"].split(";")
+        self.assertEqual(frames[-1], "kq_square", out)
+        self.assertIn("main", frames, out)
+
     def test_entry_keeps_a_value_from_before_the_call(self):
         # setuids: the caller's uid before setresuid, and after it, in one exit event.
         status, out, err = kq("-f", "json", 'trace syscall:setresuid(return) where comm == "python3" '
