@@ -32,9 +32,6 @@ using runtime::stringText;
 
 namespace {
 
-/// `comm` fields: the kernel's own 16 bytes, never cut by kq.
-constexpr uint32_t kCommBytes = 16;
-
 /// `ip_rcv+0x1a` as `ip_rcv` (`ip_rcv+0x1a [mod]` as `ip_rcv [mod]`); an address stays.
 std::string withoutOffset(const std::string& frame) {
   size_t plus = frame.find("+0x");
@@ -104,7 +101,8 @@ std::string RecordDecoder::scalarText(const FieldLayout& f, const uint8_t* p, ui
     case FieldKind::Hex: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Bool: return readU64(p) ? "true" : "false";
     case FieldKind::Enum: return context_.types.enumText(f, readSigned(p));
-    case FieldKind::String: return stringText(p, f.size, /*mark_cut=*/f.size > kCommBytes);
+    // Cut when no NUL ends it in its bytes (`comm` always has one: never).
+    case FieldKind::String: return stringText(p, f.size, /*mark_cut=*/true);
     case FieldKind::Pointer: return fmt::format("0x{:x}", readU64(p));
     case FieldKind::Symbol: return context_.symbols.kernel(readU64(p));
     case FieldKind::UserSymbol: return context_.symbols.user(pid, readU64(p));
@@ -344,7 +342,7 @@ void RecordDecoder::value(const FieldLayout& f, const std::vector<FieldLayout>& 
   }
   out.text = scalarText(f, p, pid);
   if (f.kind == FieldKind::String) {
-    out.cut = f.size > kCommBytes && strnlen(reinterpret_cast<const char*>(p), f.size) >= f.size;
+    out.cut = strnlen(reinterpret_cast<const char*>(p), f.size) >= f.size;
   }
 }
 

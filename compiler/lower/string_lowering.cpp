@@ -134,7 +134,24 @@ void ExprLowering::storeString(const ast::Expr& e, llvm::Value* dst, uint32_t si
         readString(dst, n, p.v, p.user);
       }
     }
-    if (chars) b_.CreateStore(b_.getInt8(0), b_.CreateGEP(b_.getInt8Ty(), dst, chars));
+    if (chars) {
+      b_.CreateStore(b_.getInt8(0), b_.CreateGEP(b_.getInt8Ty(), dst, chars));
+      if (!(p_type->kind == TypeKind::Array || p_type->kind == TypeKind::String) && size >= 2) {
+        // More characters than kept: the byte after the kept ones takes the NUL's place,
+        // so that the string shows it went on (`…`), as one cut by its bytes does.
+        llvm::Value* wanted = value(*c.args[1]).v;
+        llvm::Function* fn = b_.GetInsertBlock()->getParent();
+        auto* longer = llvm::BasicBlock::Create(b_.getContext(), "string_longer", fn);
+        auto* done = llvm::BasicBlock::Create(b_.getContext(), "string_kept", fn);
+        b_.CreateCondBr(b_.CreateICmpSGT(wanted, b_.getInt64(size - 1)), longer, done);
+        b_.SetInsertPoint(longer);
+        Val p = value(*c.args[0]);
+        probeRead(b_.CreateGEP(b_.getInt8Ty(), dst, b_.getInt64(size - 1)), 1,
+                  b_.CreateAdd(p.v, b_.getInt64(size - 1)), p.user, false);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+      }
+    }
     return;
   }
   if (ei.ref == sema::Ref::Arg) {

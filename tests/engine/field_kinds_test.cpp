@@ -132,11 +132,16 @@ TEST_F(FieldKinds, StringFillingItsFieldIsMarkedCut) {
   EXPECT_EQ(cut.text, kLine + "  " + full + "…\n");
   EXPECT_EQ(cut.json, kJson + R"("v":")" + full + R"(…"})" "\n");
 
-  // A comm's 16 bytes are all the kernel has: never cut.
+  // A comm's 16 bytes always end in a NUL (15 characters at most): never cut. A short
+  // field without one (`str(p, 16)` of a longer string) is, as any.
   Shown comm = show(host, {field("v", FieldKind::String, 40, 16)},
-                    record(0, 56).text(40, "kworker/u16:3-ev"));
+                    record(0, 56).text(40, "kworker/u16:3-e"));
   EXPECT_FALSE(comm.value.cut);
-  EXPECT_EQ(comm.text, kLine + "  kworker/u16:3-ev\n");
+  EXPECT_EQ(comm.text, kLine + "  kworker/u16:3-e\n");
+  Shown short_cut = show(host, {field("v", FieldKind::String, 40, 16)},
+                         record(0, 56).text(40, "/usr/lib/x86_64-"));
+  EXPECT_TRUE(short_cut.value.cut);
+  EXPECT_EQ(short_cut.text, kLine + "  /usr/lib/x86_64-…\n");
 }
 
 TEST_F(FieldKinds, StringEscapesControlBytesAndBackslashes) {

@@ -494,6 +494,8 @@ int main(void) { struct timespec t = {0, 10000000}; int s = 0;
         self.assertEqual((len(exact), len(longer)), (63, 70))
         for path in (exact, longer):
             open(path, "w").close()
+        with open(longer + ".txt", "w") as f:
+            f.write("x" * 30)
         status, out, err = kq("-f", "json", 'trace syscall:openat where comm == "cat" '
                               f'select str(filename) as f, str(filename) == "{longer[:63]}" as prefix',
                               "-c", f"cat {exact} {longer}")
@@ -502,6 +504,17 @@ int main(void) { struct timespec t = {0, 10000000}; int s = 0;
         self.assertIn(exact, seen, out)
         self.assertIn(longer[:64] + "…", seen, out)
         self.assertFalse(seen[longer[:64] + "…"], out)
+        # Cut short by a small `n` too (it was marked only past 16 bytes), and by a length
+        # known as the event happens, past its bound.
+        status, out, err = kq("-f", "json", 'trace syscall:openat where comm == "cat" '
+                              'select str(filename, 10) as ten', "-c", f"cat {longer}")
+        self.assertEqual(status, 0, err)
+        self.assertIn(longer[:10] + "…", [json.loads(l)["ten"] for l in out.splitlines()], out)
+        status, out, err = kq("-f", "json", 'trace syscall:read(return) where comm == "dd" and return == 30 '
+                              'select str(buf, return, 20) as head',
+                              "-c", f"dd if={longer}.txt of=/dev/null bs=64 count=1 status=none")
+        self.assertEqual(status, 0, err)
+        self.assertIn("x" * 21 + "…", [json.loads(l)["head"] for l in out.splitlines()], out)
 
     def test_long_strings_are_read_whole(self):
         # str(p, n) keeps n bytes (it was cut at 63 whatever n said).
