@@ -240,7 +240,8 @@ std::string RecordDecoder::formatText(const FieldLayout& f, const std::vector<Fi
     // `[::1]:9000`, as `fmt("%s:%d", ntop(family, addr), port)` prints it; a width pads
     // the bracketed address (`%15s` gives `          [::1]:1`, never `[          ::1]`).
     bool port_follows = j + 1 < f.format.size() && f.format[j + 1] == ':';
-    if (arg.kind == FieldKind::IpAddress && port_follows && isIpv6Address(record + arg.offset)) {
+    bool ipv6 = (arg.kind == FieldKind::IpAddress && isIpv6Address(record + arg.offset)) || arg.kind == FieldKind::Ipv6;
+    if (port_follows && ipv6) {
       std::string bracketed = "[" + scalarText(arg, record + arg.offset, pid) + "]";
       spec.erase(std::remove(spec.begin(), spec.end(), 'l'), spec.end());
       spec.back() = 's';

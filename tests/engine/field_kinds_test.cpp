@@ -354,6 +354,11 @@ TEST_F(FieldKinds, FormatBracketsAnIpv6AddressBeforeAPort) {
   EXPECT_EQ(show(host, fields, r).value.text, "[::1]:9000 -> 127.0.0.1:9000");
   // Not before a port: as it is.
   EXPECT_EQ(show(host, {format("%s.", {1}), fields[1]}, r).value.text, "::1.");
+  // ntop(addr) of 16 bytes, IPv6 whatever the family: bracketed too.
+  std::vector<plan::FieldLayout> v6{format("%s:%d", {1, 2}), argument(field("a", FieldKind::Ipv6, 40, 16)),
+                                    argument(field("port", FieldKind::Unsigned, 56), 2)};
+  Bytes r6 = record(0, 64).bytes(55, u8s({1})).u64(56, 443);
+  EXPECT_EQ(show(host, v6, r6).value.text, "[::1]:443");
 }
 
 TEST_F(FieldKinds, FormatShowsOtherKindsAsTheyShowAlone) {

@@ -69,6 +69,12 @@ const Type* checkNtop(BuiltinCall& c) {
     if (!(a->isError() || a->isPointer() || addressBytes(a) != 0)) {
       return c.badArgument(1, "a pointer to an address, or an IPv4 address (a 32-bit integer)");
     }
+    if ((a->kind == TypeKind::Array || a->isRecord()) && a->size < 16) {
+      // An AF_INET6 event would read 16 bytes of it: 12 past its end.
+      return c.badArgument(1, "a pointer to an address, an IPv4 address (a 32-bit integer), or "
+                              "16 bytes that can hold either (4 bytes hold an IPv4 address only: "
+                              "`ntop(x)`)");
+    }
     return c.types.string();
   }
   const Type* a = c.args[0];
