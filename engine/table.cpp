@@ -29,9 +29,10 @@ int BpfTableSource::cpus() const {
 }
 
 std::pair<std::optional<uint64_t>, std::optional<uint64_t>> powerOfTwoBounds(uint32_t i) {
-  if (i == 0) return {std::nullopt, 1};
-  uint64_t lo = uint64_t{1} << (i - 1);
-  return {lo, i >= 64 ? std::nullopt : std::optional<uint64_t>(uint64_t{1} << i)};
+  if (i == 0) return {std::nullopt, 0};  // negative: below 0
+  if (i == 1) return {0, 1};
+  uint64_t lo = uint64_t{1} << (i - 2);
+  return {lo, i - 1 >= 64 ? std::nullopt : std::optional<uint64_t>(uint64_t{1} << (i - 1))};
 }
 
 bool isHistogram(const AggregateSlot& s) {
@@ -40,9 +41,10 @@ bool isHistogram(const AggregateSlot& s) {
 
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucketBounds(const AggregateSlot& s, uint32_t i) {
   if (s.kind == AggregateKind::Hist) {
-    if (i == 0) return {std::nullopt, 1};
-    int64_t lo = int64_t{1} << (i - 1);
-    return {lo, i >= 63 ? std::nullopt : std::optional<int64_t>(int64_t{1} << i)};
+    if (i == 0) return {std::nullopt, 0};
+    if (i == 1) return {0, 1};
+    int64_t lo = int64_t{1} << (i - 2);
+    return {lo, i - 1 >= 63 ? std::nullopt : std::optional<int64_t>(int64_t{1} << (i - 1))};
   }
   if (i == 0) return {std::nullopt, s.lo};
   if (i == s.buckets - 1) return {s.hi, std::nullopt};
@@ -401,8 +403,7 @@ void countInto(const AggregateSlot& s, uint8_t* value, int64_t x) {
       add(p, static_cast<uint64_t>(x));
       uint32_t bucket = 0;
       if (s.kind == AggregateKind::Hist) {
-        bool below_one = s.is_signed ? x < 1 : static_cast<uint64_t>(x) < 1;
-        bucket = below_one ? 0 : 64 - static_cast<uint32_t>(__builtin_clzll(static_cast<uint64_t>(x)));
+        bucket = plan::histBucketOf(x, s.is_signed);
       } else if (!s.is_signed && s.lo >= 0) {  // as the kernel's (aggregate_emitter.cpp)
         auto u = static_cast<uint64_t>(x);
         bucket = u < static_cast<uint64_t>(s.lo)    ? 0

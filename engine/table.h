@@ -99,8 +99,8 @@ Table tableOfGroups(const plan::AggregateLayout& layout, std::vector<CountedGrou
 /// histogram's buckets from 2^62 up have bounds past int64: `powerOfTwoBounds` has them.
 std::pair<std::optional<int64_t>, std::optional<int64_t>> bucketBounds(const plan::AggregateSlot& s,
                                                                        uint32_t i);
-/// Bucket `i` of a power-of-two histogram: nothing below for 0 (below 1), [2^(i-1), 2^i),
-/// and no upper bound for the last, [2^63, 2^64).
+/// Bucket `i` of a power-of-two histogram: below 0 for 0 (negative values), [0, 1) for 1,
+/// [2^(i-2), 2^(i-1)), and no upper bound for the last, [2^63, 2^64).
 std::pair<std::optional<uint64_t>, std::optional<uint64_t>> powerOfTwoBounds(uint32_t i);
 bool isHistogram(const plan::AggregateSlot& s);
 /// Whether the query shows how many groups it left out (it has a `top`).

@@ -52,12 +52,12 @@ std::string powerOfTwo(uint64_t n) {
   return fmt::format("{}{}", n, kSuffixes[suffix]);
 }
 
-/// A bucket's label: `[0]` (or `(..., 0]` when the values are signed), `[1]`, `[2, 4)`,
+/// A bucket's label, as bpftrace's: `(..., 0)` (negative values), `[0]`, `[1]`, `[2, 4)`,
 /// `[1K, 2K)` for hist; `(..., lo)`, `[lo, lo + step)`, `[hi, ...)` for lhist.
 std::string bucketLabel(const plan::AggregateSlot& s, uint32_t i) {
   if (s.kind == plan::AggregateKind::Hist) {
     auto [lo, hi] = powerOfTwoBounds(i);
-    if (!lo) return s.is_signed ? "(..., 0]" : "[0]";
+    if (!lo) return "(..., 0)";
     if (!hi) return fmt::format("[{}, 16E)", powerOfTwo(*lo));  // 2^64
     if (*hi - *lo == 1) return fmt::format("[{}]", *lo);
     return fmt::format("[{}, {})", powerOfTwo(*lo), powerOfTwo(*hi));

@@ -211,8 +211,16 @@ constexpr const char* aggregateKindName(AggregateKind kind) {
   return "?";
 }
 
-/// hist(): buckets below 1, then [1,2), [2,4), ... up to 2^63.
-inline constexpr uint32_t kHistBuckets = 65;
+/// hist(), as bpftrace's: negative values, then [0], [1], [2,4), ... up to [2^63, 2^64).
+/// Bucket i >= 2 is [2^(i-2), 2^(i-1)) (histBucketOf).
+inline constexpr uint32_t kHistBuckets = 66;
+
+/// The hist() bucket of `x` (the kernel's, aggregate_emitter.cpp, is the same).
+inline uint32_t histBucketOf(int64_t x, bool is_signed) {
+  if (is_signed && x < 0) return 0;
+  if (x == 0) return 1;
+  return 65 - static_cast<uint32_t>(__builtin_clzll(static_cast<uint64_t>(x)));
+}
 
 struct AggregateSlot {
   std::string name;  // column header: `count()`, `hist(size)`, or the `as` name
@@ -221,7 +229,7 @@ struct AggregateSlot {
   /// Avg: a sum, then a count. Min, Max: a seen flag, then the value encoded so that the
   /// kernel keeps the largest as an unsigned number (an atomic compare-and-swap, exact
   /// under contention; see `decodeExtreme`). Hist: the sum of the values, then kHistBuckets
-  /// power-of-two buckets (below 1, then [1,2), [2,4), ...). Lhist: the sum, then below `lo`,
+  /// power-of-two buckets (negative, [0], [1], [2,4), ...). Lhist: the sum, then below `lo`,
   /// `buckets - 2` buckets of `step`, then from `hi` up.
   int64_t lo = 0, hi = 0, step = 0;
   uint32_t buckets = 0;

@@ -78,6 +78,8 @@ void addHistogram(Family& family, const plan::AggregateSlot& slot, const engine:
     total += v.buckets[i];
     auto [lo, hi] = engine::bucketBounds(slot, static_cast<uint32_t>(i));
     if (!hi || i >= last) continue;  // the open end is +Inf's
+    // A hist's negative values: a bucket only where there were some (`le="-1"`).
+    if (slot.kind == plan::AggregateKind::Hist && i == 0 && !v.buckets[0]) continue;
     auto with = labels;
     with.emplace_back("le", number(*hi - 1, false, seconds));
     family.samples.push_back({"_bucket", std::move(with), fmt::format("{}", total)});

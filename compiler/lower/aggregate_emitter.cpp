@@ -61,8 +61,11 @@ llvm::Value* log2Bucket(llvm::IRBuilder<>& b, llvm::Value* x, bool is_signed) {
     rest = b.CreateSelect(high, b.CreateLShr(rest, b.getInt64(shift)), rest);
     bits = b.CreateSelect(high, b.CreateAdd(bits, b.getInt64(shift)), bits);
   }
-  bits = b.CreateAdd(bits, b.getInt64(1));  // [2^k, 2^(k+1)) has k+1 bits
-  return b.CreateSelect(positive, bits, b.getInt64(0));
+  // [2^k, 2^(k+1)) has k+1 bits, and is bucket k+2: 0 holds the negative values, 1 zero
+  // (plan::histBucketOf).
+  bits = b.CreateAdd(bits, b.getInt64(2));
+  llvm::Value* zero_or_below = b.CreateSelect(b.CreateICmpEQ(x, b.getInt64(0)), b.getInt64(1), b.getInt64(0));
+  return b.CreateSelect(positive, bits, zero_or_below);
 }
 
 /// The bucket of a linear histogram: 0 below `lo`, then one per `step`, the last from `hi`.

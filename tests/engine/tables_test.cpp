@@ -20,7 +20,7 @@ plan::AggregateSlot slot(std::string name, AggregateKind kind, uint32_t offset, 
   s.kind = kind;
   s.offset = offset;
   s.is_signed = is_signed;
-  if (kind == AggregateKind::Hist) s.buckets = 65;
+  if (kind == AggregateKind::Hist) s.buckets = plan::kHistBuckets;
   return s;
 }
 
@@ -182,18 +182,18 @@ TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
   // `select dev, count(), hist(size), lhist(lat, 0, 100, 25) group by dev`.
   use(table({field("dev", FieldKind::Unsigned, 0)},
             {slot("count()", AggregateKind::Count, 0), slot("hist(size)", AggregateKind::Hist, 8, /*is_signed=*/false),
-             lhist("lhist(lat, 0, 100, 25)", 536, 0, 100, 25)},
-            8, 592));
+             lhist("lhist(lat, 0, 100, 25)", 544, 0, 100, 25)},
+            8, 600));
   FakeTableSource source(8);
-  // Each histogram: the sum of its values, then its buckets. hist: 1 below 1, 4 of 1, 8 in
-  // [8, 16) (nothing in [2, 4), [4, 8)); lhist: 2 in [25, 50), 1 from 100 up.
-  Bytes value(592);
-  value.u64(0, 13).u64(8, 4 + 8 * 9).u64(16 + 0 * 8, 1).u64(16 + 1 * 8, 4).u64(16 + 4 * 8, 8);
-  value.u64(536, 30 + 40 + 250).u64(544 + 2 * 8, 2).u64(544 + 5 * 8, 1);
+  // Each histogram: the sum of its values, then its buckets. hist: none negative, 1 of 0, 4
+  // of 1, 8 in [8, 16) (nothing in [2, 4), [4, 8)); lhist: 2 in [25, 50), 1 from 100 up.
+  Bytes value(600);
+  value.u64(0, 13).u64(8, 4 + 8 * 9).u64(16 + 1 * 8, 1).u64(16 + 2 * 8, 4).u64(16 + 5 * 8, 8);
+  value.u64(544, 30 + 40 + 250).u64(552 + 2 * 8, 2).u64(552 + 5 * 8, 1);
   source.put(Bytes(8).u64(0, 259), value);
   Table t = read(source);
   ASSERT_EQ(t.rows.size(), 1u);
-  EXPECT_EQ(t.rows[0].slots[1].buckets.size(), 65u);
+  EXPECT_EQ(t.rows[0].slots[1].buckets.size(), 66u);
   EXPECT_EQ(t.rows[0].slots[1].sum, 76);
   EXPECT_EQ(t.rows[0].slots[2].buckets, (std::vector<uint64_t>{0, 0, 2, 0, 0, 1}));
   EXPECT_EQ(t.rows[0].slots[2].sum, 320);
@@ -214,22 +214,23 @@ TEST_F(Tables, HistogramsPrintTheirBucketsBeneathTheirRow) {
             "\n");
   EXPECT_EQ(json(t),
             R"j({"time_ns":1704165000000000000,"query":1,"rows":[{"dev":259,"count()":13,"hist(size)":[)j"
-            R"j({"lo":null,"hi":1,"count":1},{"lo":1,"hi":2,"count":4},{"lo":8,"hi":16,"count":8}],)j"
+            R"j({"lo":0,"hi":1,"count":1},{"lo":1,"hi":2,"count":4},{"lo":8,"hi":16,"count":8}],)j"
             R"j("lhist(lat, 0, 100, 25)":[{"lo":25,"hi":50,"count":2},{"lo":100,"hi":null,"count":1}]}]})j" "\n");
 }
 
 TEST_F(Tables, HistogramLabelsSayPowersOfTwoAsBpftraceDoesAndTheirUnit) {
-  // `select hist(duration)`: signed values (the first bucket holds what is below 1), in ns.
+  // `select hist(duration)`: signed values (the first bucket holds the negative ones), in ns.
   plan::AggregateSlot h = slot("hist(duration)", AggregateKind::Hist, 0);
   h.unit = "ns";
-  use(table({}, {h}, 8, 8 + 8 * 65));
+  use(table({}, {h}, 8, 8 + 8 * 66));
   FakeTableSource source(8);
-  Bytes value(8 + 8 * 65);
-  value.u64(8 + 0 * 8, 1).u64(8 + 10 * 8, 2).u64(8 + 11 * 8, 3).u64(8 + 21 * 8, 4);
+  Bytes value(8 + 8 * 66);
+  value.u64(8 + 0 * 8, 1).u64(8 + 1 * 8, 5).u64(8 + 11 * 8, 2).u64(8 + 12 * 8, 3).u64(8 + 22 * 8, 4);
   source.put(Bytes(8), value);
   std::string shown = text(read(source));
   EXPECT_NE(shown.find("  hist(duration) (ns):\n"), std::string::npos) << shown;
-  EXPECT_NE(shown.find("  (..., 0]                      1 |"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("  (..., 0)                      1 |"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("  [0]                           5 |"), std::string::npos) << shown;
   EXPECT_NE(shown.find("  [512, 1K)                     2 |"), std::string::npos) << shown;
   EXPECT_NE(shown.find("  [1K, 2K)                      3 |"), std::string::npos) << shown;
   EXPECT_NE(shown.find("  [1M, 2M)                      4 |"), std::string::npos) << shown;
@@ -237,10 +238,11 @@ TEST_F(Tables, HistogramLabelsSayPowersOfTwoAsBpftraceDoesAndTheirUnit) {
 
 TEST_F(Tables, BucketBoundsAtTheEnds) {
   plan::AggregateSlot hist = slot("h", AggregateKind::Hist, 0);
-  EXPECT_EQ(bucketBounds(hist, 0), std::make_pair(std::optional<int64_t>(), std::optional<int64_t>(1)));
-  EXPECT_EQ(bucketBounds(hist, 62), std::make_pair(std::optional<int64_t>(int64_t{1} << 61),
+  EXPECT_EQ(bucketBounds(hist, 0), std::make_pair(std::optional<int64_t>(), std::optional<int64_t>(0)));
+  EXPECT_EQ(bucketBounds(hist, 1), std::make_pair(std::optional<int64_t>(0), std::optional<int64_t>(1)));
+  EXPECT_EQ(bucketBounds(hist, 63), std::make_pair(std::optional<int64_t>(int64_t{1} << 61),
                                                    std::optional<int64_t>(int64_t{1} << 62)));
-  EXPECT_EQ(bucketBounds(hist, 63), std::make_pair(std::optional<int64_t>(int64_t{1} << 62), std::optional<int64_t>()));
+  EXPECT_EQ(bucketBounds(hist, 64), std::make_pair(std::optional<int64_t>(int64_t{1} << 62), std::optional<int64_t>()));
   // A step that does not divide the range: the last bucket stops at `hi`.
   plan::AggregateSlot uneven = lhist("l", 0, 0, 10, 4);
   ASSERT_EQ(uneven.buckets, 5u);

@@ -242,7 +242,7 @@ TEST_F(LowerTest, AggregatesUpdateAMapInsteadOfWritingRecords) {
   ASSERT_EQ(aggregates.size(), 1u);
   EXPECT_EQ(aggregates[0].keys.at(0).name, "comm");
   EXPECT_EQ(aggregates[0].slots.size(), 2u);
-  EXPECT_EQ(aggregates[0].value_size, 8u + 8u + 8u * 65);  // count(); hist's sum and buckets
+  EXPECT_EQ(aggregates[0].value_size, 8u + 8u + 8u * plan::kHistBuckets);  // count(); hist's sum and buckets
   std::string fentry = program(c.bpf, "fentry/tcp_sendmsg");
   EXPECT_EQ(fentry.find("call 131"), std::string::npos) << fentry;  // no ring buffer
   EXPECT_NE(fentry.find("lock"), std::string::npos) << fentry;      // atomic adds

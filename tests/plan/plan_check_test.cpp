@@ -50,9 +50,9 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
        "probes[0].packet has 1 site, 0 modules and 1 free: one of each per site"},
       // Tables.
       {[&](PortablePlan& p) { table(p).value_size = 600; },
-       "aggregates[0].slots[3] (`lhist(x)`) lies outside its 600-byte value: 104 bytes at offset 552"},
+       "aggregates[0].slots[3] (`lhist(x)`) lies outside its 600-byte value: 104 bytes at offset 560"},
       {[&](PortablePlan& p) { table(p).slots[2].buckets = 70; },
-       "aggregates[0].slots[2].buckets is 70, but a Hist has 65"},
+       "aggregates[0].slots[2].buckets is 70, but a Hist has 66"},
       {[&](PortablePlan& p) { lhist(p).step = 0; },
        "aggregates[0].slots[3] (`lhist(x)`) has lo 0, hi 100 and step 0: an Lhist needs lo below "
        "hi and a positive step"},
@@ -64,7 +64,7 @@ TEST(PlanCheck, EachDisagreementIsNamed) {
        },
        "aggregates[0].slots[3] (`lhist(x)`) has a bucket that ends past the largest i64"},
       {[&](PortablePlan& p) { table(p).slots[0].kind = AggregateKind::Hist; },
-       "aggregates[0].slots[0].buckets is 0, but a Hist has 65"},
+       "aggregates[0].slots[0].buckets is 0, but a Hist has 66"},
       {[&](PortablePlan& p) { table(p).columns[1] = {false, 9}; },
        "aggregates[0].columns[1] names slot 9, but there are 4 slots"},
       {[&](PortablePlan& p) { table(p).columns[0] = {true, 1}; },

@@ -399,12 +399,13 @@ TEST(CountedGroups, CountAsTheKernelCounts) {
   engine::Table t = engine::tableOfGroups(table, groups, 0);
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(*t.rows[0].slots[0].scalar, 7);  // largest count first
-  // hist: below 1 (0, -1), [1,2), [2,4) twice, [4,8), [32,64) .
-  EXPECT_EQ(t.rows[0].slots[1].buckets[0], 2u);
+  // hist: negative (-1), [0], [1,2), [2,4) twice, [4,8), [32,64) .
+  EXPECT_EQ(t.rows[0].slots[1].buckets[0], 1u);
   EXPECT_EQ(t.rows[0].slots[1].buckets[1], 1u);
-  EXPECT_EQ(t.rows[0].slots[1].buckets[2], 2u);
-  EXPECT_EQ(t.rows[0].slots[1].buckets[3], 1u);
-  EXPECT_EQ(t.rows[0].slots[1].buckets[6], 1u);
+  EXPECT_EQ(t.rows[0].slots[1].buckets[2], 1u);
+  EXPECT_EQ(t.rows[0].slots[1].buckets[3], 2u);
+  EXPECT_EQ(t.rows[0].slots[1].buckets[4], 1u);
+  EXPECT_EQ(t.rows[0].slots[1].buckets[7], 1u);
   // lhist 0..30 by 10: below (-1), [0,10) five, [10,20), [20,30), from 30 (35).
   EXPECT_EQ(t.rows[0].slots[2].buckets, (std::vector<uint64_t>{1, 5, 0, 0, 1}));
   EXPECT_EQ(*t.rows[0].slots[3].scalar, -1);

@@ -58,7 +58,7 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
       {[](Plan&, Contents& o) { objectMap(o, "agg_1").key_size = 8; },
        "maps[2].key_size is 16 but map `agg_1` has 8-byte keys"},
       {[](Plan&, Contents& o) { objectMap(o, "agg_1").value_size = 8; },
-       "maps[2].value_size is 656 but map `agg_1` has 8-byte values"},
+       "maps[2].value_size is 664 but map `agg_1` has 8-byte values"},
       {[](Plan&, Contents& o) { objectMap(o, "join_0").max_entries = 1; },
        "maps[3].max_entries is 10240 but map `join_0` has 1"},
       // The table's own fields against its map (the plan's map list agreeing with the object).
@@ -73,10 +73,10 @@ TEST(ObjectCheck, EachMismatchIsNamed) {
        },
        "aggregates[0].key_size is 16 but map `agg_1` has 8-byte keys"},
       {[](Plan& p, Contents& o) {
-         objectMap(o, "agg_1").value_size = 648;
-         plannedMap(p, "agg_1").value_size = 648;
+         objectMap(o, "agg_1").value_size = 656;
+         plannedMap(p, "agg_1").value_size = 656;
        },
-       "aggregates[0].value_size is 656 but map `agg_1` has 648-byte values"},
+       "aggregates[0].value_size is 664 but map `agg_1` has 656-byte values"},
       {[](Plan& p, Contents&) {
          plan::AggregateLayout& table = p.layout.aggregates[0];
          table.single = true;
@@ -197,7 +197,7 @@ TEST(ObjectCheck, AnObjectWhoseBtfIsMalformedIsNotOpened) {
   ASSERT_FALSE(elf.empty());
   ObjectPlan read = readObjectPlan(elf);
   EXPECT_FALSE(read.plan);
-  EXPECT_EQ(read.error, "its BTF is malformed: type 12 refers to type 276, but the last type is 64");
+  EXPECT_EQ(read.error, "its BTF is malformed: type 12 refers to type 312, but the last type is 100");
 }
 
 TEST(ObjectCheck, TheCorpusSeedsAreObjectsThisKqRuns) {

@@ -75,9 +75,9 @@ TEST(Exposition, HistogramBucketsAreCumulativeWithInclusiveBounds) {
   layout.single = true;
   engine::AggregateValue h;
   h.buckets.assign(plan::kHistBuckets, 0);
-  h.buckets[0] = 1;  // 0
-  h.buckets[1] = 2;  // 1
-  h.buckets[3] = 4;  // [4, 8)
+  h.buckets[1] = 1;  // 0
+  h.buckets[2] = 2;  // 1
+  h.buckets[4] = 4;  // [4, 8)
   h.sum = 0 + 2 * 1 + 4 + 5 + 6 + 7;
   engine::Table table;
   table.layout = &layout;
@@ -100,7 +100,7 @@ TEST(Exposition, NanosecondsAreSecondsWithTheirUnit) {
   layout.single = true;
   engine::AggregateValue h;
   h.buckets.assign(plan::kHistBuckets, 0);
-  h.buckets[25] = 2;  // [2^24, 2^25) ns: 16.8 ms to 33.6 ms
+  h.buckets[26] = 2;  // [2^24, 2^25) ns: 16.8 ms to 33.6 ms
   h.sum = 50'000'000;
   engine::Table table;
   table.layout = &layout;

@@ -87,7 +87,7 @@ inline plan::PortablePlan samplePlan() {
   table.slots.back().hi = 100;
   table.slots.back().step = 10;
   table.slots.back().buckets = 12;
-  table.value_size = 40 + 8 * plan::kHistBuckets + 8 * 12;  // 656
+  table.value_size = 40 + 8 * plan::kHistBuckets + 8 * 12;  // 664
   table.columns = {{true, 0}, {false, 0}, {false, 1}, {false, 2}, {false, 3}};
   plan.layout.aggregates.push_back(table);
 
@@ -95,7 +95,7 @@ inline plan::PortablePlan samplePlan() {
   plan.join_counts_map = "join_counts";
   plan.maps = {{"events", "ringbuf", 0, 0, 256 << 10},
                {"lost", "percpu_array", 4, 8, 2 * plan::kLostReasons},
-               {"agg_1", "hash", 16, 656, 10240},
+               {"agg_1", "hash", 16, 664, 10240},
                {"join_0", "lru_hash", 8, 16, 10240},
                {"join_counts", "percpu_array", 4, 8, 5}};
   return p;
@@ -107,7 +107,7 @@ inline runtime::ObjectContents sampleContents() {
   contents.programs = {"kq_prog_0", "kq_prog_1", "kq_prog_2"};
   contents.maps = {{"events", BPF_MAP_TYPE_RINGBUF, 0, 0, 256 << 10},
                    {"lost", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 2 * plan::kLostReasons},
-                   {"agg_1", BPF_MAP_TYPE_HASH, 16, 656, 10240},
+                   {"agg_1", BPF_MAP_TYPE_HASH, 16, 664, 10240},
                    {"join_0", BPF_MAP_TYPE_LRU_HASH, 8, 16, 10240},
                    {"join_counts", BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, 5},
                    {"kq.rodata", BPF_MAP_TYPE_ARRAY, 4, 32, 1}};
