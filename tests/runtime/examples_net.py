@@ -36,11 +36,11 @@ report(server=port, clients=[first.getsockname()[1], second.getsockname()[1], re
         bt = self.bpftrace("tcpconnect")
         events = traced("tcpconnect", path)
         f = facts(path)
-        server = f"::ffff:127.0.0.1:{f['server']}"
+        server = f"[::ffff:127.0.0.1]:{f['server']}"
         mine = [(e["saddr_sport"], e["daddr_dport"], e["result"]) for e in events if e["comm"] == "kqex-tcpconnect"]
-        self.assertEqual(mine, [(f"::ffff:127.0.0.1:{f['clients'][0]}", server, 0),
-                                (f"::ffff:127.0.0.1:{f['clients'][1]}", server, 0),
-                                (f"::ffff:127.0.0.1:{f['clients'][2]}", server, -111)])  # ECONNREFUSED
+        self.assertEqual(mine, [(f"[::ffff:127.0.0.1]:{f['clients'][0]}", server, 0),
+                                (f"[::ffff:127.0.0.1]:{f['clients'][1]}", server, 0),
+                                (f"[::ffff:127.0.0.1]:{f['clients'][2]}", server, -111)])  # ECONNREFUSED
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+kqex-tcpconnect\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)$")
@@ -53,11 +53,11 @@ report(server=port, clients=[first.getsockname()[1], second.getsockname()[1], re
         bt = self.bpftrace("tcpaccept")
         events = traced("tcpaccept", path)
         f = facts(path)
-        server = f"::ffff:127.0.0.1:{f['server']}"
+        server = f"[::ffff:127.0.0.1]:{f['server']}"
         mine = [(e["raddr_rport"], e["laddr_lport"], e["backlog"]) for e in events if e["comm"] == "kqex-tcpaccept"]
         # The first accept leaves the second connection waiting; the second leaves none.
-        self.assertEqual(mine, [(f"::ffff:127.0.0.1:{f['clients'][0]}", server, "1/8"),
-                                (f"::ffff:127.0.0.1:{f['clients'][1]}", server, "0/8")])
+        self.assertEqual(mine, [(f"[::ffff:127.0.0.1]:{f['clients'][0]}", server, "1/8"),
+                                (f"[::ffff:127.0.0.1]:{f['clients'][1]}", server, "0/8")])
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+kqex-tcpaccept\s+\S+\s+(\d+)\s+\S+\s+(\d+)\s+\S+$")
@@ -90,7 +90,7 @@ server.close()
         subprocess.run([PYTHON, path], check=True, timeout=60)
         time.sleep(0.2)
         f = facts(path)
-        client, server = f"::ffff:127.0.0.1:{f['client']}", f"::ffff:127.0.0.1:{f['server']}"
+        client, server = f"[::ffff:127.0.0.1]:{f['client']}", f"[::ffff:127.0.0.1]:{f['server']}"
         mine = [e for e in kq.events() if e["owner_comm"] == "kqex-tcplife"]
         # The client sent 10 KiB and received 20, the server the other way round; both
         # lived over 200 ms.
@@ -163,11 +163,11 @@ report(port=client.getsockname()[1])
         bt = self.bpftrace("tcpretrans")
         kq = self.kq_session("tcpretrans")
         port = self.syn_dropped()
-        events = [e for e in kq.events() if e["raddr_rport"] == "::ffff:127.0.0.1:4242"]
+        events = [e for e in kq.events() if e["raddr_rport"] == "[::ffff:127.0.0.1]:4242"]
         # Once, at one second (a second retry, 0.5 s later, only if the workload was late).
         self.assertIn(len(events), [1, 2], events)
         self.assertEqual({(e["laddr_lport"], e["state"]) for e in events},
-                         {(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT")}, events)
+                         {(f"[::ffff:127.0.0.1]:{port}", "TCP_SYN_SENT")}, events)
 
         def check(output):
             rows = bpftrace_rows(output, r"\S+\s+\d+\s+(\S+):(\d+)\s+(\S+):4242\s+(\S+)$")
@@ -178,12 +178,12 @@ report(port=client.getsockname()[1])
         bt = self.bpftrace("tcpdrop")
         kq = self.kq_session("tcpdrop")
         port = self.syn_dropped()
-        events = [e for e in kq.events() if e["daddr_dport"] == "::ffff:127.0.0.1:4242"]
+        events = [e for e in kq.events() if e["daddr_dport"] == "[::ffff:127.0.0.1]:4242"]
         # The SYN, dropped as connect() sent it, then its retransmission from the timer (and
         # a second retry, 0.5 s later, only if the workload was late).
         self.assertIn(len(events), [2, 3], events)
         self.assertEqual({(e["saddr_sport"], e["state"], e["reason"]) for e in events},
-                         {(f"::ffff:127.0.0.1:{port}", "TCP_SYN_SENT", "SKB_DROP_REASON_QDISC_DROP")}, events)
+                         {(f"[::ffff:127.0.0.1]:{port}", "TCP_SYN_SENT", "SKB_DROP_REASON_QDISC_DROP")}, events)
         self.assertEqual(events[0]["comm"], "kqex-tcpdrop")
         self.assertIn("tcp_connect", " ".join(events[0]["kstack"]))
         self.assertTrue(all("tcp_retransmit_skb" in " ".join(e["kstack"]) for e in events[1:]), events)

@@ -431,7 +431,8 @@ class RunTimeLengths(harness.KqTestCase):
 
     def test_str_stops_at_the_length(self):
         rows = self.writes("str(buf, count - 1, 512) as text")
-        self.assertEqual([r["text"] for r in rows], ["xx", "x" * 10, "x" * 199, "x" * 512 + "…"])
+        # Past its max, a length keeps max + 1 bytes: the last says the string went on (…).
+        self.assertEqual([r["text"] for r in rows], ["xx", "x" * 10, "x" * 199, "x" * 513 + "…"])
 
 # An XDP program that drops UDP (IPv4's protocol byte, past a 14-byte Ethernet header) and a
 # TC one that drops nothing; kq traces them as `bpf:` probes. The XDP function's name is
