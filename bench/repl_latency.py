@@ -5,9 +5,11 @@ header), measured in the same run. The session keeps the kernel's BTF, the attac
 it found and LLVM set up; each query is forked from it. Then what a pasted line of 16,000
 characters costs the session in CPU until its echo is drawn (it grew with the square of
 the line's length before kq read the line editor's wide line). Then background jobs on
-one place: the first (which attaches the place's site), a second (which takes a slot of it
-and attaches nothing), and how long `stop N` takes for each, the slot's and the last one
-(which detaches the site).
+one place: the first (a query never seen: it compiles, and attaches the place's site), a
+second that asks the same of another value (it takes a slot of the site, attaches nothing,
+and loads the first one's object with its own value: a live site's `where` literals are
+read from .rodata), a third that asks something new there (it compiles, and takes a slot),
+and how long `stop N` takes for a slot's job and for the last one (which detaches the site).
 
     bench/repl_latency.py [build/kq] [RUNS]      (as root)
 """
@@ -94,22 +96,27 @@ def stop_job(s, number):
 
 
 def shared_place(s, runs, label, query, number=0):
-    """`query` % (a job's own tag): two jobs on one place, then each stopped. `number`: the
-    jobs the session has numbered so far; returns it after these."""
-    first, second, stop_slot, stop_last = [], [], [], []
-    nonce = os.getpid()  # texts never seen before: both jobs compile, neither is cached
+    """`query` % (a value its `where` compares, a constant it selects): three jobs on one
+    place, then each stopped. `number`: the jobs the session has numbered so far; returns
+    it after these."""
+    first, second, new, stop_slot, stop_last = [], [], [], [], []
+    nonce = os.getpid()  # never seen before: each round's first and third jobs compile
     for i in range(runs):
-        first.append(start_job(s, number + 1, query % f"{nonce}{i}1"))
-        second.append(start_job(s, number + 2, query % f"{nonce}{i}2"))
-        s.pump(0.2)  # both sessions past their start
-        stop_slot.append(stop_job(s, number + 2))
+        first.append(start_job(s, number + 1, query % (f"{nonce}{i}1", f"{nonce}{i}1")))
+        second.append(start_job(s, number + 2, query % (f"{nonce}{i}2", f"{nonce}{i}1")))
+        new.append(start_job(s, number + 3, query % (f"{nonce}{i}3", f"{nonce}{i}3")))
+        s.pump(0.2)  # every session past its start
+        stop_slot.append(stop_job(s, number + 3))
+        stop_job(s, number + 2)
         s.pump(0.2)
         stop_last.append(stop_job(s, number + 1))
-        number += 2
+        number += 3
     m = statistics.median
-    print(f"two background jobs on {label} (median of {runs}, each compiled): the first starts in "
-          f"{m(first):.1f} ms, the second {m(second):.1f} ms ({m(second) / m(first):.2f}x); "
-          f"the second stops in {m(stop_slot):.1f} ms, the last (detaching) in {m(stop_last):.1f} ms")
+    print(f"background jobs on {label} (median of {runs}): the first (compiled) starts in "
+          f"{m(first):.1f} ms; a second asking the same of another value {m(second):.1f} ms "
+          f"({m(second) / m(first):.2f}x); a third asking something new there (compiled) "
+          f"{m(new):.1f} ms ({m(new) / m(first):.2f}x); a slot's job stops in "
+          f"{m(stop_slot):.1f} ms, the last (detaching) in {m(stop_last):.1f} ms")
     return number
 
 
@@ -123,9 +130,9 @@ def main():
         session.append(in_session(s))
     paste_cpu = paste(s, 16000)
     jobs = shared_place(s, RUNS, "one tracepoint",
-                        'trace tracepoint:sched:sched_process_exec where comm == "kq%s" select comm')
+                        'trace tracepoint:sched:sched_process_exec where comm == "kq%s" select comm, %s')
     shared_place(s, RUNS, "one uprobe",
-                 'trace uprobe:/lib/x86_64-linux-gnu/libc.so.6:getpid where comm == "kq%s" select pid', jobs)
+                 'trace uprobe:/lib/x86_64-linux-gnu/libc.so.6:getpid where comm == "kq%s" select pid, %s', jobs)
     s.enter("quit")
     s.wait_exit()
     s.close()

@@ -18,6 +18,7 @@
 #include "compiler/diag/render.h"
 #include "compiler/ast/visitor.h"
 #include "compiler/lower/disassemble.h"
+#include "compiler/lower/literal_parameters.h"
 #include "compiler/lower/lower.h"
 #include "compiler/parse/literals.h"
 #include "driver/code_pages.h"
@@ -277,9 +278,13 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   // A query run before on this kernel by this kq starts from the object compiled then.
   std::optional<std::string> cache_key;
   std::filesystem::path cache = running_kernel && !dump_only ? objectCacheDirectory() : std::filesystem::path();
+  // A live site's programs read the literals `where` compares from .rodata: the object is
+  // kept by the query's shape, and serves the same question asked of other values.
+  lower::LiteralParameters literals;
+  if (options.live_sites) literals = lower::literalParameters(checked.program, file);
   if (!cache.empty()) {
     // --packet-bytes adds columns the text does not show.
-    std::string text = sources.file(file).text();
+    std::string text = literals.shape(sources.file(file).text());
     if (request.packet_bytes) text += fmt::format("\n# --packet-bytes {}", request.packet_bytes);
     // A program traced by fexit (`bpf:`, packet mode's XDP and TC) attaches by its id; a
     // uprobe's binary may change.
@@ -289,6 +294,9 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   std::optional<lower::CompiledProgram> compiled;
   bool compiled_now = false;  // kept in the cache once attached, off the way to the first event
   if (cache_key) compiled = cachedObject(cache, *cache_key);
+  if (compiled && !literals.empty() && !lower::setLiteralParameters(compiled->object.elf, literals.bytes)) {
+    compiled.reset();
+  }
   if (compiled) {
     renderDiagnostics(diags, sources, io.err, RenderOptions{color});  // sema's warnings, as compiling says them
     if (request.verbose) io.err << "kq: the compiled object was found in " << cache.string() << "\n";
@@ -368,10 +376,15 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
     child->release();
   }
 
-  if (hooks.attached) hooks.attached();
-  if (compiled_now && cache_key && !slots_only) {
+  // Kept once attached, off the way to the first event; but before a live site's job says
+  // it is attached, as the next job (of the same shape, it may be) follows at once.
+  bool keep = compiled_now && cache_key && !slots_only;
+  if (keep && options.live_sites) {
     keepObject(cache, *cache_key, *compiled, queryLimits(checked), querySources(checked, sources));
+    keep = false;
   }
+  if (hooks.attached) hooks.attached();
+  if (keep) keepObject(cache, *cache_key, *compiled, queryLimits(checked), querySources(checked, sources));
 
   engine::SessionOptions session;
   session.queries = queryLimits(checked);

@@ -7,6 +7,7 @@
 #include <llvm/IR/CFG.h>
 
 #include "compiler/ast/compare.h"
+#include "compiler/ast/visitor.h"
 #include "compiler/lower/core_values.h"
 #include "compiler/sema/builtins/builtins.h"
 
@@ -162,6 +163,31 @@ bool readsOnce(const ast::Expr& e, const sema::ExprInfo& ei) {
 
 }  // namespace
 
+const LiteralParameter* ExprLowering::literalParameter(const ast::Expr& e) const {
+  if (!literals_ || (e.kind != ast::ExprKind::Integer && e.kind != ast::ExprKind::String)) return nullptr;
+  return literals_->find(e);
+}
+
+bool ExprLowering::holdsLiteralParameter(const ast::Expr& e) const {
+  if (!literals_) return false;
+  struct Finder : ast::ExprVisitor<Finder> {
+    const ExprLowering* self;
+    bool found = false;
+    void visitInteger(const ast::IntegerLiteral& l) { found = found || self->literalParameter(l); }
+    void visitString(const ast::StringLiteral& l) { found = found || self->literalParameter(l); }
+  } finder;
+  finder.self = this;
+  finder.visit(e);
+  return finder.found;
+}
+
+llvm::Value* ExprLowering::loadLiteralParameter(const LiteralParameter& p, uint32_t width, uint32_t at) {
+  llvm::Value* addr = b_.CreateGEP(b_.getInt8Ty(), literals_global_, b_.getInt64(p.offset + at));
+  // Volatile: LLVM must not fold the value the object was compiled with (another run of it
+  // gives its own); the verifier still reads it as a constant of the frozen .rodata.
+  return b_.CreateAlignedLoad(b_.getIntNTy(8 * width), addr, llvm::Align(width), /*isVolatile=*/true);
+}
+
 const Val* ExprLowering::known(const ast::Expr& e) const {
   const llvm::BasicBlock* here = b_.GetInsertBlock();
   for (const Known& k : known_) {
@@ -175,7 +201,7 @@ const Val* ExprLowering::known(const ast::Expr& e) const {
 Val ExprLowering::value(const ast::Expr& e) {
   // Inside a function's body its parameters differ from one expansion to the next: only
   // what the query itself writes is kept.
-  bool keep = params_.empty() && readsOnce(e, info(e));
+  bool keep = params_.empty() && readsOnce(e, info(e)) && !holdsLiteralParameter(e);
   if (keep) {
     if (const Val* v = known(e)) return *v;
   }
@@ -197,6 +223,7 @@ Val ExprLowering::compute(const ast::Expr& e) {
   }
   switch (isName(e, ei) ? ast::ExprKind::Identifier : e.kind) {
     case ast::ExprKind::Integer:
+      if (const LiteralParameter* p = literalParameter(e)) return Val{loadLiteralParameter(*p, 8, 0), ei.type};
       return Val{b_.getInt64(ast::as<ast::IntegerLiteral>(e).value), ei.type};
     case ast::ExprKind::Bool:
       return Val{b_.getInt64(ast::as<ast::BoolLiteral>(e).value ? 1 : 0), ei.type};

@@ -13,6 +13,7 @@
 #include "compiler/btf/btf.h"
 #include "compiler/lower/core_types.h"
 #include "compiler/lower/frame.h"
+#include "compiler/lower/literal_parameters.h"
 #include "compiler/lower/pt_regs.h"
 #include "compiler/sema/program.h"
 
@@ -250,6 +251,11 @@ class ExprLowering {
   void setKernelBtf(const btf::Btf* btf) { btf_ = btf; }
   /// Where slots come from (the stack up to a budget, then scratch); without one, the stack.
   void setFrame(Frame* frame) { frame_ = frame; }
+  /// A live site's literals, read from `global` in .rodata (literal_parameters.h).
+  void setLiteralParameters(const LiteralParameters* literals, llvm::GlobalVariable* global) {
+    literals_ = literals && !literals->empty() && global ? literals : nullptr;
+    literals_global_ = global;
+  }
   /// Argument `index` of the probe, as a value of `type`.
   Val arg(uint32_t index, const sema::Type* type);
   llvm::Value* i64(uint64_t v) { return b_.getInt64(v); }
@@ -343,6 +349,13 @@ class ExprLowering {
   void at(const ast::Expr& e);
   llvm::Value* toPtr(llvm::Value* v);
   uint32_t sizeOf(const sema::Type* t) const;
+  /// The parameter `e` is, if it is one (setLiteralParameters).
+  const LiteralParameter* literalParameter(const ast::Expr& e) const;
+  /// Whether `e` holds a parameter: its value is not to be kept for another expression
+  /// that looks the same, since another run of the object may give them other values.
+  bool holdsLiteralParameter(const ast::Expr& e) const;
+  /// `width` bytes of parameter `p`, from byte `at` of its value.
+  llvm::Value* loadLiteralParameter(const LiteralParameter& p, uint32_t width, uint32_t at);
 
   BpfModule& module_;
   CoreTypes& core_;
@@ -365,6 +378,8 @@ class ExprLowering {
   std::vector<Known> known_;
   const btf::Btf* btf_ = nullptr;
   Frame* frame_ = nullptr;
+  const LiteralParameters* literals_ = nullptr;
+  llvm::GlobalVariable* literals_global_ = nullptr;
   std::vector<LoweringProblem> problems_;
   /// The expression being lowered, where a problem is reported.
   SourceRange current_;

@@ -57,7 +57,9 @@ ObjectBuilder::ObjectBuilder(const sema::CheckedProgram& checked, const btf::Btf
       source_(sources.file(main_file)),
       main_file_(main_file),
       module_("kq", sources.file(main_file)),
-      core_(module_) {}
+      core_(module_) {
+  if (options.live_sites) literals_ = literalParameters(checked.program, main_file);
+}
 
 uint32_t ObjectBuilder::offsetOf(uint32_t line, uint32_t column) const {
   return source_.offsetOf({line, column});
@@ -166,6 +168,27 @@ llvm::GlobalVariable* ObjectBuilder::targetPid() {
   target_pid_->addDebugInfo(di.createGlobalVariableExpression(module_.unit(), "kq_target_pid", "",
                                                               module_.file(), 0, qualified, false));
   return target_pid_;
+}
+
+llvm::GlobalVariable* ObjectBuilder::literalsGlobal() {
+  if (literals_global_ || literals_.empty()) return literals_global_;
+  llvm::LLVMContext& ctx = module_.context();
+  auto* type = llvm::ArrayType::get(llvm::Type::getInt8Ty(ctx), literals_.bytes.size());
+  std::string name(kLiteralParametersSymbol);
+  literals_global_ = new llvm::GlobalVariable(module_.module(), type, true, llvm::GlobalValue::ExternalLinkage,
+                                              llvm::ConstantDataArray::get(ctx, literals_.bytes), name);
+  literals_global_->setSection(".rodata");
+  literals_global_->setAlignment(llvm::Align(8));
+  llvm::DIBuilder& di = module_.di();
+  auto* byte = di.createQualifiedType(
+      llvm::dwarf::DW_TAG_volatile_type,
+      di.createQualifiedType(llvm::dwarf::DW_TAG_const_type,
+                             di.createBasicType("unsigned char", 8, llvm::dwarf::DW_ATE_unsigned_char)));
+  auto* array = di.createArrayType(8 * literals_.bytes.size(), 64, byte,
+                                   di.getOrCreateArray({di.getOrCreateSubrange(0, literals_.bytes.size())}));
+  literals_global_->addDebugInfo(
+      di.createGlobalVariableExpression(module_.unit(), name, "", module_.file(), 0, array, false));
+  return literals_global_;
 }
 
 llvm::GlobalVariable* ObjectBuilder::scratchMap() {

@@ -14,6 +14,7 @@
 #include "compiler/btf/btf.h"
 #include "compiler/lower/bpf_module.h"
 #include "compiler/lower/core_types.h"
+#include "compiler/lower/literal_parameters.h"
 #include "compiler/lower/lower.h"
 #include "plan/program_plan.h"
 
@@ -55,6 +56,10 @@ class ObjectBuilder {
   /// The traced process id (`-p`), a constant of the object's .rodata: a loader can set it
   /// without compiling again. Read it with a volatile load.
   llvm::GlobalVariable* targetPid();
+  /// A live site's literals (literal_parameters.h), none elsewhere; and the global of the
+  /// object's .rodata that holds them (null when there are none).
+  const LiteralParameters& literals() const { return literals_; }
+  llvm::GlobalVariable* literalsGlobal();
 
   /// Adds a map, and to the plan with what it costs.
   llvm::GlobalVariable* addMap(const MapSpec& spec);
@@ -124,6 +129,8 @@ class ObjectBuilder {
   llvm::GlobalVariable* ring_pace_ = nullptr;
   llvm::GlobalVariable* scratch_ = nullptr;
   llvm::GlobalVariable* target_pid_ = nullptr;
+  LiteralParameters literals_;
+  llvm::GlobalVariable* literals_global_ = nullptr;
   llvm::GlobalVariable* join_counts_ = nullptr;
   uint32_t scratch_entries_ = 1;  // entry 0 is shared (see scratchEntry)
   uint32_t scratch_bytes_ = 0;

@@ -73,6 +73,7 @@ ExprLowering ProgramEmitter::lowering(Program& program, const sema::ExprTable& e
                      program.fn->getSubprogram(), exprs, args, object_.options().string_bytes);
   lower.setFrame(&program.frame);
   lower.setKernelBtf(&object_.btf());
+  lower.setLiteralParameters(&object_.literals(), object_.literalsGlobal());
   return lower;
 }
 

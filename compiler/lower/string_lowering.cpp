@@ -310,6 +310,7 @@ Val ExprLowering::compareStrings(const ast::Binary& bin) {
   llvm::Value* equal = b_.getTrue();
   if (literal) {
     std::string text = ast::as<ast::StringLiteral>(*literal).value;
+    const LiteralParameter* parameter = literalParameter(*literal);
     bool prefix = false;
     if (bin.op == Op::Match && !text.empty() && text.back() == '*') {
       text.pop_back();
@@ -332,7 +333,9 @@ Val ExprLowering::compareStrings(const ast::Binary& bin) {
       llvm::Type* word = b_.getIntNTy(8 * width);
       llvm::Value* c = b_.CreateAlignedLoad(word, b_.CreateGEP(b_.getInt8Ty(), s.v, b_.getInt64(i)),
                                             llvm::Align(width));
-      equal = b_.CreateAnd(equal, b_.CreateICmpEQ(c, llvm::ConstantInt::get(word, want)));
+      // A live site's literal is read from .rodata, the same bytes at the same offsets.
+      llvm::Value* wanted = parameter ? loadLiteralParameter(*parameter, width, i) : llvm::ConstantInt::get(word, want);
+      equal = b_.CreateAnd(equal, b_.CreateICmpEQ(c, wanted));
       i += width;
     }
   } else {

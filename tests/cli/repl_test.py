@@ -443,6 +443,44 @@ class SharedPlaces(ReplTestCase):
                 time.sleep(0.1)
             self.assertEqual(harness.loaded_kq_programs(), [], "kq left BPF programs loaded")
 
+    def test_the_same_question_of_other_values_loads_the_first_object_with_its_own_values(self):
+        # The literals a `where` compares are read from the object's .rodata, so a job that
+        # differs from an earlier one only in them starts from the object that one compiled
+        # (the cache keeps it by the query's shape), given its own values: here the second
+        # job's `uid == 1` must see none of the events that the first's `uid == 0` sees.
+        cache = tempfile.mkdtemp(dir=WORKDIR)
+        objects = os.path.join(cache, "kq", "objects")
+        other = PROGRAM[:-1] + "X"  # as long as PROGRAM: the same shape
+        query = 'trace tracepoint:sched:sched_process_exec where comm == "{}" and uid == {} select comm &'
+        s = self.session(XDG_CACHE_HOME=cache)
+        s.enter(query.format(PROGRAM, 0))
+        s.wait_for(r"^\[1\] trace tracepoint:sched:sched_process_exec")
+        s.wait_prompt()
+        kept = os.listdir(objects)
+        self.assertEqual(len(kept), 1, kept)
+        compiled = os.stat(os.path.join(objects, kept[0])).st_mtime_ns
+        time.sleep(0.05)
+        s.enter(query.format(PROGRAM, 1))
+        s.wait_for(r"^\[2\] trace tracepoint:sched:sched_process_exec")
+        s.wait_prompt()
+        s.enter(query.format(other, 0))
+        s.wait_for(r"^\[3\] trace tracepoint:sched:sched_process_exec")
+        s.wait_prompt()
+        # Both found the first job's object (a hit renews its file's time) and compiled none.
+        self.assertEqual(os.listdir(objects), kept)
+        self.assertGreater(os.stat(os.path.join(objects, kept[0])).st_mtime_ns, compiled)
+        for _ in range(3):
+            run_program()
+        for _ in range(2):
+            run_program(other)
+        self.events_of(s, 1, 3)
+        self.events_of(s, 3, 2)
+        self.events_of(s, 2, 0)
+        self.stop(s, 2, 0)
+        self.stop(s, 3, 2)
+        self.stop(s, 1, 3)
+        self.quit(s)
+
     def test_a_job_that_ends_itself_empties_its_slot(self):
         s = self.session()
         self.start_job(s, 1)

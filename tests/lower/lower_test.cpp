@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/lower/disassemble.h"
+#include "compiler/lower/literal_parameters.h"
 #include "compiler/parse/parse.h"
 #include "plan/live_site.h"
 #include "tests/support/fake_kernel.h"
@@ -222,6 +223,83 @@ TEST_F(LowerTest, AProgramWhoseSiteIsAttachedHasNoDispatcher) {
   // The function, with no site yet, keeps its dispatchers.
   EXPECT_NE(c.bpf.find("_site:  # section fentry/ip_send_skb"), std::string::npos) << c.bpf;
   EXPECT_EQ(asked.size(), c.program->plan.programs.size());
+}
+
+/// The literal parameters of `text` and its shape, as a live site's job has them.
+struct Shaped {
+  LiteralParameters literals;
+  std::string shape;
+};
+
+Shaped shapeOf(const std::string& text) {
+  SourceManager sources;
+  FileId file = sources.add("<input>", text);
+  Diagnostics diags;
+  auto btf = testing::fakeBtf();
+  auto kernel = testing::fakeKernelInfo();
+  auto script = parse::parseScript(sources, file, diags);
+  EXPECT_TRUE(script) << text;
+  if (!script) return {};
+  auto checked = sema::analyze(*script, sources, *btf, *kernel, diags);
+  EXPECT_TRUE(checked) << text;
+  if (!checked) return {};
+  Shaped out{literalParameters(checked->program, file), ""};
+  out.shape = out.literals.shape(text);
+  for (LiteralParameter& p : out.literals.params) p.literal = nullptr;  // the AST goes here
+  return out;
+}
+
+TEST_F(LowerTest, ALiveSitesLiteralsAreReadFromRodataAndSetWhenLoaded) {
+  const std::string query =
+      "trace tracepoint:net:net_dev_xmit() where skb->len > 100 and comm == \"nginx\" select skb->len";
+  LowerOptions options;
+  options.live_sites = true;
+  Compiled live = compile(query, options);
+  ASSERT_TRUE(live.program);
+  Compiled fixed = compile(query);
+  ASSERT_TRUE(fixed.program);
+  // Compiled in where it is not a live site; read from .rodata where it is.
+  const std::string section = "tp_btf/net_dev_xmit";
+  EXPECT_NE(program(fixed.bpf, section).find("> 100 goto"), std::string::npos) << fixed.bpf;
+  EXPECT_EQ(program(live.bpf, section).find("100 goto"), std::string::npos) << live.bpf;
+
+  Shaped shaped = shapeOf(query);
+  ASSERT_EQ(shaped.literals.params.size(), 2u);
+  EXPECT_EQ(shaped.literals.params[0].offset, 0u);
+  EXPECT_EQ(shaped.literals.params[0].size, 8u);
+  EXPECT_EQ(shaped.literals.params[1].offset, 8u);
+  EXPECT_EQ(shaped.literals.params[1].size, 8u);  // "nginx", its NUL, to a word
+  std::vector<uint8_t> want = {100, 0, 0, 0, 0, 0, 0, 0, 'n', 'g', 'i', 'n', 'x', 0, 0, 0};
+  EXPECT_EQ(shaped.literals.bytes, want);
+
+  // A run with other values writes them over the object's, and nothing of another size.
+  std::vector<char> elf = live.program->object.elf;
+  std::vector<uint8_t> other = {200, 0, 0, 0, 0, 0, 0, 0, 'r', 'e', 'd', 'i', 's', 0, 0, 0};
+  EXPECT_TRUE(setLiteralParameters(elf, other));
+  EXPECT_NE(elf, live.program->object.elf);
+  std::vector<char> written(other.begin(), other.end());
+  EXPECT_NE(std::search(elf.begin(), elf.end(), written.begin(), written.end()), elf.end());
+  EXPECT_FALSE(setLiteralParameters(elf, std::vector<uint8_t>(8, 0)));
+  std::vector<char> plain = fixed.program->object.elf;
+  EXPECT_FALSE(setLiteralParameters(plain, other));
+}
+
+TEST_F(LowerTest, AQuerysShapeIsItsTextButTheValuesItsWhereCompares) {
+  auto shape = [](const std::string& where) {
+    return shapeOf("trace tracepoint:net:net_dev_xmit() where " + where + " select skb->len").shape;
+  };
+  EXPECT_EQ(shape("skb->len > 100 and comm == \"nginx\""), shape("skb->len > 200 and comm == \"redis\""));
+  // A string of another length is compared in other words; an integer's spelling is text.
+  EXPECT_NE(shape("comm == \"nginx\""), shape("comm == \"nginx2\""));
+  EXPECT_NE(shape("comm ~ \"ngin*\""), shape("comm ~ \"nginx\""));
+  EXPECT_NE(shape("skb->len > 100"), shape("skb->len > 1000"));
+  // Equal values may be read once: an object is for values equal where its own were.
+  EXPECT_NE(shape("skb->len > 5 or skb->len == 5"), shape("skb->len > 5 or skb->len == 6"));
+  EXPECT_EQ(shape("skb->len > 5 or skb->len == 5"), shape("skb->len > 7 or skb->len == 7"));
+  // Only comparisons in `where` with a value of the event: not what is selected, not a
+  // comparison of two constants.
+  EXPECT_EQ(shapeOf("trace tracepoint:net:net_dev_xmit() select skb->len == 100").literals.params.size(), 0u);
+  EXPECT_EQ(shapeOf("trace tracepoint:net:net_dev_xmit() where 1 == 1 select skb->len").literals.params.size(), 0u);
 }
 
 TEST_F(LowerTest, InstructionsMapBackToKqSource) {
