@@ -23,6 +23,7 @@ void warmUp(const driver::Request& request, driver::KernelEnvironment& env, engi
       (void)kernel.missing(h, use);
     }
   }
+  env.btf->indexAll();  // each query's check would build its parts, and each job its own
   SourceManager sources;
   FileId file = sources.add("<warm-up>", "trace interval 1s select comm, count()\n");
   Diagnostics diags;

@@ -338,9 +338,9 @@ const Btf::Index& Btf::index(uint8_t part) const {
   if (!index_) {
     index_ = std::make_unique<Index>();
   }
-  if (!(index_->built & part)) {
-    for (const BtfFile& f : files_) buildIndex(f, part);
-    index_->built |= part;
+  if (uint8_t missing = part & ~index_->built) {
+    for (const BtfFile& f : files_) buildIndex(f, missing);
+    index_->built |= missing;
   }
   return *index_;
 }

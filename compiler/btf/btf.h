@@ -147,6 +147,10 @@ class Btf {
   /// prototype of `btf_trace_<event>` named as its template's handler (tracepoints.cpp).
   std::optional<Function> findTracepointHandler(std::string_view event) const;
 
+  /// Builds every part of the name index now, which lookups otherwise build as they need
+  /// it: a long-lived session does it before its first query, and what it forks shares it.
+  void indexAll() const { (void)index(kFunctions | kTypes | kEnumerators); }
+
   const BtfFile& vmlinux() const { return files_.front(); }
   /// Marks this BTF as a C header's types (BtfFile::user_space).
   void markUserSpace() { files_.front().user_space = true; }
