@@ -528,19 +528,26 @@ void ProbePlanner::lowerClassicSyscall(const ProbeUnit& p, const std::string& na
 
 void ProbePlanner::lowerEventGlob(const ProbeUnit& p) {
   // One classic tracepoint program per match, each with its own layout so that every line
-  // names the event it came from; the glob's builtins are all its queries can use.
+  // names the event it came from; its queries read the glob's builtins and the fields
+  // every match has alike (sema's format of them).
   plan::ProgramPlan& plan = object_.plan();
   uint32_t group = object_.newGroup(p.target.description);
   for (const std::string& event : p.target.events) {
     std::string category = event.substr(0, event.find(':'));
     std::string name = event.substr(event.find(':') + 1);
     plan::ProbeLayout layout = plan.layout.probes[p.id];
+    // Named as written: `tracepoint:syscalls:sys_exit_mmap`, or `syscall:mmap` for `syscall:*`.
     layout.name = "tracepoint:" + event;
-    if (category == "syscalls") layout.name = "syscall:" + name.substr(std::string("sys_enter_").size());
+    if (category == "syscalls" && std::holds_alternative<ast::SyscallTarget>(p.target.target->kind)) {
+      for (std::string_view prefix : {"sys_enter_", "sys_exit_"}) {
+        if (name.rfind(prefix, 0) == 0) layout.name = "syscall:" + name.substr(prefix.size());
+      }
+    }
     ProbeUnit one = p;
     one.id = static_cast<uint32_t>(plan.layout.probes.size());
     plan.layout.probes.push_back(layout);
-    ArgAccess args{ArgAccess::Kind::None};
+    ArgAccess args{p.target.format ? ArgAccess::Kind::TracepointRecord : ArgAccess::Kind::None};
+    if (p.target.format) args.format = &*p.target.format;
     args.probe = layout.name;
     std::string target = category + "/" + name;
     emitter_.emitMain(one, site("tracepoint/" + target, Attach::Tracepoint, target, group, 0, args));

@@ -253,6 +253,7 @@ void resolveJoins(Context& ctx, ResolvedQuery& query) {
       if (rt) resolved.probe.chain.push_back(std::move(*rt));
     }
     if (!resolved_all) resolved.probe.chain.clear();
+    if (!resolved.probe.chain.empty() && firesAtReturn(resolved.probe.chain.back())) resolved.probe.at_exit = true;
   }
 }
 

@@ -228,9 +228,19 @@ ExprInfo ExprChecker::returnValue(const ast::Expr& e) {
     return info;
   }
   if (!scope_.target->return_type) {
-    report(DiagKind::NotAvailableHere, e.range,
-           fmt::format("{} has no return value", scope_.target->description))
-        .note("functions, syscalls and uprobes return values; tracepoints do not");
+    Diagnostic& d = report(DiagKind::NotAvailableHere, e.range,
+                           fmt::format("{} has no return value", scope_.target->description));
+    // A system call's exit tracepoint records its return as the field `ret`.
+    bool has_ret = std::any_of(scope_.target->args.begin(), scope_.target->args.end(),
+                               [](const ProbeArg& a) { return a.name == "ret"; }) ||
+                   std::any_of(scope_.target->record_fields.begin(), scope_.target->record_fields.end(),
+                               [](const ProbeArg& a) { return a.name == "ret"; });
+    if (has_ret) {
+      d.note("its record's field `ret` is the call's return value; or trace `syscall:NAME` and "
+             "select `return`");
+    } else {
+      d.note("functions, syscalls and uprobes return values; tracepoints do not");
+    }
     info.type = error();
     return info;
   }

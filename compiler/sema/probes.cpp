@@ -11,6 +11,7 @@
 #include "host/binary_path.h"
 #include "host/elf_symbols.h"
 #include "host/usdt.h"
+#include "compiler/sema/builtins/builtins.h"
 #include "host/syscall_numbers.h"
 #include "compiler/sema/context.h"
 #include "compiler/sema/record_formats.h"
@@ -231,6 +232,43 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
   return out;
 }
 
+/// The record fields that each of `events` (`category:event`) has at the same place, with
+/// the same type: a glob's queries read them as a single tracepoint's (`ret` of
+/// `syscalls:sys_exit_*`, `dev` and `sector` of `block:block_rq_*`). A system call's
+/// number (`__syscall_nr`) is the call's own, not a field of its queries; and a field named
+/// like a builtin (`comm`, `pid`) leaves the builtin what it is in every other glob.
+host::TracepointFormat commonFields(Context& ctx, const std::vector<std::string>& events) {
+  const auto& builtins = builtinVariables();
+  auto builtin = [&](const std::string& name) {
+    return std::any_of(builtins.begin(), builtins.end(), [&](const BuiltinVariable& b) { return b.name == name; });
+  };
+  host::TracepointFormat common;
+  bool first = true;
+  for (const std::string& e : events) {
+    size_t colon = e.find(':');
+    auto format = ctx.kernel.tracepointFormat(e.substr(0, colon), e.substr(colon + 1));
+    if (!format) return {};
+    if (first) {
+      for (const host::TracepointField& f : format->fields) {
+        if (f.name != "__syscall_nr" && !builtin(f.name)) common.fields.push_back(f);
+      }
+      first = false;
+      continue;
+    }
+    auto same = [&](const host::TracepointField& f) {
+      return std::any_of(format->fields.begin(), format->fields.end(), [&](const host::TracepointField& g) {
+        return g.name == f.name && g.type == f.type && g.offset == f.offset && g.size == f.size &&
+               g.is_signed == f.is_signed;
+      });
+    };
+    common.fields.erase(std::remove_if(common.fields.begin(), common.fields.end(),
+                                       [&](const host::TracepointField& f) { return !same(f); }),
+                        common.fields.end());
+    if (common.fields.empty()) break;
+  }
+  return common;
+}
+
 /// A glob's matches (`category:event`) when every one is a syscall's entry that kq has a
 /// number for: each entry's name (`tracepoint:syscalls:sys_enter_openat`, with `prefix`), by
 /// number, so that one raw_syscalls program serves them all (`probe` looks the number up).
@@ -342,7 +380,17 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
       out.category.clear();
       out.attach = {{AttachKind::Tracepoint, Known::Yes, ""}};
       out.syscall_names = syscallEntryNames(out.events, false, out.description);
-      return out;  // a glob over events: only builtins are in scope
+      // A glob over events: the builtins, and the fields every event's record has alike
+      // (`ret` of `syscalls:sys_exit_*`), unless one program serves every call.
+      if (!out.syscall_names) {
+        out.format = commonFields(ctx, out.events);
+        uint32_t i = 0;
+        for (const host::TracepointField& field : out.format->fields) {
+          out.args.push_back({field.name, typeFromCString(ctx, field.type, field.size, field.is_signed), i++});
+        }
+        if (out.args.empty()) out.format.reset();
+      }
+      return out;
     }
     out.event = events.front();
     out.category = out.events.front().substr(0, out.events.front().find(':'));

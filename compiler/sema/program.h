@@ -153,6 +153,12 @@ struct ResolvedTarget {
   std::string description;
 };
 
+/// Whether `target` fires only as its function returns (`uretprobe:`): its query runs at the
+/// exit whether or not it reads `return`.
+inline bool firesAtReturn(const ResolvedTarget& target) {
+  return !target.attach.empty() && target.attach.front().kind == AttachKind::Uretprobe;
+}
+
 /// What an identifier or call turned out to be.
 enum class Ref : uint8_t {
   None, Arg, Param, Builtin, Let, Enumerator, Property, Fn, BuiltinFunction, Return,

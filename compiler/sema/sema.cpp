@@ -135,6 +135,7 @@ void resolveProbes(Context& ctx, Program& program) {
         if (rt) rp.chain.push_back(std::move(*rt));
       }
       if (!resolved_all) rp.chain.clear();  // checked no further
+      if (!rp.chain.empty() && firesAtReturn(rp.chain.back())) rp.at_exit = true;
       resolved.probes.push_back(std::move(rp));
     }
     resolveJoins(ctx, resolved);

@@ -584,6 +584,35 @@ class Recursion(harness.KqTestCase):
         self.assertEqual([json.loads(line)["retval"] for line in out.splitlines() if '"retval"' in line],
                          [0, 1, 2, 3], out)
 
+    def test_a_uretprobe_fires_as_its_function_returns_without_reading_return(self):
+        # nap(30) and nap(40) sleep: each return is that long after its call, whether the
+        # query reads `return` or not (a uretprobe that reads nothing of the exit was
+        # attached at the entry).
+        binary = os.path.join(WORKDIR, "nap")
+        subprocess.run(["gcc", "-O1", "-fno-inline", "-o", binary, NAP], check=True)
+        status, out, err = kq("-f", "json", "-e", f"trace uprobe:{binary}:nap as enter select time\n"
+                              f"trace uretprobe:{binary}:nap as leave select time", "-c", binary)
+        self.assertEqual(status, 0, err)
+        events = [json.loads(line) for line in out.splitlines() if '"query_name"' in line]
+        entries = [e["time_ns"] for e in events if e["query_name"] == "enter"]
+        exits = [e["time_ns"] for e in events if e["query_name"] == "leave"]
+        self.assertEqual(len(entries), 2, out)
+        self.assertEqual(len(exits), 2, out)
+        naps = [(leave - enter) / 1e6 for enter, leave in zip(entries, exits)]
+        self.assertGreaterEqual(naps[0], 30, naps)
+        self.assertGreaterEqual(naps[1], 40, naps)
+
+
+NAP = harness.write_file(WORKDIR, "nap.c", r"""
+#include <time.h>
+__attribute__((noinline)) int nap(int ms) {
+  struct timespec t = {0, ms * 1000000L};
+  nanosleep(&t, 0);
+  return ms;
+}
+int main(void) { return nap(30) + nap(40) == 70 ? 0 : 1; }
+""")
+
 
 if __name__ == "__main__":
     harness.main(sys.argv)

@@ -396,6 +396,16 @@ class FakeKernelInfo : public host::KernelInfo {
        {{"kfree_skb",
          format(1500, "\tfield:void * skbaddr;\toffset:8;\tsize:8;\tsigned:0;\n"
                       "\tfield:enum skb_drop_reason reason;\toffset:24;\tsize:4;\tsigned:0;\n")}}},
+      // Two records alike at their start (`dev`, `sector`), unlike after it.
+      {"block",
+       {{"block_rq_issue",
+         format(1200, "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n"
+                      "\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n"
+                      "\tfield:unsigned int bytes;\toffset:28;\tsize:4;\tsigned:0;\n")},
+        {"block_rq_complete",
+         format(1201, "\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n"
+                      "\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n"
+                      "\tfield:int error;\toffset:28;\tsize:4;\tsigned:1;\n")}}},
       {"sched",
        {{"sched_process_exec",
          format(300, "\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;\n"
