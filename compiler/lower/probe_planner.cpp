@@ -532,7 +532,8 @@ void ProbePlanner::lowerEventGlob(const ProbeUnit& p) {
   // every match has alike (sema's format of them).
   plan::ProgramPlan& plan = object_.plan();
   uint32_t group = object_.newGroup(p.target.description);
-  for (const std::string& event : p.target.events) {
+  for (size_t i = 0; i < p.target.events.size(); ++i) {
+    const std::string& event = p.target.events[i];
     std::string category = event.substr(0, event.find(':'));
     std::string name = event.substr(event.find(':') + 1);
     plan::ProbeLayout layout = plan.layout.probes[p.id];
@@ -549,6 +550,7 @@ void ProbePlanner::lowerEventGlob(const ProbeUnit& p) {
     ArgAccess args{p.target.format ? ArgAccess::Kind::TracepointRecord : ArgAccess::Kind::None};
     if (p.target.format) args.format = &*p.target.format;
     args.probe = layout.name;
+    if (p.target.event_names) args.probe_key = static_cast<uint32_t>(i);
     std::string target = category + "/" + name;
     emitter_.emitMain(one, site("tracepoint/" + target, Attach::Tracepoint, target, group, 0, args));
   }

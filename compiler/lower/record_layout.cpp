@@ -369,14 +369,15 @@ std::vector<Field> recordFields(const sema::ResolvedQuery& query, const sema::Re
     addField(fields, Field{std::move(f), &e, 0, type});
   }
   if (packet) addPacketFields(fields, target, options);
-  if (target.syscall_names && !query.aggregates) {
-    // Which of a glob's calls the record is of: its number, named by the glob's table.
+  if (target.probeNames() && !query.aggregates) {
+    // Which of a glob's matches the record is of: a call's number or the match's
+    // position, named by the glob's table.
     Field name;
     name.layout.name = "probe";
     name.layout.kind = FieldKind::Table;
     name.layout.size = 8;
     name.layout.hidden = true;
-    name.layout.names = target.syscall_names->names;
+    name.layout.names = target.probeNames()->names;
     name.probe_name = true;
     fields.push_back(std::move(name));
   }

@@ -77,9 +77,9 @@ ExprInfo ExprChecker::identifier(const ast::Identifier& id) {
       return info;
     }
     checkNeeds(builtins[i], id);
-    // A syscall glob's `probe`: the call's number, named by the glob's table.
-    if (builtins[i].id == BuiltinVar::Probe && scope_.target && scope_.target->syscall_names) {
-      info.table = scope_.target->syscall_names;
+    // A glob's `probe`: the call's number, or the match's position, named by the glob's table.
+    if (builtins[i].id == BuiltinVar::Probe && scope_.target && scope_.target->probeNames()) {
+      info.table = scope_.target->probeNames();
     }
     return info;
   }

@@ -232,6 +232,24 @@ std::optional<ResolvedTarget> resolveFunction(Context& ctx, const ast::Target& t
   return out;
 }
 
+/// `probe` of a glob over classic tracepoints: each match's name, by its position.
+std::shared_ptr<const LookupTable> eventNames(const std::vector<std::string>& events, bool as_syscalls,
+                                              const std::string& origin) {
+  auto names = std::make_shared<LookupTable>();
+  for (size_t i = 0; i < events.size(); ++i) {
+    const std::string& e = events[i];
+    std::string name = "tracepoint:" + e;
+    if (as_syscalls) {
+      for (std::string_view prefix : {"syscalls:sys_enter_", "syscalls:sys_exit_"}) {
+        if (e.rfind(prefix, 0) == 0) name = "syscall:" + e.substr(prefix.size());
+      }
+    }
+    names->names.emplace(static_cast<int64_t>(i), std::move(name));
+  }
+  names->origin = origin;
+  return names;
+}
+
 /// The record fields that each of `events` (`category:event`) has at the same place, with
 /// the same type: a glob's queries read them as a single tracepoint's (`ret` of
 /// `syscalls:sys_exit_*`, `dev` and `sector` of `block:block_rq_*`). A system call's
@@ -383,6 +401,7 @@ std::optional<ResolvedTarget> resolveTracepoint(Context& ctx, const ast::Tracepo
       // A glob over events: the builtins, and the fields every event's record has alike
       // (`ret` of `syscalls:sys_exit_*`), unless one program serves every call.
       if (!out.syscall_names) {
+        out.event_names = eventNames(out.events, false, out.description);
         out.format = commonFields(ctx, out.events);
         uint32_t i = 0;
         for (const host::TracepointField& field : out.format->fields) {
@@ -490,6 +509,7 @@ std::optional<ResolvedTarget> resolveSyscall(Context& ctx, const ast::SyscallTar
     out.description += fmt::format(" ({} syscalls)", matched.size());
     for (const std::string& m : matched) out.events.push_back("syscalls:sys_enter_" + m);
     out.syscall_names = syscallEntryNames(out.events, true, out.description);
+    if (!out.syscall_names) out.event_names = eventNames(out.events, true, out.description);
     return out;
   }
   out.event = "sys_enter_" + matched.front();

@@ -117,6 +117,13 @@ struct ResolvedTarget {
   /// name `probe` has for each (`syscall:openat`), by number. `probe` is then a lookup of
   /// the call's number in it, so that one raw_syscalls program can serve them all.
   std::shared_ptr<const LookupTable> syscall_names;
+  /// A glob of tracepoints (or of syscalls kq cannot number), a classic tracepoint program
+  /// each: the name `probe` has for each match, by its position in `events`. `probe` is then
+  /// that position, a constant of each match's program, named by this table: a table's key
+  /// of 8 bytes, not a string of 256.
+  std::shared_ptr<const LookupTable> event_names;
+  /// The table `probe` is a lookup in, if it is one.
+  const std::shared_ptr<const LookupTable>& probeNames() const { return syscall_names ? syscall_names : event_names; }
   std::string binary;                              // uprobe
   /// `software:`/`hardware:`: the event (host/perf_events.h) and how often the program
   /// runs: every `perf_period` events, or `perf_frequency_hz` times a second.

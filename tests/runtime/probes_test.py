@@ -602,6 +602,18 @@ class Recursion(harness.KqTestCase):
         self.assertGreaterEqual(naps[0], 30, naps)
         self.assertGreaterEqual(naps[1], 40, naps)
 
+    def test_a_glob_of_syscall_exits_names_each_and_reads_its_ret(self):
+        # nap sleeps twice through clock_nanosleep: a glob of two exit tracepoints names
+        # each as written and reads the `ret` both records have.
+        binary = os.path.join(WORKDIR, "nap")
+        subprocess.run(["gcc", "-O1", "-fno-inline", "-o", binary, NAP], check=True)
+        status, out, err = kq("-f", "json", "trace tracepoint:syscalls:sys_exit_*nanosleep where comm == \"nap\" "
+                              "group by probe select count(), max(ret)", "-c", binary)
+        self.assertEqual(status, 0, err)
+        rows = [row for line in out.splitlines() if '"rows"' in line for row in json.loads(line)["rows"]]
+        self.assertEqual(rows, [{"probe": "tracepoint:syscalls:sys_exit_clock_nanosleep", "count()": 2,
+                                 "max(ret)": 0}], out)
+
 
 NAP = harness.write_file(WORKDIR, "nap.c", r"""
 #include <time.h>
