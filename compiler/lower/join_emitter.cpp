@@ -41,17 +41,40 @@ bool bodyReadsJoined(const sema::ExprTable& body) {
 }
 
 /// Whether an expression reads a joined event (`s.time`), itself or through a `fn` it uses.
+/// Any node may be one: sema makes a whole expression of the joined side alone (`s.fd ==
+/// 0`) a value the join keeps, and its parts are then not the query's.
 class ReadsJoined : public ast::ExprVisitor<ReadsJoined> {
  public:
   explicit ReadsJoined(const sema::ExprTable& exprs) : exprs_(exprs) {}
   bool found = false;
 
   void visitIdentifier(const ast::Identifier& id) { check(id); }
+  void visitReturnValue(const ast::ReturnValue& r) { check(r); }
   void visitMember(const ast::Member& m) {
     check(m);
     visitChildren(m);
   }
   void visitCall(const ast::Call& c) {
+    check(c);
+    visitChildren(c);
+  }
+  void visitIndex(const ast::Index& i) {
+    check(i);
+    visitChildren(i);
+  }
+  void visitUnary(const ast::Unary& u) {
+    check(u);
+    visitChildren(u);
+  }
+  void visitBinary(const ast::Binary& b) {
+    check(b);
+    visitChildren(b);
+  }
+  void visitConditional(const ast::Conditional& c) {
+    check(c);
+    visitChildren(c);
+  }
+  void visitCast(const ast::Cast& c) {
     check(c);
     visitChildren(c);
   }

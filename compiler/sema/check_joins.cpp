@@ -85,7 +85,11 @@ class SideOf {
         return of(*ast::as<ast::Unary>(e).operand);
       case ast::ExprKind::Binary: {
         const auto& b = ast::as<ast::Binary>(e);
-        return combine(of(*b.lhs), of(*b.rhs));
+        int joined = combine(of(*b.lhs), of(*b.rhs));
+        // `s.fd == 0 and s.count > 0` is kept as its two comparisons: an `and` or `or`
+        // branches, which a join's keeping program does not lower as a value of its own.
+        if ((b.op == ast::BinaryOp::And || b.op == ast::BinaryOp::Or) && joined != kNoSide) return kMainSide;
+        return joined;
       }
       case ast::ExprKind::Conditional: {
         const auto& c = ast::as<ast::Conditional>(e);

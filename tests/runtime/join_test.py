@@ -101,6 +101,18 @@ class Joins(harness.KqTestCase):
         counts = summary_counts(err, "s")
         self.assertEqual((counts.get("matched"), counts.get("without a match", 0)), (5, 0), err)
 
+    def test_a_where_on_joined_values_alone(self):
+        # dd reads its standard input 7 times (and other files as it starts): the query's
+        # `where` reads only what the join kept of each read's entry, alone and combined.
+        for where in ("s.fd == 0", "s.fd == 0 and s.count > 0"):
+            status, out, err = kq("-f", "json", "trace tracepoint:syscalls:sys_exit_read join "
+                                  "tracepoint:syscalls:sys_enter_read as s on tid "
+                                  f"where comm == \"dd\" and {where} select count()",
+                                  "-c", "sh -c 'dd bs=1 count=7 status=none < /dev/zero > /dev/null'")
+            self.assertEqual(status, 0, err)
+            rows = [row for line in out.splitlines() if '"rows"' in line for row in json.loads(line)["rows"]]
+            self.assertEqual(rows, [{"count()": 7}], (where, out, err))
+
     def test_sleep_latency_histogram(self):
         status, out, err = kq(SLEEP_JOIN + "where comm == \"kqsleeper\" select count(), hist(time - s.time)",
                               "-c", f"python3 {SLEEPER}")
