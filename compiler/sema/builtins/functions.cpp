@@ -1,5 +1,6 @@
 // Builtin functions that turn values into text: str, hex, ntop, ksym, usym, errno, fmt; and
 // kaddr, ksym's inverse: a kernel symbol's address.
+#include <cstring>
 #include "compiler/sema/builtins/builtins.h"
 
 #include <fmt/format.h>
@@ -98,6 +99,34 @@ const Type* checkFmt(BuiltinCall& c) {
   if (c.call.args[0]->kind != ast::ExprKind::String) {
     c.diags.report(DiagKind::TypeMismatch, c.call.args[0]->range,
                    "`fmt` needs its format as a string literal");
+    return c.types.error();
+  }
+  // Each conversion takes the next argument (engine/decoder.cpp formats them): they must be
+  // ones it knows, as many as there are arguments.
+  const std::string& format = ast::as<ast::StringLiteral>(*c.call.args[0]).value;
+  size_t conversions = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') continue;
+    size_t j = i + 1;
+    while (j < format.size() && std::strchr("-+ #0123456789.l", format[j])) ++j;
+    if (j == format.size() || (format[j] != '%' && !std::strchr("diuxXocs", format[j]))) {
+      std::string seen = format.substr(i, j + 1 - i);
+      c.diags.report(DiagKind::TypeMismatch, c.call.args[0]->range,
+                     j == format.size() ? fmt::format("`{}` ends the format without a conversion", seen)
+                                        : fmt::format("`{}` is no conversion `fmt` knows", seen))
+          .note("`fmt` converts with %d, %i, %u, %x, %X, %o, %c and %s (flags and widths as C's "
+                "printf: `%-8s`, `%08x`); `%%` is a percent sign");
+      return c.types.error();
+    }
+    if (format[j] != '%') ++conversions;
+    i = j;
+  }
+  size_t given = c.call.args.size() - 1;
+  if (conversions != given) {
+    c.diags.report(DiagKind::WrongArgumentCount, c.call.range,
+                   fmt::format("the format has {} conversion{} and {} argument{} follow{} it", conversions,
+                               conversions == 1 ? "" : "s", given, given == 1 ? "" : "s", given == 1 ? "s" : ""))
+        .note("each conversion (`%d`, `%s`, ...) prints the next argument; `%%` is a percent sign");
     return c.types.error();
   }
   return c.types.string();
