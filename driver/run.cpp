@@ -174,8 +174,24 @@ void reportRejection(const runtime::VerifierRejection& rejection, const std::vec
 
 std::optional<uint64_t> sessionDuration(const Request& request, Io& io) {
   if (request.duration.empty()) return 0;
-  auto parsed = parse::decodeNumber(request.duration);
+  // `2.5s` as well as `2500ms`: a fraction of the unit, to the nanosecond.
+  std::string whole = request.duration;
+  uint64_t fraction_ns = 0;
+  if (size_t dot = whole.find('.'); dot != std::string::npos) {
+    size_t unit = whole.find_first_not_of("0123456789", dot + 1);
+    std::string digits = whole.substr(dot + 1, unit == std::string::npos ? std::string::npos : unit - dot - 1);
+    auto one = parse::decodeNumber("1" + (unit == std::string::npos ? std::string() : whole.substr(unit)));
+    auto* per = std::get_if<parse::DecodedNumber>(&one);
+    if (!digits.empty() && digits.size() <= 9 && dot > 0 && per && per->unit == ast::NumberUnit::Nanoseconds) {
+      uint64_t scale = 1;
+      for (size_t i = 0; i < digits.size(); ++i) scale *= 10;
+      fraction_ns = static_cast<uint64_t>((static_cast<unsigned __int128>(std::stoull(digits)) * per->value) / scale);
+      whole = whole.substr(0, dot) + whole.substr(unit);
+    }
+  }
+  auto parsed = parse::decodeNumber(whole);
   auto* n = std::get_if<parse::DecodedNumber>(&parsed);
+  if (n && n->unit == ast::NumberUnit::Nanoseconds) n->value += fraction_ns;
   if (!n || n->unit != ast::NumberUnit::Nanoseconds || n->value == 0) {
     io.err << fmt::format("kq: error: --duration takes a duration like `10s`, not `{}`\n",
                           request.duration);

@@ -448,7 +448,9 @@ class HostileInput(unittest.TestCase):
 
     def test_empty_command_duration_and_pid_zero_are_usage_errors(self):
         for args, message in [(["-c", ""], "-c needs a value"), (["-d", ""], "-d needs a value"),
-                              (["-p", "0"], "-p needs a process id; 0 is not one")]:
+                              (["-p", "0"], "-p needs a process id; 0 is not one"),
+                              (["-p", str(os.getpid()), "-c", "true"], "give one of them"),
+                              (["-d", "2.x5s"], "takes a duration like `10s`")]:
             status, out, err = kq("trace syscall:openat", *args)
             self.assertEqual(status, 2, err)
             self.assertIn(message, err)
@@ -456,6 +458,10 @@ class HostileInput(unittest.TestCase):
     def test_empty_input(self):
         status, _, err = kq("check", "-e", "")
         self.assertEqual(status, 1)
+        self.assertIn("[EmptyInput]", err)
+        # A script's empty variable as the query: said so, not the help.
+        status, _, err = kq("")
+        self.assertEqual(status, 1, err)
         self.assertIn("[EmptyInput]", err)
         self.check_file(b"", "EmptyInput")
 

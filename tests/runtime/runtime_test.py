@@ -1024,6 +1024,15 @@ for nr in {sorted(here.values())}:
         self.assertEqual(status, 1, err)
         self.assertIn("no process has PID 4294967295", err)
 
+    def test_a_duration_in_a_fraction_of_its_unit(self):
+        # `-d 0.4s` (bpftrace's habit, and a shell's arithmetic) ends the session that soon.
+        start = time.monotonic()
+        status, out, err = kq("trace syscall:getppid select count()", "-d", "0.4s")
+        took = time.monotonic() - start
+        self.assertEqual(status, 0, err)
+        self.assertGreaterEqual(took, 0.4, err)
+        self.assertLess(took, 5, err)
+
     def test_durations_of_2_to_the_63_ns_or_more_do_not_wrap(self):
         start = time.monotonic()
         status, out, err = kq("trace syscall:read select pid for 2562048h", "-d", "1s",

@@ -416,6 +416,10 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
     ::close(fd);
   }
   std::optional<std::pair<std::string, std::string>> piped;
+  // `kq ''` (a script's empty variable) is an empty query, as `kq -e ''` is: said so.
+  if (!request.expression && request.input.empty() && app.get_option("input")->count() > 0) {
+    request.expression = std::string();
+  }
   if (!request.expression && request.input.empty()) {
     // No query: at a terminal (or with --repl), an interactive session; otherwise a script
     // on standard input (`echo 'trace ...' | kq`), run like a script file.
@@ -441,6 +445,10 @@ int run(const std::vector<std::string>& args, driver::Io& io) {
   if (givenEmpty("-c", request.command) || givenEmpty("-d", request.duration)) return 2;
   if (app.get_option("-p")->count() > 0 && request.pid == 0) {
     io.err << "kq: error: -p needs a process id; 0 is not one\n";
+    return 2;
+  }
+  if (app.get_option("-p")->count() > 0 && !request.command.empty()) {
+    io.err << "kq: error: -p traces a process that runs, -c one that kq starts: give one of them\n";
     return 2;
   }
   if (!request.buffer.empty() && !driver::ringBufferBytes(request.buffer)) {
