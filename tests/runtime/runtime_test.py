@@ -1674,12 +1674,20 @@ os.waitpid(pid, 0)
         shutil.copy("/bin/cat", cat)
         proc = subprocess.Popen([harness.KQ, "--repl"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
+        # The session reads `quit` once the query has its one event: cat runs until then,
+        # however long the query takes to attach (under a sanitizer, seconds).
         proc.stdin.write(b'let name = "kqreplcat"\n'
-                         b'trace syscall:openat where comm == name select str(filename) limit 1\n')
+                         b'trace syscall:openat where comm == name select str(filename) limit 1\n'
+                         b'quit\n')
         proc.stdin.flush()
-        time.sleep(1.5)  # attached by now
-        subprocess.run([cat, "/etc/hostname"], stdout=subprocess.DEVNULL)
-        out, err = proc.communicate(b"quit\n", timeout=30)
+        scale = float(os.environ.get("KQ_TEST_TIMEOUT_SCALE", "1"))
+        deadline = time.monotonic() + 30 * scale
+        while proc.poll() is None and time.monotonic() < deadline:
+            subprocess.run([cat, "/etc/hostname"], stdout=subprocess.DEVNULL)
+            time.sleep(0.2)
+        if proc.poll() is None:
+            proc.kill()
+        out, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 0, err)
         self.assertIn("kqreplcat", out.decode())
         self.assertIn("kq: 1 event", err.decode())
