@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -66,26 +67,39 @@ class JsonSink : public Sink {
     t["time_ns"] = table.wall_ns;
     nameQuery(t, layout.query);
     Json list = Json::array();
+    // Each column its own key: a name given twice (`count() as n, sum(x) as n`, or a
+    // key's) is written `n_2` the second time, as an event's field is.
+    std::vector<std::string> names;
+    for (const auto& [is_key, i] : layout.columns) {
+      std::string name = is_key ? layout.keys[i].name : layout.slots[i].name;
+      std::string unique = name;
+      for (int n = 2; std::find(names.begin(), names.end(), unique) != names.end(); ++n) {
+        unique = fmt::format("{}_{}", name, n);
+      }
+      names.push_back(std::move(unique));
+    }
     for (const TableRow& row : table.rows) {
       Json j;
+      size_t column = 0;
       for (const auto& [is_key, i] : layout.columns) {
+        const std::string& name = names[column++];
         if (is_key) {
           const FieldLayout& k = layout.keys[i];
           const Value& v = row.keys[i];
-          if (k.kind == FieldKind::Signed || k.kind == FieldKind::SyscallReturn) j[k.name] = v.i;
-          else if (k.kind == FieldKind::Unsigned) j[k.name] = v.u;
-          else if (k.kind == FieldKind::Bool) j[k.name] = v.u != 0;
-          else if (k.kind == FieldKind::Table && v.kind != ValueKind::Name) j[k.name] = v.i;
-          else if (k.kind == FieldKind::String) j[k.name] = runtime::stringBytes(v.text);
-          else j[k.name] = v.text;
+          if (k.kind == FieldKind::Signed || k.kind == FieldKind::SyscallReturn) j[name] = v.i;
+          else if (k.kind == FieldKind::Unsigned) j[name] = v.u;
+          else if (k.kind == FieldKind::Bool) j[name] = v.u != 0;
+          else if (k.kind == FieldKind::Table && v.kind != ValueKind::Name) j[name] = v.i;
+          else if (k.kind == FieldKind::String) j[name] = runtime::stringBytes(v.text);
+          else j[name] = v.text;
           continue;
         }
         const plan::AggregateSlot& s = layout.slots[i];
         const AggregateValue& v = row.slots[i];
         if (!isHistogram(s)) {
-          j[s.name] = !v.scalar ? Json(nullptr)
-                      : v.is_unsigned ? Json(static_cast<uint64_t>(*v.scalar))
-                                      : Json(*v.scalar);
+          j[name] = !v.scalar ? Json(nullptr)
+                    : v.is_unsigned ? Json(static_cast<uint64_t>(*v.scalar))
+                                    : Json(*v.scalar);
           continue;
         }
         Json buckets = Json::array();
@@ -103,7 +117,7 @@ class JsonSink : public Sink {
           bucket["count"] = n;
           buckets.push_back(bucket);
         }
-        j[s.name] = buckets;
+        j[name] = buckets;
       }
       list.push_back(j);
     }

@@ -144,6 +144,27 @@ TEST(EngineDefects, ABoolKeyIsABoolInJson) {
   EXPECT_EQ(json["rows"][0]["flag"], true);
 }
 
+// `group by comm select count() as comm`: a JSON row had one key `comm`, and the group's
+// name was gone; a column named like an earlier one is `comm_2`, as an event's field is.
+TEST(EngineDefects, ATableColumnNamedLikeAnotherKeepsItsOwnJsonKey) {
+  FieldLayout comm{"comm", FieldKind::String, 0, 16};
+  plan::ProgramPlan plan;
+  plan.layout.aggregates = {countBy(comm)};
+  plan.layout.aggregates[0].slots[0].name = "comm";
+  MemoryTable map(16, 8);
+  std::string text = "curl";
+  text.resize(16, '\0');
+  map.entries[std::vector<uint8_t>(text.begin(), text.end())] = {3, 0, 0, 0, 0, 0, 0, 0};
+  OneFunction host;
+  runtime::TypeDumper types(nullptr);
+  PrintContext context{host, types, host, 0};
+  RecordDecoder decoder(plan.layout, context);
+  Table table = readTable(map, plan.layout.aggregates[0], TableRead::Snapshot, decoder, 0, 0);
+  auto json = nlohmann::json::parse(tableText(plan, table, host, host, OutputFormat::Json));
+  EXPECT_EQ(json["rows"][0]["comm"], "curl");
+  EXPECT_EQ(json["rows"][0]["comm_2"], 3);
+}
+
 // `fmt("%15s:%d", ntop(...), port)` with an IPv6 address bracketed the padding
 // (`[           ::1]:1`); the width pads the bracketed address.
 TEST(EngineDefects, AWidthPadsTheBracketedIpv6Address) {
