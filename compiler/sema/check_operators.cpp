@@ -102,6 +102,17 @@ ExprInfo ExprChecker::index(const ast::Index& ix) {
     return info;
   }
   if (base->isError()) return info;
+  if (base->kind == TypeKind::Array && base->count > 0) {
+    // A constant index past the array would read what follows it (or be refused by the
+    // verifier): `comm[16]` of a `char[16]`. A flexible array (`[]`, no count) is not checked.
+    std::optional<int64_t> at = foldedInteger(*ix.index);
+    if (at && (*at < 0 || static_cast<uint64_t>(*at) >= base->count)) {
+      report(DiagKind::TypeMismatch, ix.index->range,
+             fmt::format("{} is `{}`: its indexes go from 0 to {}, not {}", quote(*ix.base), base->spelling,
+                         base->count - 1, *at));
+      return info;
+    }
+  }
   if (base->kind == TypeKind::Array || (base->isPointer() && base->element->kind != TypeKind::Void)) {
     info.type = base->element;
     return info;
