@@ -7,6 +7,7 @@
 #include <string>
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -315,6 +316,17 @@ void ExprChecker::unknownName(const ast::Identifier& id) {
   }
   Diagnostic& diag = report(DiagKind::UnknownName, id.range, fmt::format("unknown name `{}`", id.name));
   if (id.name == "args" && bpftraceArgs(diag)) return;
+  // bpftrace's names for what kq names otherwise.
+  static const std::map<std::string_view, std::string_view> bpftrace = {
+      {"nsecs", "kq's `time` (nanoseconds since boot)"},
+      {"curtask", "kq's `task` (the current thread's `struct task_struct *`)"},
+      {"cpid", "kq's `pid` of the events of -c's command: with -c, kq traces only it and its children"},
+      {"username", "kq's `uid` (kq does not look the name up)"},
+  };
+  if (auto it = bpftrace.find(id.name); it != bpftrace.end()) {
+    diag.note(fmt::format("bpftrace's `{}` is {}", it->first, it->second));
+    return;
+  }
   // An argument of a function probed at an offset into it.
   if (scope_.target && scope_.target->kprobe_offset && !scope_.target->functions.empty()) {
     for (const btf::FunctionParam& param : scope_.target->functions.front().params) {
