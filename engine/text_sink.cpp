@@ -141,7 +141,9 @@ class TextSink : public Sink {
     const plan::AggregateLayout& layout = *table.layout;
     if (table.events) counted_ += *table.events;
     else uncounted_tables_ = true;
-    std::string title = layout.every_ns ? clockText(table.wall_ns, ClockPrecision::Seconds) : "";
+    // Ticks under a second apart are told apart by their milliseconds.
+    ClockPrecision precision = layout.every_ns % 1'000'000'000 ? ClockPrecision::Milliseconds : ClockPrecision::Seconds;
+    std::string title = layout.every_ns ? clockText(table.wall_ns, precision) : "";
     if (layout_.queries > 1) title += (title.empty() ? "" : " ") + queryTitle(layout.query);
     if (!title.empty()) out_ << "@ " << title << "\n";
     // Scalar columns in `select` order; histograms beneath each row.
