@@ -6,6 +6,7 @@
 // checked in the joined source's scope, where `issue.time` means its `time`, and become
 // the values the join keeps (ResolvedJoin::stored), evaluated when the joined event
 // happens. So a join keeps values, never pointers to follow later.
+#include <map>
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -120,7 +121,11 @@ class SideOf {
     // query's function entry; a call of nothing reads the query's event (`fn now() = time`).
     if (c.args.empty() || c.callee == "fmt" || c.callee == "entry") return kMainSide;
     int args = kNoSide;
-    for (const ast::ExprPtr& a : c.args) args = combine(args, side(*a, body));
+    std::vector<int> sides;  // each argument's, read once (a fn's body may nest calls deeply)
+    for (const ast::ExprPtr& a : c.args) {
+      sides.push_back(side(*a, body));
+      args = combine(args, sides.back());
+    }
     for (const BuiltinFunction& f : builtinFunctions()) {
       if (f.name != c.callee) continue;
       return f.aggregate ? kMainSide : args;
@@ -137,13 +142,17 @@ class SideOf {
         inner.calls.size() >= kMaxFnDepth || fn->params.size() != c.args.size()) {
       return kMainSide;
     }
+    // A body's side depends on its parameters' only: each (fn, sides) is read once, or
+    // `fn f(x) = g(x) + g(x)` nested a few deep would be read exponentially often.
+    auto known = bodies_.find({fn, sides});
+    if (known != bodies_.end()) return combine(args, known->second);
     inner.calls.push_back(fn);
     auto home = ctx_.fn_home.find(fn);
     inner.module = home == ctx_.fn_home.end() ? nullptr : home->second;
-    for (size_t i = 0; i < fn->params.size(); ++i) {
-      inner.params[fn->params[i].name] = side(*c.args[i], body);
-    }
-    return combine(args, side(*fn->body, &inner));
+    for (size_t i = 0; i < fn->params.size(); ++i) inner.params[fn->params[i].name] = sides[i];
+    int read = side(*fn->body, &inner);
+    bodies_[{fn, sides}] = read;
+    return combine(args, read);
   }
 
   /// The `fn` a call names, as the checker finds it: the calling module's own first.
@@ -159,6 +168,7 @@ class SideOf {
 
   const Context& ctx_;
   const std::vector<ResolvedJoin>& joins_;
+  std::map<std::pair<const ast::FnDecl*, std::vector<int>>, int> bodies_;
 };
 
 /// Whether a join can keep a value of type `t`: numbers, pointers and text.
