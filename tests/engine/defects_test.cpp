@@ -81,6 +81,16 @@ std::string tableText(const plan::ProgramPlan& plan, const Table& table, Symboli
   return out.str();
 }
 
+/// The JSON of `plan`'s first table, read from `map`.
+nlohmann::json tableJson(const plan::ProgramPlan& plan, MemoryTable& map) {
+  OneFunction host;
+  runtime::TypeDumper types(nullptr);
+  PrintContext context{host, types, host, 0};
+  RecordDecoder decoder(plan.layout, context);
+  Table table = readTable(map, plan.layout.aggregates[0], TableRead::Snapshot, decoder, 0, 0);
+  return nlohmann::json::parse(tableText(plan, table, host, host, OutputFormat::Json));
+}
+
 // `group by kstack`: two stack ids (two return addresses in one function) printed the same
 // text in two rows at d824265; rows whose key prints alike are one.
 TEST(EngineDefects, StacksThatPrintAlikeAreOneRow) {
@@ -135,12 +145,7 @@ TEST(EngineDefects, ABoolKeyIsABoolInJson) {
   plan.layout.aggregates = {countBy(flag)};
   MemoryTable map(8, 8);
   map.put({1}, {2});
-  OneFunction host;
-  runtime::TypeDumper types(nullptr);
-  PrintContext context{host, types, host, 0};
-  RecordDecoder decoder(plan.layout, context);
-  Table table = readTable(map, plan.layout.aggregates[0], TableRead::Snapshot, decoder, 0, 0);
-  auto json = nlohmann::json::parse(tableText(plan, table, host, host, OutputFormat::Json));
+  auto json = tableJson(plan, map);
   EXPECT_EQ(json["rows"][0]["flag"], true);
 }
 
@@ -155,12 +160,7 @@ TEST(EngineDefects, ATableColumnNamedLikeAnotherKeepsItsOwnJsonKey) {
   std::string text = "curl";
   text.resize(16, '\0');
   map.entries[std::vector<uint8_t>(text.begin(), text.end())] = {3, 0, 0, 0, 0, 0, 0, 0};
-  OneFunction host;
-  runtime::TypeDumper types(nullptr);
-  PrintContext context{host, types, host, 0};
-  RecordDecoder decoder(plan.layout, context);
-  Table table = readTable(map, plan.layout.aggregates[0], TableRead::Snapshot, decoder, 0, 0);
-  auto json = nlohmann::json::parse(tableText(plan, table, host, host, OutputFormat::Json));
+  auto json = tableJson(plan, map);
   EXPECT_EQ(json["rows"][0]["comm"], "curl");
   EXPECT_EQ(json["rows"][0]["comm_2"], 3);
 }
