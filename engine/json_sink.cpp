@@ -161,6 +161,8 @@ class JsonSink : public Sink {
                            {"not_counted_no_memory", s.lostFor(plan::Lost::TableNoMemory)},
                            {"entries_not_kept", s.lostFor(plan::Lost::StashFull)},
                            {"exits_without_entry", s.lostFor(plan::Lost::StashMissing)}};
+        // Read from the ring after the session's end, not printed: as the whole's `not_shown`.
+        if (s.not_shown) counts["not_shown"] = s.not_shown;
         nameQuery(counts, static_cast<uint32_t>(q));
         queries.push_back(std::move(counts));
       }
