@@ -297,7 +297,10 @@ int runProgram(const Request& request, const sema::CheckedProgram& checked,
   // A live site's programs read the literals `where` compares from .rodata: the object is
   // kept by the query's shape, and serves the same question asked of other values.
   lower::LiteralParameters literals;
-  if (options.live_sites) literals = lower::literalParameters(checked.program, file);
+  if (options.live_sites && !cache.empty()) {
+    options.literal_parameters = true;
+    literals = lower::literalParameters(checked.program, file);
+  }
   if (!cache.empty()) {
     // --packet-bytes adds columns the text does not show.
     std::string text = literals.shape(sources.file(file).text());

@@ -48,6 +48,10 @@ struct LowerOptions {
   /// programs out: the load only puts the program in that slot (if the slot has gone by
   /// then, the program attaches on its own, and no later job shares its place).
   std::function<bool(const plan::PlannedProgram&)> site_attached;
+  /// With live_sites: the literals a `where` compares are read from .rodata
+  /// (literal_parameters.h), for a front end that keeps objects by their shape and loads
+  /// one for other values (the interactive session, through the object cache).
+  bool literal_parameters = false;
 };
 
 /// The ring buffer a query gets unless told otherwise: room for a burst of 2048 of its

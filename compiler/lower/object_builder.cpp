@@ -58,7 +58,7 @@ ObjectBuilder::ObjectBuilder(const sema::CheckedProgram& checked, const btf::Btf
       main_file_(main_file),
       module_("kq", sources.file(main_file)),
       core_(module_) {
-  if (options.live_sites) literals_ = literalParameters(checked.program, main_file);
+  if (options.live_sites && options.literal_parameters) literals_ = literalParameters(checked.program, main_file);
 }
 
 uint32_t ObjectBuilder::offsetOf(uint32_t line, uint32_t column) const {

@@ -254,6 +254,7 @@ TEST_F(LowerTest, ALiveSitesLiteralsAreReadFromRodataAndSetWhenLoaded) {
       "trace tracepoint:net:net_dev_xmit() where skb->len > 100 and comm == \"nginx\" select skb->len";
   LowerOptions options;
   options.live_sites = true;
+  options.literal_parameters = true;
   Compiled live = compile(query, options);
   ASSERT_TRUE(live.program);
   Compiled fixed = compile(query);
