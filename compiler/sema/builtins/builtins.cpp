@@ -33,6 +33,14 @@ std::optional<uint64_t> BuiltinCall::lengthBound(size_t length, uint64_t most, u
     return std::nullopt;
   };
   const ast::Expr& n = *call.args[length];
+  // `str(buf, -1)`: a negative constant is no length (at run time it would read nothing).
+  if (n.kind == ast::ExprKind::Unary && ast::as<ast::Unary>(n).op == ast::UnaryOp::Negate &&
+      ast::as<ast::Unary>(n).operand->kind == ast::ExprKind::Integer) {
+    diags.report(DiagKind::ValueOutOfRange, n.range,
+                 fmt::format("`{}` reads from 1 to {} bytes, not -{}", call.callee, most,
+                             ast::as<ast::IntegerLiteral>(*ast::as<ast::Unary>(n).operand).value));
+    return std::nullopt;
+  }
   bool has_max = call.args.size() > length + 1;
   if (!runTimeLength(length)) {
     if (has_max) {
